@@ -1,0 +1,20 @@
+"""pforjac: Jacobians of numpy-style code, vectorized by a pfor compiler.
+
+Example:
+    >>> import pforjac as pj
+    >>> x = pj.constant([[1., 2.], [3., 4.]])
+    >>> with pj.GradientTape() as g:
+    ...     g.watch(x)
+    ...     y = x * x
+    >>> g.batch_jacobian(y, x).numpy().tolist()
+    [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
+"""
+from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor
+from .ops import *  # noqa: F401,F403
+from .tape import GradientTape, UnconnectedGradients
+from .program import Program, make_program, run_program
+from .pfor import pfor, vectorized_map, register_converter, ConversionError
+from . import converters as _converters  # noqa: F401  (registers the built-in converters)
+from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+"""pfor converters, one module per op family, registered with `register_converter`.
+
+Importing this package registers every built-in converter.
+"""
+from . import elementwise, reductions, shape, indexing, linalg  # noqa: F401

@@ -1,0 +1,70 @@
+"""Converters of indexing: static slices, gather/scatter_add with stacked indices, one_hot.
+
+A stacked index is what every Jacobian body starts from, so these never loop:
+gathering per-iteration rows from per-iteration tables offsets the indices
+into one flattened table instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops
+from ..ops import indexing as ix
+from ..pfor import register_converter
+from ._helpers import to_stacked
+
+
+@register_converter("getitem")
+def _convert_getitem(n, args, stacked, key):
+    return ix.getitem_p.bind(args[0], key=(slice(None),) + tuple(key)), True
+
+
+@register_converter("setitem_zeros")
+def _convert_setitem_zeros(n, args, stacked, key, shape):
+    return ix.setitem_zeros_p.bind(args[0], key=(slice(None),) + tuple(key), shape=(n,) + tuple(shape)), True
+
+
+def _offsets(n: int, indices, stride: int):
+    """indices (n, *s) + k * stride for iteration k: positions in a table of n blocks."""
+    base = ops.constant(np.arange(n, dtype=indices.dtype) * indices.dtype.type(stride))
+    return indices + ops.reshape(base, (n,) + (1,) * (indices.ndim - 1))
+
+
+@register_converter("gather")
+def _convert_gather(n, args, stacked, axis):
+    (x, indices), (x_stacked, i_stacked) = args, stacked
+    if not i_stacked:
+        return ix.gather_p.bind(x, indices, axis=axis + 1), True
+    if not x_stacked:
+        return ops.moveaxis(ix.gather_p.bind(x, indices, axis=axis), axis, 0), True
+    size = x.shape[axis + 1]
+    table = ops.moveaxis(x, 0, axis)                      # [..., n, size, ...]
+    shape = tuple(table.shape[:axis]) + (n * size,) + tuple(table.shape[axis + 2:])
+    flat = ops.reshape(table, shape)
+    picked = ix.gather_p.bind(flat, _offsets(n, _wrap(indices, size), size), axis=axis)
+    return ops.moveaxis(picked, axis, 0), True
+
+
+def _wrap(indices, size: int):
+    """Negative indices count from the end, as np.take does, before offsetting."""
+    if size == 0:
+        return indices
+    return ops.where(ops.less(indices, 0), indices + indices.dtype.type(size), indices)
+
+
+@register_converter("scatter_add")
+def _convert_scatter_add(n, args, stacked, axis, size):
+    (g, indices), (g_stacked, i_stacked) = args, stacked
+    if not i_stacked:
+        return ix.scatter_add_p.bind(g, indices, axis=axis + 1, size=size), True
+    g = to_stacked(n, g, g_stacked)                        # [n, ..., *s, ...]
+    moved = ops.moveaxis(g, 0, axis)                       # [..., n, *s, ...]
+    idx = _offsets(n, _wrap(indices, size), size)          # [n, *s]
+    flat = ix.scatter_add_p.bind(moved, idx, axis=axis, size=n * size)
+    shape = tuple(flat.shape[:axis]) + (n, size) + tuple(flat.shape[axis + 1:])
+    return ops.moveaxis(ops.reshape(flat, shape), axis, 0), True
+
+
+@register_converter("one_hot")
+def _convert_one_hot(n, args, stacked, depth, dtype):
+    return ix.one_hot_p.bind(args[0], depth=depth, dtype=dtype), True

@@ -1,0 +1,59 @@
+"""Converters of matmul and einsum.
+
+matmul is reduced to the matrix case per iteration (a 1-D operand becomes a
+row or column), batch ranks are padded to agree, and the common Jacobian case
+(stacked cotangent times an unstacked weight matrix) is one large gemm.
+"""
+from __future__ import annotations
+
+import string
+
+from .. import ops
+from ..ops.linalg import einsum_p, matmul_p, parse_einsum
+from ..pfor import register_converter
+
+
+def _as_matrix(x, stacked: bool, column: bool):
+    """Per iteration, a 1-D operand becomes (1, k) on the left or (k, 1) on the right."""
+    if x.ndim - stacked != 1:
+        return x
+    lead = tuple(x.shape[:-1])
+    return ops.reshape(x, lead + ((x.shape[-1], 1) if column else (1, x.shape[-1])))
+
+
+def _pad_batch(x, stacked: bool, batch_rank: int):
+    """Inserts size-1 batch axes after the loop axis so per-iteration batch ranks agree."""
+    rank = x.ndim - stacked - 2
+    if rank >= batch_rank or not stacked:
+        return x
+    return ops.reshape(x, (x.shape[0],) + (1,) * (batch_rank - rank) + tuple(x.shape[1:]))
+
+
+@register_converter("matmul")
+def _convert_matmul(n, args, stacked, **params):
+    (x, y), (xs, ys) = args, stacked
+    x_vec, y_vec = x.ndim - xs == 1, y.ndim - ys == 1
+    if xs and not ys and y.ndim == 2 and not x_vec:
+        # [n, ..., m, k] @ [k, p]: one gemm over all rows.
+        out = ops.matmul(ops.reshape(x, (-1, x.shape[-1])), y)
+        return ops.reshape(out, tuple(x.shape[:-1]) + (y.shape[-1],)), True
+    if ys and not xs and y_vec:
+        # x @ y_k for every k is x @ Y^T, with the loop axis moved first.
+        return ops.moveaxis(ops.matmul(x, ops.transpose(y)), -1, 0), True
+    x2, y2 = _as_matrix(x, xs, column=False), _as_matrix(y, ys, column=True)
+    batch = max(x2.ndim - xs, y2.ndim - ys) - 2
+    out = ops.matmul(_pad_batch(x2, xs, batch), _pad_batch(y2, ys, batch))
+    shape = tuple(out.shape)
+    if y_vec:
+        shape = shape[:-1]
+    if x_vec:
+        shape = shape[:-1] + shape[-1:] if y_vec else shape[:-2] + shape[-1:]
+    return ops.reshape(out, shape), True
+
+
+@register_converter("einsum")
+def _convert_einsum(n, args, stacked, subscripts):
+    ins, out = parse_einsum(subscripts, [a.ndim - s for a, s in zip(args, stacked)])
+    free = next(c for c in string.ascii_letters if c not in subscripts)
+    ins = [free + s if st else s for s, st in zip(ins, stacked)]
+    return einsum_p.bind(*args, subscripts=",".join(ins) + "->" + free + out), True

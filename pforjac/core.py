@@ -1,0 +1,204 @@
+"""Primitives, their rule tables, and the single dispatch function `bind`.
+
+Every op in pforjac is a `Primitive`. Its rules live in plain dicts keyed by
+the primitive (the converter registry, keyed by name, lives in `pfor.py`):
+
+    impl_rules[p]   numpy forward:        impl(*arrays, **params) -> array(s)
+    shape_rules[p]  shape/dtype rule:     shape(*avals, **params) -> (shape, dtype) or a list
+    vjp_rules[p]    reverse rules:        one function per input, g -> input cotangent
+    jvp_rules[p]    forward rule:         jvp(tangents, ans, *args, **params) -> output tangent
+
+`bind(p, *args, **params)` is the one way an op is applied. It computes the op
+eagerly with numpy, or appends it to the innermost active trace when one of
+its inputs is a symbolic value of that trace; then every active
+`GradientTape` at the same level that watches an input records it.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
+           "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
+
+
+class Primitive:
+    """A named op. Its behaviour is entirely in the rule tables."""
+
+    def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.differentiable = differentiable
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def bind(self, *args, **params):
+        return bind(self, *args, **params)
+
+
+impl_rules: dict[Primitive, Callable] = {}
+shape_rules: dict[Primitive, Callable] = {}
+vjp_rules: dict[Primitive, tuple] = {}
+jvp_rules: dict[Primitive, Callable] = {}
+primitives: dict[str, Primitive] = {}
+
+
+def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = False) -> None:
+    if prim in table and not override:
+        raise ValueError(f"the {kind} rule of primitive '{prim.name}' is already registered; "
+                         f"pass override=True to replace it")
+    table[prim] = rule
+
+
+def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: bool = False,
+                  differentiable: bool = True, override: bool = False) -> Primitive:
+    """Declares a primitive with its numpy forward and its shape rule."""
+    if name in primitives and not override:
+        raise ValueError(f"a primitive named '{name}' already exists; pick another name "
+                         f"or pass override=True")
+    prim = Primitive(name, multiple_results, differentiable)
+    primitives[name] = prim
+    impl_rules[prim] = impl
+    shape_rules[prim] = shape
+    return prim
+
+
+def defimpl(prim: Primitive):
+    def register(fn):
+        _register(impl_rules, prim, fn, "impl")
+        return fn
+    return register
+
+
+def defshape(prim: Primitive):
+    def register(fn):
+        _register(shape_rules, prim, fn, "shape")
+        return fn
+    return register
+
+
+def defvjp(prim: Primitive, *per_input: Callable | None, override: bool = False) -> None:
+    """One rule per input: `rule(g, ans, *args, **params) -> cotangent of that input`.
+
+    `None` marks an input that has no gradient (an index, a condition).
+    """
+    _register(vjp_rules, prim, tuple(per_input), "vjp", override)
+
+
+def defvjp_all(prim: Primitive, rule: Callable, override: bool = False) -> None:
+    """One rule for all inputs (variadic ops): `rule(g, ans, *args, **params) -> list`."""
+    _register(vjp_rules, prim, rule, "vjp", override)
+
+
+def defjvp_all(prim: Primitive, rule: Callable, override: bool = False) -> None:
+    """`rule(tangents, ans, *args, **params)`; a tangent is None where it is zero."""
+    _register(jvp_rules, prim, rule, "jvp", override)
+
+
+def defjvp(prim: Primitive, *per_input: Callable | None, override: bool = False) -> None:
+    """One linear rule per input: `rule(t, ans, *args, **params)`; contributions add up."""
+    def rule(tangents, ans, *args, **params):
+        out = None
+        for fn, t in zip(per_input, tangents):
+            if t is None or fn is None:
+                continue
+            term = fn(t, ans, *args, **params)
+            out = term if out is None else out + term
+        return out
+    defjvp_all(prim, rule, override)
+
+
+# --------------------------------------------------------------------------
+# Thread-local context: active tapes and active traces.
+
+class _State(threading.local):
+    def __init__(self):
+        self.tapes: list = []    # active GradientTapes, innermost last
+        self.traces: list = []   # active Traces, innermost last
+
+
+_state = _State()
+
+
+def current_state() -> _State:
+    return _state
+
+
+def trace_level() -> int:
+    return len(_state.traces)
+
+
+# --------------------------------------------------------------------------
+# bind
+
+def _innermost_trace(args):
+    best = None
+    for a in args:
+        t = a._trace
+        if t is not None and (best is None or t.level > best.level):
+            best = t
+    if best is not None and not best.active:
+        raise RuntimeError(
+            f"a symbolic value of a finished trace was used outside it ({best.describe()}); "
+            f"return values from the traced function instead of storing them")
+    return best
+
+
+def bind(prim: Primitive, *args, **params):
+    """Applies `prim` to `args` in the current context and returns its output(s)."""
+    from .tensor import as_tensor
+    args = tuple(map(as_tensor, args))
+    trace = _innermost_trace(args)
+    if trace is None:
+        outs = _eager(prim, args, params)
+        level = 0
+    else:
+        outs = trace.add_equation(prim, args, params)
+        level = trace.level
+    if _state.tapes and prim.differentiable:
+        for tape in _state.tapes:
+            if tape._level == level:
+                tape._record(prim, args, params, outs)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _eager(prim: Primitive, args, params):
+    from .tensor import Tensor
+    try:
+        result = impl_rules[prim](*(a._value for a in args), **params)
+    except KeyError:
+        if prim not in impl_rules:
+            raise NotImplementedError(f"primitive '{prim.name}' has no impl rule") from None
+        raise
+    except (ValueError, TypeError, IndexError) as e:
+        shapes = ", ".join(str(a.shape) for a in args)
+        raise type(e)(f"pforjac.{prim.name}: cannot apply to inputs of shapes ({shapes})"
+                      f"{_format_params(params)}: {e}") from None
+    if prim.multiple_results:
+        return [Tensor._from_array(np.asarray(r)) for r in result]
+    return [Tensor._from_array(np.asarray(result))]
+
+
+def _format_params(params: dict[str, Any]) -> str:
+    if not params:
+        return ""
+    return " with " + ", ".join(f"{k}={v!r}" for k, v in params.items())
+
+
+def abstract_eval(prim: Primitive, args, params) -> list[tuple[tuple, np.dtype]]:
+    """Runs the shape rule; errors name the op and the input shapes."""
+    try:
+        rule = shape_rules[prim]
+    except KeyError:
+        raise NotImplementedError(f"primitive '{prim.name}' has no shape rule") from None
+    try:
+        result = rule(*args, **params)
+    except (ValueError, TypeError, IndexError) as e:
+        shapes = ", ".join(str(a.shape) for a in args)
+        raise type(e)(f"pforjac.{prim.name}: cannot apply to inputs of shapes ({shapes})"
+                      f"{_format_params(params)}: {e}") from None
+    results = result if prim.multiple_results else [result]
+    return [(tuple(int(d) for d in s), np.dtype(dt)) for s, dt in results]

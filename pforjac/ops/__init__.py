@@ -1,0 +1,11 @@
+"""pforjac's ops, one module per family; every public function is re-exported here."""
+from .elementwise import *  # noqa: F401,F403
+from .reductions import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .indexing import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .nn import *  # noqa: F401,F403
+from . import elementwise, reductions, shape, indexing, linalg, nn
+from ._methods import install as _install
+
+_install()

@@ -1,0 +1,241 @@
+"""Elementwise primitives: one block each, forward in numpy, rules in pforjac ops.
+
+Unary ops declare their derivative `d(ans, x)` once; the vjp is `g * d` and the
+jvp `t * d`. Binary ops reduce the gradient of a broadcast operand back to its
+shape with `unbroadcast`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import defjvp, defjvp_all, defvjp
+from ..tensor import Tensor, is_float
+from ._family import declare_elementwise
+
+__all__ = ["neg", "add", "subtract", "multiply", "divide", "power", "pow", "maximum", "minimum",
+           "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
+           "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
+           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+           "logical_and", "logical_or", "logical_not", "stop_gradient", "unbroadcast",
+           "zeros_like", "ones_like", "zeros", "ones", "coerce", "UNARY", "BINARY"]
+
+UNARY: dict[str, core.Primitive] = {}
+BINARY: dict[str, core.Primitive] = {}
+
+
+def coerce(x, y) -> tuple:
+    """Python scalars take the other operand's dtype where it can hold them (weak typing)."""
+    if isinstance(x, Tensor) and _is_python_scalar(y):
+        return x, Tensor._from_array(np.asarray(y, np.result_type(x.dtype, y)))
+    if isinstance(y, Tensor) and _is_python_scalar(x):
+        return Tensor._from_array(np.asarray(x, np.result_type(y.dtype, x))), y
+    return x, y
+
+
+def _is_python_scalar(v) -> bool:
+    return isinstance(v, (int, float, complex)) and not isinstance(v, np.generic)
+
+
+def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
+    """Sums `g` over the axes along which an operand of `shape` was broadcast."""
+    shape = tuple(shape)
+    if tuple(g.shape) == shape:
+        return g
+    from .reductions import sum as _sum
+    from .shape import reshape
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + k for k, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + k] != 1)
+    return reshape(_sum(g, axis=axes), shape) if axes else reshape(g, shape)
+
+
+# -- unary ---------------------------------------------------------------------
+
+def _unary(name: str, impl, deriv=None) -> core.Primitive:
+    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops."""
+    prim = declare_elementwise(name, impl)
+    UNARY[name] = prim
+    if deriv is not None:
+        defvjp(prim, lambda g, ans, x: g * deriv(ans, x))
+        defjvp(prim, lambda t, ans, x: t * deriv(ans, x))
+    return prim
+
+
+def _sigmoid_impl(x):
+    return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
+
+
+neg_p = _unary("neg", np.negative)
+defvjp(neg_p, lambda g, ans, x: -g)
+defjvp(neg_p, lambda t, ans, x: -t)
+exp_p = _unary("exp", np.exp, lambda ans, x: ans)
+log_p = _unary("log", np.log, lambda ans, x: reciprocal(x))
+log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0))
+expm1_p = _unary("expm1", np.expm1, lambda ans, x: ans + 1.0)
+sin_p = _unary("sin", np.sin, lambda ans, x: cos(x))
+cos_p = _unary("cos", np.cos, lambda ans, x: -sin(x))
+tan_p = _unary("tan", np.tan, lambda ans, x: square(ans) + 1.0)
+tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans))
+sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
+softplus_p = _unary("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+                    lambda ans, x: sigmoid(x))
+sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans)
+square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
+reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans))
+abs_p = _unary("abs", np.abs, lambda ans, x: sign(x))
+relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
+                lambda ans, x: cast(greater(x, 0.0), x.dtype))
+sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x))
+
+
+def neg(x): return neg_p.bind(x)
+def exp(x): return exp_p.bind(x)
+def log(x): return log_p.bind(x)
+def log1p(x): return log1p_p.bind(x)
+def expm1(x): return expm1_p.bind(x)
+def sin(x): return sin_p.bind(x)
+def cos(x): return cos_p.bind(x)
+def tan(x): return tan_p.bind(x)
+def tanh(x): return tanh_p.bind(x)
+def sigmoid(x): return sigmoid_p.bind(x)
+def softplus(x): return softplus_p.bind(x)
+def sqrt(x): return sqrt_p.bind(x)
+def square(x): return square_p.bind(x)
+def reciprocal(x): return reciprocal_p.bind(x)
+def abs(x): return abs_p.bind(x)
+def relu(x): return relu_p.bind(x)
+def sign(x): return sign_p.bind(x)
+
+
+# -- binary --------------------------------------------------------------------
+
+def _binary(name: str, impl, vjp_x=None, vjp_y=None, differentiable=True) -> core.Primitive:
+    """Declares a broadcasting binary op; rules give the unreduced cotangent."""
+    prim = declare_elementwise(name, impl, differentiable)
+    BINARY[name] = prim
+    if differentiable:
+        defvjp(prim,
+               lambda g, ans, x, y: unbroadcast(vjp_x(g, ans, x, y), x.shape),
+               lambda g, ans, x, y: unbroadcast(vjp_y(g, ans, x, y), y.shape))
+        defjvp(prim,
+               lambda t, ans, x, y: _fit(vjp_x(t, ans, x, y), ans.shape),
+               lambda t, ans, x, y: _fit(vjp_y(t, ans, x, y), ans.shape))
+    return prim
+
+
+def _fit(t: Tensor, shape: tuple) -> Tensor:
+    from .shape import broadcast_to
+    return t if tuple(t.shape) == tuple(shape) else broadcast_to(t, shape)
+
+
+def _pow_dy(g, ans, x, y):
+    safe_log = where(greater(x, 0.0), log(where(greater(x, 0.0), x, ones_like(x))), zeros_like(x))
+    return g * ans * safe_log
+
+
+add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
+subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g)
+multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
+divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
+                   lambda g, a, x, y: -g * a / y)
+power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0), _pow_dy)
+maximum_p = _binary("maximum", np.maximum,
+                    lambda g, a, x, y: g * cast(greater_equal(x, y), g.dtype),
+                    lambda g, a, x, y: g * cast(less(x, y), g.dtype))
+minimum_p = _binary("minimum", np.minimum,
+                    lambda g, a, x, y: g * cast(less_equal(x, y), g.dtype),
+                    lambda g, a, x, y: g * cast(greater(x, y), g.dtype))
+
+equal_p = _binary("equal", np.equal, differentiable=False)
+not_equal_p = _binary("not_equal", np.not_equal, differentiable=False)
+less_p = _binary("less", np.less, differentiable=False)
+less_equal_p = _binary("less_equal", np.less_equal, differentiable=False)
+greater_p = _binary("greater", np.greater, differentiable=False)
+greater_equal_p = _binary("greater_equal", np.greater_equal, differentiable=False)
+logical_and_p = _binary("logical_and", np.logical_and, differentiable=False)
+logical_or_p = _binary("logical_or", np.logical_or, differentiable=False)
+logical_not_p = _unary("logical_not", np.logical_not)
+logical_not_p.differentiable = False
+
+
+def add(x, y): return add_p.bind(*coerce(x, y))
+def subtract(x, y): return subtract_p.bind(*coerce(x, y))
+def multiply(x, y): return multiply_p.bind(*coerce(x, y))
+def divide(x, y): return divide_p.bind(*coerce(x, y))
+def power(x, y): return power_p.bind(*coerce(x, y))
+def maximum(x, y): return maximum_p.bind(*coerce(x, y))
+def minimum(x, y): return minimum_p.bind(*coerce(x, y))
+def equal(x, y): return equal_p.bind(*coerce(x, y))
+def not_equal(x, y): return not_equal_p.bind(*coerce(x, y))
+def less(x, y): return less_p.bind(*coerce(x, y))
+def less_equal(x, y): return less_equal_p.bind(*coerce(x, y))
+def greater(x, y): return greater_p.bind(*coerce(x, y))
+def greater_equal(x, y): return greater_equal_p.bind(*coerce(x, y))
+def logical_and(x, y): return logical_and_p.bind(*coerce(x, y))
+def logical_or(x, y): return logical_or_p.bind(*coerce(x, y))
+def logical_not(x): return logical_not_p.bind(x)
+
+
+pow = power
+
+
+# -- where, cast, stop_gradient, zeros_like --------------------------------------
+
+def _where_impl(c, x, y):
+    return np.where(c, x, y)
+
+
+where_p = declare_elementwise("where", _where_impl)
+defvjp(where_p, None,
+       lambda g, ans, c, x, y: unbroadcast(where(c, g, zeros_like(g)), x.shape),
+       lambda g, ans, c, x, y: unbroadcast(where(c, zeros_like(g), g), y.shape))
+defjvp_all(where_p, lambda ts, ans, c, x, y: where(
+    c, zeros_like(ans) if ts[1] is None else _fit(ts[1], ans.shape),
+    zeros_like(ans) if ts[2] is None else _fit(ts[2], ans.shape)))
+
+
+def where(condition, x, y):
+    """Elementwise choice, `x` where `condition` else `y`, with numpy broadcasting."""
+    return where_p.bind(condition, *coerce(x, y))
+
+
+cast_p = core.new_primitive("cast", lambda x, dtype: x.astype(dtype, copy=False),
+                            lambda x, dtype: (x.shape, dtype))
+defvjp(cast_p, lambda g, ans, x, dtype: cast(g, x.dtype) if is_float(x.dtype) else None)
+defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else None)
+
+
+def cast(x, dtype):
+    dtype = np.dtype(dtype)
+    if isinstance(x, Tensor) and x.dtype == dtype:
+        return x
+    return cast_p.bind(x, dtype=dtype)
+
+
+stop_gradient_p = core.new_primitive("stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype))
+defvjp(stop_gradient_p, None)
+defjvp_all(stop_gradient_p, lambda ts, ans, x: None)
+
+
+def stop_gradient(x):
+    """Identity whose gradient is zero."""
+    return stop_gradient_p.bind(x)
+
+
+zeros_like_p = core.new_primitive("zeros_like", np.zeros_like, lambda x: (x.shape, x.dtype),
+                                  differentiable=False)
+ones_like_p = core.new_primitive("ones_like", np.ones_like, lambda x: (x.shape, x.dtype),
+                                 differentiable=False)
+
+
+def zeros_like(x): return zeros_like_p.bind(x)
+def ones_like(x): return ones_like_p.bind(x)
+
+
+def zeros(shape, dtype=np.float32) -> Tensor:
+    return Tensor._from_array(np.zeros(shape, dtype))
+
+
+def ones(shape, dtype=np.float32) -> Tensor:
+    return Tensor._from_array(np.ones(shape, dtype))

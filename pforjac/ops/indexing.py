@@ -1,0 +1,161 @@
+"""Indexing primitives: static slicing, gather (np.take) with integer index tensors, one_hot.
+
+`getitem` handles numpy's basic indexing (ints, slices with any step, None,
+Ellipsis); a single integer index tensor in the key becomes a `gather`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import defjvp, defvjp
+from ..tensor import Tensor, as_tensor, is_float
+from ._family import normalize_axes
+
+__all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
+
+
+def _view_of_shape(shape):
+    return np.broadcast_to(np.empty((), np.bool_), shape)
+
+
+# -- static (basic) indexing ----------------------------------------------------------
+def _getitem_shape(x, key):
+    return _view_of_shape(x.shape)[key].shape, x.dtype
+
+
+getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape)
+
+
+def _setitem_zeros_impl(g, key, shape):
+    out = np.zeros(shape, g.dtype)
+    out[key] = g
+    return out
+
+
+setitem_zeros_p = core.new_primitive("setitem_zeros", _setitem_zeros_impl,
+                                     lambda g, key, shape: (tuple(shape), g.dtype))
+defvjp(getitem_p, lambda g, ans, x, key: setitem_zeros_p.bind(g, key=key, shape=tuple(x.shape)))
+defjvp(getitem_p, lambda t, ans, x, key: getitem_p.bind(t, key=key))
+defvjp(setitem_zeros_p, lambda g, ans, x, key, shape: getitem_p.bind(g, key=key))
+defjvp(setitem_zeros_p, lambda t, ans, x, key, shape: setitem_zeros_p.bind(t, key=key, shape=shape))
+
+
+def _normalize_key(key, ndim: int) -> tuple:
+    key = key if isinstance(key, tuple) else (key,)
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if consumed > ndim:
+        raise IndexError(f"too many indices ({consumed}) for a tensor of rank {ndim}")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (ndim - consumed))
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("boolean scalars can't index a pforjac tensor")
+        elif isinstance(k, (int, np.integer)):
+            out.append(int(k))
+        elif k is None or isinstance(k, slice):
+            out.append(k)
+        else:
+            out.append(k)
+    return tuple(out)
+
+
+def _is_index_tensor(k) -> bool:
+    return isinstance(k, (Tensor, np.ndarray, list))
+
+
+def getitem(x, key):
+    """`x[key]` with numpy semantics for basic indexing and one integer index tensor."""
+    x = as_tensor(x)
+    key = _normalize_key(key, x.ndim)
+    arrays = [p for p, k in enumerate(key) if _is_index_tensor(k)]
+    if not arrays:
+        if all(isinstance(k, slice) and k == slice(None) for k in key):
+            return x
+        return getitem_p.bind(x, key=key)
+    if len(arrays) > 1:
+        raise IndexError("pforjac supports one index tensor per indexing expression; "
+                         "index twice, or use pforjac.gather")
+    p = arrays[0]
+    ints = [q for q, k in enumerate(key) if isinstance(k, int)]
+    if ints and any(isinstance(key[q], slice) or key[q] is None for q in range(min(ints + [p]), max(ints + [p]))):
+        raise IndexError("pforjac does not support an index tensor and integer indices separated "
+                         "by a slice (numpy moves such axes to the front); index in two steps")
+    index = as_tensor(key[p])
+    if index.dtype == np.bool_:
+        raise IndexError("boolean mask indexing gives a data-dependent shape, which pforjac "
+                         "does not support; use pforjac.where instead")
+    basic = key[:p] + (slice(None),) + key[p + 1:]
+    axis = sum(1 for k in key[:p] if isinstance(k, slice) or k is None)
+    return gather(getitem(x, basic), index, axis=axis)
+
+
+# -- gather / scatter_add --------------------------------------------------------------
+def _gather_shape(x, indices, axis):
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise TypeError(f"gather indices must be integers, got {indices.dtype.name}")
+    return tuple(x.shape[:axis]) + tuple(indices.shape) + tuple(x.shape[axis + 1:]), x.dtype
+
+
+gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indices, axis=axis),
+                              _gather_shape)
+
+
+def _scatter_add_impl(g, indices, axis, size):
+    shape = g.shape[:axis] + (size,) + g.shape[axis + indices.ndim:]
+    out = np.zeros(shape, g.dtype)
+    np.add.at(out, (slice(None),) * axis + (indices,), g)
+    return out
+
+
+def _scatter_add_shape(g, indices, axis, size):
+    return tuple(g.shape[:axis]) + (size,) + tuple(g.shape[axis + len(indices.shape):]), g.dtype
+
+
+scatter_add_p = core.new_primitive("scatter_add", _scatter_add_impl, _scatter_add_shape)
+defvjp(gather_p, lambda g, ans, x, indices, axis:
+       scatter_add(g, indices, axis, x.shape[axis]), None)
+defjvp(gather_p, lambda t, ans, x, indices, axis: gather_p.bind(t, indices, axis=axis), None)
+defvjp(scatter_add_p, lambda g, ans, x, indices, axis, size: gather_p.bind(g, indices, axis=axis), None)
+defjvp(scatter_add_p, lambda t, ans, x, indices, axis, size:
+       scatter_add_p.bind(t, indices, axis=axis, size=size), None)
+
+
+def gather(x, indices, axis: int = 0):
+    """Takes the entries `indices` (an integer tensor) along `axis`, as `np.take`."""
+    x, indices = as_tensor(x), as_tensor(indices)
+    axis = normalize_axes(axis, x.ndim)[0]
+    return gather_p.bind(x, indices, axis=axis)
+
+
+take = gather
+
+
+def scatter_add(g, indices, axis: int, size: int):
+    """Adds the slices of `g` into zeros of length `size` along `axis` at `indices`."""
+    return scatter_add_p.bind(g, indices, axis=int(axis), size=int(size))
+
+
+# -- one_hot ---------------------------------------------------------------------------
+def _one_hot_impl(indices, depth, dtype):
+    return (indices[..., None] == np.arange(depth, dtype=indices.dtype)).astype(dtype)
+
+
+def _one_hot_shape(indices, depth, dtype):
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise TypeError(f"one_hot indices must be integers, got {indices.dtype.name}")
+    return tuple(indices.shape) + (depth,), dtype
+
+
+one_hot_p = core.new_primitive("one_hot", _one_hot_impl, _one_hot_shape, differentiable=False)
+
+
+def one_hot(indices, depth: int, dtype=np.float32):
+    """One-hot rows of length `depth` (all zeros for an index out of range), as `tf.one_hot`."""
+    dtype = np.dtype(dtype)
+    if not (is_float(dtype) or np.issubdtype(dtype, np.integer)):
+        raise TypeError(f"one_hot dtype must be numeric, got {dtype.name}")
+    return one_hot_p.bind(indices, depth=int(depth), dtype=dtype)

@@ -1,0 +1,125 @@
+"""Reductions over axes: sum, max, min, prod primitives; mean and logsumexp composites.
+
+Every reduction primitive takes `axes` as a sorted tuple of non-negative ints
+and `keepdims` as a bool, so the converters and rules never re-normalize.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import defjvp, defjvp_all, defvjp
+from ._family import normalize_axes
+
+__all__ = ["sum", "max", "min", "prod", "mean", "logsumexp", "REDUCTIONS", "restore_reduced"]
+
+REDUCTIONS: dict[str, core.Primitive] = {}
+
+
+def _reduction_shape(x, axes, keepdims):
+    if keepdims:
+        return tuple(1 if k in axes else d for k, d in enumerate(x.shape))
+    return tuple(d for k, d in enumerate(x.shape) if k not in axes)
+
+
+def _reduction(name: str, impl) -> core.Primitive:
+    def shape_rule(x, axes, keepdims):
+        for a in axes:
+            if not 0 <= a < x.ndim:
+                raise ValueError(f"axis {a} is out of range for rank {x.ndim}")
+        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+            raise ValueError(f"{name} of an empty axis has no identity")
+        dtype = x.dtype if x.dtype != np.bool_ else np.dtype(np.int64)
+        return _reduction_shape(x, axes, keepdims), dtype
+    prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),
+                              shape_rule)
+    REDUCTIONS[name] = prim
+    return prim
+
+
+def restore_reduced(g, x_shape, axes, keepdims):
+    """Broadcasts a reduction's cotangent `g` back to the input's shape."""
+    from .shape import broadcast_to, reshape
+    if not keepdims:
+        g = reshape(g, _reduction_shape(_Shape(x_shape), axes, True))
+    return broadcast_to(g, x_shape)
+
+
+class _Shape:
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+        self.ndim = len(self.shape)
+
+
+sum_p = _reduction("sum", np.sum)
+defvjp(sum_p, lambda g, ans, x, axes, keepdims: restore_reduced(g, x.shape, axes, keepdims))
+defjvp(sum_p, lambda t, ans, x, axes, keepdims: sum_p.bind(t, axes=axes, keepdims=keepdims))
+
+
+def _extremum_vjp(g, ans, x, axes, keepdims):
+    from .elementwise import cast, equal
+    mask = cast(equal(x, restore_reduced(ans, x.shape, axes, keepdims)), g.dtype)
+    count = restore_reduced(sum_p.bind(mask, axes=axes, keepdims=keepdims), x.shape, axes, keepdims)
+    return restore_reduced(g, x.shape, axes, keepdims) * mask / count
+
+
+max_p = _reduction("max", np.max)
+min_p = _reduction("min", np.min)
+for _p in (max_p, min_p):
+    defvjp(_p, _extremum_vjp)
+    defjvp_all(_p, lambda ts, ans, x, axes, keepdims: sum_p.bind(
+        ts[0] * _extremum_vjp(ans * 0.0 + 1.0, ans, x, axes, keepdims), axes=axes, keepdims=keepdims))
+
+
+prod_p = _reduction("prod", np.prod)
+defvjp(prod_p, lambda g, ans, x, axes, keepdims:
+       restore_reduced(g * ans, x.shape, axes, keepdims) / x)
+defjvp(prod_p, lambda t, ans, x, axes, keepdims:
+       sum_p.bind(t * restore_reduced(ans, x.shape, axes, keepdims) / x, axes=axes, keepdims=keepdims))
+
+
+def _reduce(prim, x, axis, keepdims):
+    from ..tensor import as_tensor
+    x = as_tensor(x)
+    return prim.bind(x, axes=normalize_axes(axis, x.ndim), keepdims=bool(keepdims))
+
+
+def sum(x, axis=None, keepdims=False):
+    """Sum over `axis` (None, an int or a tuple), as `np.sum`."""
+    return _reduce(sum_p, x, axis, keepdims)
+
+
+def max(x, axis=None, keepdims=False):
+    """Maximum over `axis`; the gradient is split evenly among ties."""
+    return _reduce(max_p, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):
+    return _reduce(min_p, x, axis, keepdims)
+
+
+def prod(x, axis=None, keepdims=False):
+    """Product over `axis`. Its gradient divides by `x`, so it is not defined at zeros."""
+    return _reduce(prod_p, x, axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    from ..tensor import as_tensor
+    x = as_tensor(x)
+    axes = normalize_axes(axis, x.ndim)
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    return sum_p.bind(x, axes=axes, keepdims=bool(keepdims)) / count
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    """`log(sum(exp(x)))` over `axis`, computed stably (shifted by the max)."""
+    from ..tensor import as_tensor
+    from .elementwise import exp, log, stop_gradient
+    x = as_tensor(x)
+    axes = normalize_axes(axis, x.ndim)
+    shift = stop_gradient(max_p.bind(x, axes=axes, keepdims=True))
+    out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift
+    if keepdims:
+        return out
+    from .shape import reshape
+    return reshape(out, _reduction_shape(x, axes, False))

@@ -1,0 +1,268 @@
+"""Shape primitives: reshape, transpose, broadcast_to, concat, split, tile, pad.
+
+expand_dims, squeeze, stack and swapaxes are composites of these.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import defjvp, defjvp_all, defvjp, defvjp_all
+from ..tensor import Tensor, as_tensor
+from ._family import normalize_axes
+
+__all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
+           "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten"]
+
+
+def _resolve_shape(shape, size: int) -> tuple:
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if shape.count(-1) > 1:
+        raise ValueError(f"only one dimension of the new shape {shape} can be -1")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape {size} elements into shape {shape}")
+        shape = tuple(size // known if d == -1 else d for d in shape)
+    if int(np.prod(shape, dtype=np.int64)) != size:
+        raise ValueError(f"cannot reshape {size} elements into shape {shape}")
+    return shape
+
+
+# -- reshape -----------------------------------------------------------------------
+reshape_p = core.new_primitive("reshape", lambda x, shape: np.reshape(x, shape),
+                               lambda x, shape: (_resolve_shape(shape, _size(x)), x.dtype))
+defvjp(reshape_p, lambda g, ans, x, shape: reshape(g, x.shape))
+defjvp(reshape_p, lambda t, ans, x, shape: reshape(t, shape))
+
+
+def _size(x) -> int:
+    return int(np.prod(x.shape, dtype=np.int64))
+
+
+def reshape(x, shape):
+    """Reshapes `x` (one dimension may be -1), as `np.reshape`."""
+    x = as_tensor(x)
+    shape = _resolve_shape(shape, x.size)
+    if shape == tuple(x.shape):
+        return x
+    return reshape_p.bind(x, shape=shape)
+
+
+# -- transpose ---------------------------------------------------------------------
+def _transpose_shape(x, perm):
+    if sorted(perm) != list(range(x.ndim)):
+        raise ValueError(f"perm {perm} is not a permutation of the {x.ndim} axes")
+    return tuple(x.shape[p] for p in perm), x.dtype
+
+
+transpose_p = core.new_primitive("transpose", lambda x, perm: np.transpose(x, perm), _transpose_shape)
+defvjp(transpose_p, lambda g, ans, x, perm: transpose(g, tuple(np.argsort(perm))))
+defjvp(transpose_p, lambda t, ans, x, perm: transpose(t, perm))
+
+
+def transpose(x, axes=None):
+    """Permutes axes (reverses them when `axes` is None), as `np.transpose`."""
+    x = as_tensor(x)
+    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % max(x.ndim, 1) for a in axes)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return transpose_p.bind(x, perm=perm)
+
+
+def swapaxes(x, a: int, b: int):
+    x = as_tensor(x)
+    perm = list(range(x.ndim))
+    perm[a], perm[b] = perm[b], perm[a]
+    return transpose(x, perm)
+
+
+def moveaxis(x, source: int, destination: int):
+    x = as_tensor(x)
+    perm = [k for k in range(x.ndim) if k != source % x.ndim]
+    perm.insert(destination % x.ndim, source % x.ndim)
+    return transpose(x, perm)
+
+
+# -- broadcast_to ----------------------------------------------------------------------
+def _broadcast_to_shape(x, shape):
+    if np.broadcast_shapes(x.shape, shape) != tuple(shape):
+        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
+    return tuple(shape), x.dtype
+
+
+broadcast_to_p = core.new_primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+                                    _broadcast_to_shape)
+defvjp(broadcast_to_p, lambda g, ans, x, shape: _unbroadcast(g, x.shape))
+defjvp(broadcast_to_p, lambda t, ans, x, shape: broadcast_to(t, shape))
+
+
+def _unbroadcast(g, shape):
+    from .elementwise import unbroadcast
+    return unbroadcast(g, shape)
+
+
+def broadcast_to(x, shape):
+    x = as_tensor(x)
+    shape = tuple(int(d) for d in shape)
+    if shape == tuple(x.shape):
+        return x
+    return broadcast_to_p.bind(x, shape=shape)
+
+
+# -- concat and split --------------------------------------------------------------------
+def _concat_shape(*xs, axis):
+    first = xs[0].shape
+    for x in xs[1:]:
+        if len(x.shape) != len(first) or any(a != b for k, (a, b) in enumerate(zip(x.shape, first))
+                                             if k != axis):
+            raise ValueError(f"all inputs must match except along axis {axis}: "
+                             + ", ".join(str(x.shape) for x in xs))
+    shape = list(first)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return tuple(shape), np.result_type(*(x.dtype for x in xs))
+
+
+concat_p = core.new_primitive("concat", lambda *xs, axis: np.concatenate(xs, axis=axis), _concat_shape)
+
+
+def _concat_vjp(g, ans, *xs, axis):
+    bounds = np.cumsum([x.shape[axis] for x in xs])[:-1]
+    return split(g, [int(b) for b in bounds], axis=axis)
+
+
+defvjp_all(concat_p, _concat_vjp)
+defjvp_all(concat_p, lambda ts, ans, *xs, axis: concat(
+    [t if t is not None else _zeros_like(x) for t, x in zip(ts, xs)], axis=axis))
+
+
+def _zeros_like(x):
+    from .elementwise import zeros_like
+    return zeros_like(x)
+
+
+def concat(values, axis: int = 0):
+    """Joins tensors along an existing axis (TensorFlow's name for `np.concatenate`)."""
+    values = [as_tensor(v) for v in values]
+    if not values:
+        raise ValueError("concat needs at least one tensor")
+    if len(values) == 1:
+        return values[0]
+    axis = normalize_axes(axis, values[0].ndim)[0]
+    return concat_p.bind(*values, axis=axis)
+
+
+concatenate = concat
+
+
+def _split_shape(x, indices, axis):
+    bounds = [0, *indices, x.shape[axis]]
+    if any(b < a for a, b in zip(bounds, bounds[1:])):
+        raise ValueError(f"split indices {indices} are not increasing within axis size {x.shape[axis]}")
+    shapes = []
+    for a, b in zip(bounds, bounds[1:]):
+        s = list(x.shape)
+        s[axis] = b - a
+        shapes.append((tuple(s), x.dtype))
+    return shapes
+
+
+split_p = core.new_primitive("split", lambda x, indices, axis: np.split(x, indices, axis=axis),
+                             _split_shape, multiple_results=True)
+defvjp(split_p, lambda g, ans, x, indices, axis: concat(list(g), axis=axis))
+defjvp(split_p, lambda t, ans, x, indices, axis: split(t, indices, axis=axis))
+
+
+def split(x, indices_or_sections, axis: int = 0) -> list:
+    """Splits `x` into equal sections (an int) or at the given indices, as `np.split`."""
+    x = as_tensor(x)
+    axis = normalize_axes(axis, x.ndim)[0]
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        k = int(indices_or_sections)
+        if k <= 0 or n % k:
+            raise ValueError(f"split: axis {axis} of size {n} can't be split into {k} equal sections")
+        indices = tuple(range(n // k, n, n // k)) if n else (0,) * (k - 1)
+    else:
+        indices = tuple(int(i) for i in indices_or_sections)
+    return split_p.bind(x, indices=indices, axis=axis)
+
+
+# -- tile and pad ------------------------------------------------------------------------
+tile_p = core.new_primitive("tile", lambda x, reps: np.tile(x, reps),
+                            lambda x, reps: (tuple(d * r for d, r in zip(x.shape, reps)), x.dtype))
+
+
+def _tile_vjp(g, ans, x, reps):
+    from .reductions import sum as _sum
+    interleaved = [d for pair in zip(reps, x.shape) for d in pair]
+    return _sum(reshape(g, interleaved), axis=tuple(range(0, 2 * x.ndim, 2)))
+
+
+defvjp(tile_p, _tile_vjp)
+defjvp(tile_p, lambda t, ans, x, reps: tile(t, reps))
+
+
+def tile(x, reps):
+    """Repeats `x` `reps` times along each axis, as `np.tile`."""
+    x = as_tensor(x)
+    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    if len(reps) > x.ndim:
+        x = reshape(x, (1,) * (len(reps) - x.ndim) + tuple(x.shape))
+    reps = (1,) * (x.ndim - len(reps)) + reps
+    return tile_p.bind(x, reps=reps)
+
+
+def _pad_impl(x, pad_width, value):
+    return np.pad(x, pad_width, mode="constant", constant_values=value)
+
+
+def _pad_shape(x, pad_width, value):
+    if len(pad_width) != x.ndim or any(a < 0 or b < 0 for a, b in pad_width):
+        raise ValueError(f"pad_width {pad_width} must hold one non-negative (before, after) pair "
+                         f"per axis of a rank-{x.ndim} tensor")
+    return tuple(d + a + b for d, (a, b) in zip(x.shape, pad_width)), x.dtype
+
+
+pad_p = core.new_primitive("pad", _pad_impl, _pad_shape)
+defvjp(pad_p, lambda g, ans, x, pad_width, value: g[tuple(
+    slice(a, a + d) for (a, _), d in zip(pad_width, x.shape))])
+defjvp(pad_p, lambda t, ans, x, pad_width, value: pad(t, pad_width, 0.0))
+
+
+def pad(x, pad_width, constant_values=0.0):
+    """Pads with a constant; `pad_width` is `((before, after), ...)` per axis, as `np.pad`."""
+    x = as_tensor(x)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    return pad_p.bind(x, pad_width=tuple((int(a), int(b)) for a, b in widths),
+                      value=float(constant_values))
+
+
+# -- composites -------------------------------------------------------------------------
+def expand_dims(x, axis: int):
+    x = as_tensor(x)
+    axis = axis % (x.ndim + 1)
+    return reshape(x, tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:]))
+
+
+def squeeze(x, axis=None):
+    x = as_tensor(x)
+    if axis is None:
+        axes = tuple(k for k, d in enumerate(x.shape) if d == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim)
+        for a in axes:
+            if x.shape[a] != 1:
+                raise ValueError(f"squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
+    return reshape(x, tuple(d for k, d in enumerate(x.shape) if k not in axes))
+
+
+def stack(values, axis: int = 0):
+    values = [as_tensor(v) for v in values]
+    if not values:
+        raise ValueError("stack needs at least one tensor")
+    return concat([expand_dims(v, axis) for v in values], axis=axis)
+
+
+def flatten(x):
+    return reshape(x, (-1,))

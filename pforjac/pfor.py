@@ -1,0 +1,241 @@
+"""The pfor pass: run a traced loop body for all iterations at once.
+
+A loop body is a Program whose first input is the loop index. `vectorize`
+walks its equations in order; every value is either *stacked* (it has a
+leading dimension of size `n`, one slice per iteration) or *unstacked* (the
+same for every iteration). An equation with no stacked input is bound as it
+is; otherwise the converter registered under its op's name computes the
+stacked result with ordinary pforjac ops. The loop index becomes `arange`.
+
+Writing a converter (the whole contract)::
+
+    @register_converter("softsign")
+    def _convert_softsign(n, args, stacked, **params):
+        # n: the number of iterations; args: the inputs, stacked ones with a
+        # leading axis of size n; stacked: one bool per input (at least one True).
+        (x,) = args
+        return softsign(x), True          # (output, is the output stacked?)
+
+A converter that can't handle a case raises ValueError naming the reason; the
+whole loop then runs sequentially (the while-loop) with a warning, unless the
+caller passed `fallback_to_while_loop=False`. An op with no converter at all
+runs once per iteration and its results are stacked, with one warning.
+"""
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from . import core
+from .program import Program, make_program, run_program
+from .tensor import Tensor, as_tensor, constant
+from .tree import tree_unflatten
+
+__all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
+           "run_loop", "vectorize", "while_loop"]
+
+converters: dict[str, Callable] = {}
+_registry_lock = threading.Lock()
+
+
+class ConversionError(ValueError):
+    """A converter could not vectorize an equation; names the op and the reason."""
+
+    def __init__(self, op: str, detail: str, reason: str):
+        self.op, self.detail, self.reason = op, detail, reason
+        super().__init__(f"pfor could not vectorize op '{op}' ({detail}): {reason}")
+
+
+def register_converter(name: str, override: bool = False):
+    """Registers `fn(n, args, stacked, **params) -> (out, out_stacked)` for op `name`."""
+    def register(fn: Callable) -> Callable:
+        with _registry_lock:
+            if name in converters and not override:
+                raise ValueError(f"a pfor converter for op '{name}' is already registered; "
+                                 f"pass override=True to replace it")
+            converters[name] = fn
+        return fn
+    return register
+
+
+# -- warnings, once per cause ------------------------------------------------------------
+_warned: set = set()
+_warn_lock = threading.Lock()
+
+
+def warn_once(key, message: str) -> None:
+    with _warn_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+# -- the driver -------------------------------------------------------------------------
+def _describe(eqn, vals) -> str:
+    parts = [f"{'stacked' if s else 'unstacked'} {tuple(v.shape)}" for v, s in vals]
+    return "inputs " + ", ".join(parts)
+
+
+def vectorize(program: Program, indices: Tensor) -> list[tuple[Tensor, bool]]:
+    """Runs `program` for every loop index in `indices` at once; returns (value, stacked)."""
+    n = int(indices.shape[0])
+    env: dict[int, tuple[Tensor, bool]] = {id(program.inputs[0]): (indices, True)}
+    for var, value in zip(program.consts, program.const_values):
+        env[id(var)] = (value, False)
+    for eqn in program.equations:
+        vals = [env[id(v)] for v in eqn.inputs]
+        if not any(s for _, s in vals):
+            outs = core.bind(eqn.prim, *[v for v, _ in vals], **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            flags = False
+        else:
+            outs, flags = _convert(eqn, vals, n)
+        for var, out in zip(eqn.outputs, outs):
+            env[id(var)] = (out, flags)
+    return [env[id(v)] for v in program.outputs]
+
+
+def _convert(eqn, vals, n: int):
+    name = eqn.prim.name
+    conv = converters.get(name)
+    args, stacked = [v for v, _ in vals], [s for _, s in vals]
+    if conv is None:
+        warn_once(("per-iteration", name),
+                  f"pfor: op '{name}' has no converter, so it runs once per iteration "
+                  f"({_describe(eqn, vals)}) and its results are stacked; this is slow. Add one "
+                  f"with @pforjac.register_converter('{name}')")
+        conv = _per_iteration(eqn.prim)
+    try:
+        outs, flag = conv(n, args, stacked, **eqn.params)
+    except ValueError as e:
+        raise ConversionError(name, _describe(eqn, vals), str(e)) from e
+    outs = list(outs) if eqn.prim.multiple_results else [outs]
+    for var, out in zip(eqn.outputs, outs):
+        want = ((n,) if flag else ()) + tuple(var.shape)
+        if tuple(out.shape) != want or out.dtype != var.dtype:
+            raise ConversionError(name, _describe(eqn, vals),
+                                  f"the converter returned {out.dtype.name}{tuple(out.shape)}, "
+                                  f"expected {var.dtype.name}{want}")
+    return outs, flag
+
+
+def _per_iteration(prim: core.Primitive):
+    """The fallback converter: bind the op for each iteration and stack the results."""
+    def convert(n, args, stacked, **params):
+        from . import ops
+        per_iter = []
+        for k in range(n):
+            outs = core.bind(prim, *[a[k] if s else a for a, s in zip(args, stacked)], **params)
+            per_iter.append(outs if prim.multiple_results else [outs])
+        if n == 0:
+            outs = [ops.zeros((0,) + s, d)
+                    for s, d in core.abstract_eval(prim, [_unstack_aval(a, s) for a, s in zip(args, stacked)], params)]
+        else:
+            outs = [ops.stack([it[j] for it in per_iter]) for j in range(len(per_iter[0]))]
+        return (outs if prim.multiple_results else outs[0]), True
+    return convert
+
+
+class _unstack_aval:
+    def __init__(self, a, stacked):
+        self.shape = tuple(a.shape[1:]) if stacked else tuple(a.shape)
+        self.dtype = a.dtype
+        self.ndim = len(self.shape)
+
+
+def _stack_output(value: Tensor, stacked: bool, n: int) -> Tensor:
+    from . import ops
+    if stacked:
+        return value
+    return ops.broadcast_to(ops.expand_dims(value, 0), (n,) + tuple(value.shape))
+
+
+def while_loop(program: Program, n: int) -> list[Tensor]:
+    """The sequential loop: the same traced body, bound once per index, results stacked."""
+    from . import ops
+    if n == 0:
+        return [ops.zeros((0,) + tuple(v.shape), v.dtype) for v in program.outputs]
+    per_iter = [run_program(program, [constant(np.int32(k))]) for k in range(n)]
+    return [ops.stack([it[j] for it in per_iter]) for j in range(len(program.outputs))]
+
+
+def _chunks(n: int, parallel_iterations: int | None) -> list[tuple[int, int]]:
+    if parallel_iterations is None:
+        return [(0, n)]
+    if isinstance(parallel_iterations, bool) or not isinstance(parallel_iterations, (int, np.integer)) \
+            or parallel_iterations < 1:
+        raise ValueError(f"parallel_iterations must be a positive int or None, got {parallel_iterations!r}")
+    k = int(parallel_iterations)
+    return [(s, min(n, s + k)) for s in range(0, n, k)] or [(0, 0)]
+
+
+def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
+             use_pfor: bool = True, fallback_to_while_loop: bool = True) -> list[Tensor]:
+    """Runs the loop body `program` for indices 0..n-1; stacked outputs."""
+    from . import ops
+    chunks = _chunks(n, parallel_iterations)
+    if not use_pfor:
+        return while_loop(program, n)
+    try:
+        parts = []
+        for start, stop in chunks:
+            indices = constant(np.arange(start, stop, dtype=np.int32))
+            parts.append([_stack_output(v, s, stop - start) for v, s in vectorize(program, indices)])
+    except ConversionError as e:
+        if not fallback_to_while_loop:
+            raise
+        warn_once(("while-loop", e.op, e.reason),
+                  f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
+                  f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}'")
+        return while_loop(program, n)
+    if len(parts) == 1:
+        return parts[0]
+    return [ops.concat([p[j] for p in parts], axis=0) for j in range(len(program.outputs))]
+
+
+def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
+         parallel_iterations: int | None = None):
+    """Equivalent to stacking `loop_fn(i)` for `i in range(iters)`, vectorized.
+
+    `loop_fn` is traced once with a symbolic int32 index and may return a nested
+    structure of tensors.
+
+    Example:
+        >>> import pforjac as pj
+        >>> x = pj.constant([[1., 2.], [3., 4.]])
+        >>> pj.pfor(lambda i: pj.exp(x[i]).sum(), 2).shape
+        (2,)
+    """
+    if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
+        raise ValueError(f"pfor: iters must be a non-negative int, got {iters!r}")
+    if not callable(loop_fn):
+        raise TypeError(f"pfor: loop_fn must be callable, got {type(loop_fn).__name__}")
+    program = make_program(loop_fn, [((), np.int32)])
+    outs = run_loop(program, int(iters), parallel_iterations, True, fallback_to_while_loop)
+    return tree_unflatten(program.out_tree, outs)
+
+
+def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
+    """Maps `fn` over the first axis of `elems` (a tensor or nested structure), vectorized.
+
+    Example:
+        >>> import pforjac as pj
+        >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
+        array([3., 7.], dtype=float32)
+    """
+    from . import ops
+    from .tree import tree_flatten, tree_map
+    leaves, _ = tree_flatten(elems)
+    if not leaves:
+        raise ValueError("vectorized_map: elems holds no tensors")
+    leaves = [as_tensor(x) for x in leaves]
+    sizes = {x.shape[0] if x.ndim else None for x in leaves}
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(f"vectorized_map: every element of elems needs the same first dimension, "
+                         f"got shapes {[x.shape for x in leaves]}")
+    elems = tree_map(as_tensor, elems)
+    return pfor(lambda i: fn(tree_map(lambda x: x[i], elems)), sizes.pop(), fallback_to_while_loop)

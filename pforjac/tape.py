@@ -1,0 +1,273 @@
+"""GradientTape: records ops and runs their vjp rules backwards (TensorFlow semantics)."""
+from __future__ import annotations
+
+import contextlib
+import enum
+from typing import Any
+
+import numpy as np
+
+from . import core
+from .tensor import Tensor, Variable, is_float
+from .tree import tree_flatten, tree_unflatten
+
+__all__ = ["GradientTape", "UnconnectedGradients"]
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient` returns for a source the target does not depend on."""
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(value) -> UnconnectedGradients:
+    try:
+        return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
+    except ValueError:
+        raise ValueError(f"unconnected_gradients must be 'none' or 'zero' "
+                         f"(or UnconnectedGradients.NONE/ZERO), got {value!r}") from None
+
+
+class _Entry:
+    __slots__ = ("prim", "params", "inputs", "outputs")
+
+    def __init__(self, prim, params, inputs, outputs):
+        self.prim, self.params, self.inputs, self.outputs = prim, params, inputs, outputs
+
+
+class GradientTape:
+    """Records operations for automatic differentiation, as `tf.GradientTape`.
+
+    Example:
+        >>> import pforjac as pj
+        >>> x = pj.constant(3.0)
+        >>> with pj.GradientTape() as g:
+        ...     g.watch(x)
+        ...     y = x * x
+        >>> float(g.gradient(y, x))
+        6.0
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_variables = watch_accessed_variables
+        self._level = 0
+        self._recording = False
+        self._used = False
+        self._entries: list[_Entry] = []
+        self._tracked: dict[int, Tensor] = {}   # id -> tensor that depends on a watched one
+        self._watched: dict[int, Tensor] = {}
+        self._variables: dict[int, Variable] = {}
+        self._state = None
+
+    # -- context --------------------------------------------------------------
+    def __enter__(self) -> "GradientTape":
+        if self._recording:
+            raise RuntimeError("this GradientTape is already recording; tapes can't be nested in themselves")
+        self._push()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._pop()
+
+    def _push(self) -> None:
+        self._state = core.current_state()
+        self._level = len(self._state.traces)
+        self._state.tapes.append(self)
+        self._recording = True
+
+    def _pop(self) -> None:
+        if self._recording:
+            self._state.tapes.remove(self)
+            self._recording = False
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stops recording operations on this tape."""
+        if not self._recording:
+            raise ValueError("stop_recording() can only be used while the tape is recording "
+                             "(inside its `with` block)")
+        self._pop()
+        try:
+            yield
+        finally:
+            self._push()
+
+    def reset(self) -> None:
+        """Clears everything recorded and watched; recording goes on if it was on."""
+        self._entries.clear()
+        self._tracked.clear()
+        self._watched.clear()
+        self._variables.clear()
+        self._used = False
+
+    # -- watching and recording -------------------------------------------------
+    def watch(self, tensor) -> None:
+        """Ensures `tensor` (or each tensor in a nested structure) is traced by this tape."""
+        leaves, _ = tree_flatten(tensor)
+        for t in leaves:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"GradientTape.watch expects Tensors or Variables (or nested "
+                                f"lists/tuples/dicts of them), got {type(t).__name__}; "
+                                f"wrap arrays with pforjac.constant(...)")
+            self._watched[id(t)] = t
+            self._tracked[id(t)] = t
+            if isinstance(t, Variable):
+                self._variables[id(t)] = t
+
+    def watched_variables(self) -> tuple:
+        return tuple(self._variables.values())
+
+    def _record(self, prim, args, params, outs) -> None:
+        tracked = self._tracked
+        hit = False
+        for a in args:
+            if id(a) in tracked:
+                hit = True
+            elif self._watch_variables and isinstance(a, Variable) and a.trainable \
+                    and is_float(a.dtype):
+                self._variables[id(a)] = a
+                self._watched[id(a)] = a
+                tracked[id(a)] = a
+                hit = True
+        if not hit:
+            return
+        self._entries.append(_Entry(prim, params, args, outs))
+        for o in outs:
+            if is_float(o.dtype):
+                tracked[id(o)] = o
+
+    # -- gradient -----------------------------------------------------------------
+    def _check_usable(self) -> None:
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "a non-persistent GradientTape can only be used to compute one set of gradients "
+                "(or jacobians); create it with GradientTape(persistent=True) to call it again")
+        self._used = True
+
+    def gradient(self, target, sources, output_gradients=None,
+                 unconnected_gradients=UnconnectedGradients.NONE):
+        """Gradient of `target` (summed if not scalar) w.r.t. each tensor in `sources`.
+
+        Returns the gradients in the structure of `sources`; unconnected or
+        integer sources give `None` (or zeros with `unconnected_gradients="zero"`).
+        """
+        unconnected = _unconnected(unconnected_gradients)
+        self._check_usable()
+        flat_sources, source_tree = tree_flatten(sources)
+        flat_targets, _ = tree_flatten(target)
+        self._check_sources(flat_sources)
+        seeds = self._seeds(flat_targets, output_gradients)
+        with self._paused():
+            grads = backward(self._entries, flat_targets, seeds, flat_sources)
+        out = [_finish(g, s, unconnected) for g, s in zip(grads, flat_sources)]
+        return tree_unflatten(source_tree, out)
+
+    def _check_sources(self, flat_sources) -> None:
+        for s in flat_sources:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"GradientTape.gradient: sources must be Tensors or Variables, "
+                                f"got {type(s).__name__}")
+            if id(s) not in self._tracked:
+                raise ValueError(
+                    f"GradientTape.gradient: a source of shape {s.shape} and dtype {s.dtype.name} "
+                    f"was never watched by this tape nor computed under it; call tape.watch(x) "
+                    f"inside the `with` block before using x (Variables are watched automatically)")
+
+    def _seeds(self, flat_targets, output_gradients) -> list:
+        from . import ops
+        if output_gradients is None:
+            return [ops.ones_like(t) for t in flat_targets]
+        flat_og, _ = tree_flatten(output_gradients)
+        if len(flat_og) != len(flat_targets):
+            raise ValueError(f"output_gradients has {len(flat_og)} tensors for {len(flat_targets)} targets")
+        seeds = []
+        for t, g in zip(flat_targets, flat_og):
+            g = ops.ones_like(t) if g is None else ops.cast(g, t.dtype)
+            if tuple(g.shape) != tuple(t.shape):
+                raise ValueError(f"output_gradients of shape {g.shape} does not match the target's "
+                                 f"shape {t.shape}")
+            seeds.append(g)
+        return seeds
+
+    @contextlib.contextmanager
+    def _paused(self):
+        was = self._recording
+        self._pop()
+        try:
+            yield
+        finally:
+            if was:
+                self._push()
+
+    # jacobian and batch_jacobian live in jacobians.py and are attached below.
+
+
+def _finish(g, source, unconnected: UnconnectedGradients):
+    from . import ops
+    if g is None or not is_float(source.dtype):
+        if unconnected is UnconnectedGradients.NONE:
+            return None
+        dtype = source.dtype if is_float(source.dtype) else np.float32
+        return ops.zeros(source.shape, dtype)
+    if g.dtype != source.dtype:
+        g = ops.cast(g, source.dtype)
+    return g
+
+
+def backward(entries: list[_Entry], targets, seeds, sources) -> list:
+    """Runs vjp rules backwards from `targets` (with cotangents `seeds`) to `sources`.
+
+    Only entries on a path from a source to a target are visited, and only the
+    cotangents of inputs that lead to a source are computed.
+    """
+    relevant = _depends_on_sources(entries, sources)
+    keep = {id(s) for s in sources}
+    cts: dict[int, Any] = {}
+    for t, g in zip(targets, seeds):
+        if id(t) in relevant:
+            _accumulate(cts, t, g)
+    for entry in reversed(entries):
+        outs_ct = [cts.get(id(o)) if id(o) in keep else cts.pop(id(o), None)
+                   for o in entry.outputs]
+        if all(g is None for g in outs_ct):
+            continue
+        _propagate(entry, outs_ct, relevant, cts)
+    return [cts.get(id(s)) for s in sources]
+
+
+def _depends_on_sources(entries, sources) -> set[int]:
+    relevant = {id(s) for s in sources}
+    for entry in entries:
+        if any(id(a) in relevant for a in entry.inputs):
+            relevant.update(id(o) for o in entry.outputs if is_float(o.dtype))
+    return relevant
+
+
+def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
+    from . import ops
+    prim = entry.prim
+    rules = core.vjp_rules.get(prim)
+    if rules is None:
+        raise NotImplementedError(f"primitive '{prim.name}' has no vjp rule, so gradients can't "
+                                  f"flow through it; register one with pforjac.extend.defvjp")
+    if prim.multiple_results:
+        g = tuple(ops.zeros_like(o) if c is None else c for o, c in zip(entry.outputs, outs_ct))
+        ans = tuple(entry.outputs)
+    else:
+        g, ans = outs_ct[0], entry.outputs[0]
+    if callable(rules):
+        for arg, ct in zip(entry.inputs, rules(g, ans, *entry.inputs, **entry.params)):
+            if id(arg) in relevant:
+                _accumulate(cts, arg, ct)
+        return
+    for arg, rule in zip(entry.inputs, rules):
+        if rule is not None and id(arg) in relevant:
+            _accumulate(cts, arg, rule(g, ans, *entry.inputs, **entry.params))
+
+
+def _accumulate(cts, tensor, g) -> None:
+    if g is None:
+        return
+    prev = cts.get(id(tensor))
+    cts[id(tensor)] = g if prev is None else prev + g

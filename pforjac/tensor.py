@@ -1,0 +1,220 @@
+"""Tensor (a numpy array that ops and tapes understand), its symbolic twin, Variable."""
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "is_float"]
+
+
+def is_float(dtype) -> bool:
+    return np.issubdtype(dtype, np.inexact)
+
+
+def _all_python_numbers(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_all_python_numbers(v) for v in value)
+    return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
+
+
+def _to_array(value, dtype=None) -> np.ndarray:
+    """TensorFlow's conversion: Python floats -> float32, Python ints -> int32."""
+    if dtype is not None:
+        return np.asarray(value, dtype=dtype)
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise TypeError(f"cannot convert {type(value).__name__} {value!r:.80} to a pforjac tensor; "
+                        f"pass numbers, nested lists of numbers, numpy arrays or Tensors")
+    if _all_python_numbers(value):
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        elif arr.dtype == np.int64:
+            arr = arr.astype(np.int32)
+        elif arr.dtype == np.complex128:
+            arr = arr.astype(np.complex64)
+    return arr
+
+
+class Tensor:
+    """An immutable n-dimensional array backed by numpy.
+
+    Example:
+        >>> import pforjac as pj
+        >>> x = pj.constant([[1., 2.], [3., 4.]])
+        >>> (x * x).sum(axis=1).numpy()
+        array([ 5., 25.], dtype=float32)
+    """
+
+    __slots__ = ("_value", "__weakref__")
+    __array_ufunc__ = None  # numpy defers to our reflected operators
+    _trace = None           # symbolic values belong to a trace; eager ones to none
+
+    @classmethod
+    def _from_array(cls, arr: np.ndarray) -> "Tensor":
+        t = object.__new__(Tensor)
+        t._value = arr
+        return t
+
+    def __init__(self, value, dtype=None):
+        self._value = _to_array(value, dtype)
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def numpy(self) -> np.ndarray:
+        return self._value
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.numpy()
+        return value if dtype is None else value.astype(dtype, copy=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.numpy())
+
+    def __float__(self) -> float:
+        return float(self.numpy())
+
+    def __int__(self) -> int:
+        return int(self.numpy())
+
+    def __index__(self) -> int:
+        return int(self.numpy().__index__())
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a scalar tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a scalar tensor")
+        return (self[k] for k in range(self.shape[0]))
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        text = np.array2string(self.numpy(), separator=" ") if self.ndim else repr(self.numpy().item())
+        sep = "\n" if "\n" in text else ""
+        return f"pforjac.Tensor({sep}{text}, shape={self.shape}, dtype={self.dtype.name})"
+
+    __str__ = __repr__
+
+
+class SymbolicTensor(Tensor):
+    """A value inside a trace: it has a shape and a dtype, but no data."""
+
+    __slots__ = ("_shape", "_dtype", "_trace", "name")
+
+    def __init__(self, shape: tuple, dtype, trace, name: str):
+        self._shape = tuple(shape)
+        self._dtype = np.dtype(dtype)
+        self._trace = trace
+        self.name = name
+
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
+
+    @property
+    def _value(self):
+        raise self._concrete_error("read its value")
+
+    def _concrete_error(self, what: str) -> TypeError:
+        return TypeError(
+            f"cannot {what} of the symbolic value {self.describe()} while tracing: it has no "
+            f"data until the traced program runs. Replace a Python `if`/`while` on it with "
+            f"pforjac.where(cond, a, b), and keep numpy()/float() calls outside the traced function")
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.dtype.name}{list(self.shape)}"
+
+    def numpy(self):
+        raise self._concrete_error("take numpy()")
+
+    def __bool__(self):
+        raise self._concrete_error("use the truth value (Python `if`, `and`, `or`)")
+
+    def __float__(self):
+        raise self._concrete_error("take float()")
+
+    def __int__(self):
+        raise self._concrete_error("take int()")
+
+    def __index__(self):
+        raise self._concrete_error("use as a Python index")
+
+    def __repr__(self) -> str:
+        return f"pforjac.SymbolicTensor({self.describe()})"
+
+    __str__ = __repr__
+
+
+class Variable(Tensor):
+    """A mutable tensor; trainable variables are watched by tapes automatically.
+
+    Example:
+        >>> import pforjac as pj
+        >>> v = pj.Variable(2.0)
+        >>> with pj.GradientTape() as tape:
+        ...     y = v * v
+        >>> float(tape.gradient(y, v))
+        4.0
+    """
+
+    __slots__ = ("trainable", "name")
+
+    def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
+        value = value.numpy() if isinstance(value, Tensor) else value
+        self._value = np.array(_to_array(value, dtype))  # own copy: assign mutates it
+        self.trainable = trainable
+        self.name = name or "Variable"
+
+    def assign(self, value) -> "Variable":
+        new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        if new.shape != self.shape:
+            raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
+                             f"variable's shape {self.shape}")
+        self._value = new.astype(self.dtype, copy=True)
+        return self
+
+    def assign_add(self, delta) -> "Variable":
+        return self.assign(self._value + np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
+
+    def assign_sub(self, delta) -> "Variable":
+        return self.assign(self._value - np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
+
+    def __repr__(self) -> str:
+        return f"<pforjac.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, " \
+               f"numpy={np.array2string(self._value)}>"
+
+    __str__ = __repr__
+
+
+def constant(value: Any, dtype=None) -> Tensor:
+    """Creates a Tensor. Python floats become float32 (as in TensorFlow), ints int32;
+    numpy arrays keep their dtype.
+
+    Example:
+        >>> import pforjac as pj
+        >>> pj.constant([1., 2.]).dtype
+        dtype('float32')
+    """
+    if isinstance(value, Tensor):
+        if dtype is None or np.dtype(dtype) == value.dtype:
+            return value
+        from . import ops
+        return ops.cast(value, dtype)
+    return Tensor._from_array(_to_array(value, dtype))
+
+
+def as_tensor(value) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    return Tensor._from_array(_to_array(value))
