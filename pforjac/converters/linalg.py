@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import string
 
+import numpy as np
+
 from .. import ops
 from ..ops.linalg import einsum_p, matmul_p, parse_einsum
 from ..pfor import register_converter
@@ -35,7 +37,8 @@ def _convert_matmul(n, args, stacked, **params):
     x_vec, y_vec = x.ndim - xs == 1, y.ndim - ys == 1
     if xs and not ys and y.ndim == 2 and not x_vec:
         # [n, ..., m, k] @ [k, p]: one gemm over all rows.
-        out = ops.matmul(ops.reshape(x, (-1, x.shape[-1])), y)
+        rows = int(np.prod(x.shape[:-1], dtype=np.int64))  # not -1: x may have no elements
+        out = ops.matmul(ops.reshape(x, (rows, x.shape[-1])), y)
         return ops.reshape(out, tuple(x.shape[:-1]) + (y.shape[-1],)), True
     if ys and not xs and y_vec:
         # x @ y_k for every k is x @ Y^T, with the loop axis moved first.
