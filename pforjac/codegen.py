@@ -1,0 +1,107 @@
+"""Programs as Python source: an AST of numpy calls, compiled directly, rendered with astunparse.
+
+Every equation becomes one assignment calling the primitive's numpy forward
+(`np.exp(a)` where the forward is a numpy function, `reshape_impl(a, shape=(2, 3))`
+otherwise). Parameters are emitted as literals or constructor calls
+(`slice(None, None, -1)`, `np.dtype('float32')`), never as subscripts, so the
+rendered text always parses back (astunparse 1.6.3 renders a tuple index
+holding a slice as `y[(None, 1:3)]`, which is not valid Python).
+"""
+from __future__ import annotations
+
+import ast
+import keyword
+from typing import Any, Callable
+
+import numpy as np
+
+from . import core
+from .program import Program
+
+__all__ = ["program_to_ast", "program_to_source", "compile_program"]
+
+
+def _py_name(var) -> str:
+    name = var.name
+    return name + "_" if keyword.iskeyword(name) or name in ("np", "consts") else name
+
+
+def _impl_name(prim: core.Primitive) -> str:
+    impl = core.impl_rules[prim]
+    if isinstance(impl, np.ufunc) or getattr(impl, "__module__", "") in ("numpy", "numpy._core.fromnumeric",
+                                                                         "numpy.core.fromnumeric"):
+        name = getattr(impl, "__name__", None)
+        if name and getattr(np, name, None) is impl:
+            return f"np.{name}"
+    return f"{prim.name}_impl"
+
+
+def _literal(value: Any) -> ast.expr:
+    if isinstance(value, slice):
+        return _call("slice", [_literal(value.start), _literal(value.stop), _literal(value.step)])
+    if value is Ellipsis:
+        return ast.Constant(value=Ellipsis)
+    if isinstance(value, tuple):
+        return ast.Tuple(elts=[_literal(v) for v in value], ctx=ast.Load())
+    if isinstance(value, list):
+        return ast.List(elts=[_literal(v) for v in value], ctx=ast.Load())
+    if isinstance(value, (np.dtype, type)) and not isinstance(value, bool):
+        return _call("np.dtype", [ast.Constant(value=np.dtype(value).name)])
+    if isinstance(value, np.generic):
+        return _literal(value.item())
+    if isinstance(value, np.ndarray):
+        return _call("np.asarray", [_literal(value.tolist()), _literal(value.dtype)])
+    if value is None or isinstance(value, (bool, int, float, complex, str)):
+        return ast.Constant(value=value)
+    raise TypeError(f"codegen: can't render parameter {value!r} of type {type(value).__name__}")
+
+
+def _call(func: str, args, keywords=()) -> ast.Call:
+    return ast.Call(func=ast.parse(func, mode="eval").body, args=list(args),
+                    keywords=[ast.keyword(arg=k, value=v) for k, v in keywords])
+
+
+def _load(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Load())
+
+
+def program_to_ast(program: Program, name: str = "program") -> ast.Module:
+    """`def name(inputs..., consts): ...` returning the outputs as a tuple."""
+    body: list[ast.stmt] = []
+    for k, var in enumerate(program.consts):
+        body.append(ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
+                               value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
+                                                   ctx=ast.Load())))
+    for eqn in program.equations:
+        call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs],
+                     [(k, _literal(v)) for k, v in eqn.params.items()])
+        outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
+        target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
+        body.append(ast.Assign(targets=[target], value=call))
+    body.append(ast.Return(value=ast.Tuple(elts=[_load(_py_name(v)) for v in program.outputs],
+                                           ctx=ast.Load())))
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
+                         + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
+                         type_params=[])
+    module = ast.Module(body=[fn], type_ignores=[])
+    return ast.fix_missing_locations(module)
+
+
+def program_to_source(program: Program, name: str = "program") -> str:
+    import astunparse
+    return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
+
+
+def _namespace(program: Program) -> dict:
+    ns: dict[str, Any] = {"np": np}
+    for eqn in program.equations:
+        ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
+    return ns
+
+
+def compile_program(program: Program, name: str = "program") -> Callable:
+    """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
+    ns = _namespace(program)
+    exec(compile(program_to_ast(program, name), f"<pforjac {name}>", "exec"), ns)
+    return ns[name]
