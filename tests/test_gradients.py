@@ -1,0 +1,441 @@
+"""Every differentiable op against central finite differences, from one table.
+
+A case is `(id, fn, make_inputs)`: `fn` maps tensors to a tensor, `make_inputs(rng)`
+returns the float64 arrays to differentiate at (chosen away from kinks and ties).
+`check_gradient` compares `GradientTape.gradient`, seeded with a random cotangent
+so every output entry counts, to finite differences of `sum(ct * fn(x))`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac import core
+
+EPS, RTOL = 1e-6, 1e-5
+
+
+# -- input makers ----------------------------------------------------------------------
+def normal(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def positive(*shape, low=0.5, high=2.0):
+    return lambda rng: rng.uniform(low, high, shape)
+
+
+def away_from_zero(*shape):
+    """Both signs, magnitude in [0.3, 2): no kink of abs/relu/sign within eps."""
+    return lambda rng: rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 2.0, shape)
+
+
+def distinct(*shape):
+    """No two entries within 0.1 of each other: no ties for max/min."""
+    n = int(np.prod(shape, dtype=np.int64))
+    return lambda rng: (rng.permutation(n) * 0.3 + rng.uniform(0.0, 0.1, n) - 0.15 * n).reshape(shape)
+
+
+def inputs(*makers):
+    return lambda rng: [m(rng) for m in makers]
+
+
+def apart(*shape):
+    """Two operands of one shape that never tie (for maximum/minimum)."""
+    def make(rng):
+        x = rng.standard_normal(shape)
+        return [x, x + rng.choice([-1.0, 1.0], shape) * rng.uniform(0.3, 1.0, shape)]
+    return make
+
+
+def _apart_broadcast(rng):
+    x = rng.standard_normal((3, 4))
+    y = rng.standard_normal((4,))
+    x = np.where(np.abs(x - y) < 0.3, y + 0.5, x)
+    return [x, y]
+
+
+# -- the table ------------------------------------------------------------------------
+IDX = np.array([2, 0, 2, -1, 1])          # duplicates and a negative index
+IDX2 = np.array([[0, -1], [1, 1]])
+COND = np.array([[True, False, True, False], [False, False, True, True], [True, True, False, True]])
+
+CASES = [
+    # unary elementwise
+    ("neg", lambda x: pj.neg(x), inputs(normal(3, 4))),
+    ("unary_minus", lambda x: -x, inputs(normal(2, 3))),
+    ("exp", pj.exp, inputs(normal(3, 4))),
+    ("log", pj.log, inputs(positive(3, 4))),
+    ("log1p", pj.log1p, inputs(positive(3, 4, low=-0.5))),
+    ("expm1", pj.expm1, inputs(normal(3, 4))),
+    ("sin", pj.sin, inputs(normal(3, 4))),
+    ("cos", pj.cos, inputs(normal(3, 4))),
+    ("tan", pj.tan, inputs(positive(3, 4, low=-1.2, high=1.2))),
+    ("tanh", pj.tanh, inputs(normal(3, 4))),
+    ("sigmoid", pj.sigmoid, inputs(normal(3, 4))),
+    ("sigmoid_large", pj.sigmoid, inputs(positive(5, low=-30.0, high=30.0))),
+    ("relu", pj.relu, inputs(away_from_zero(3, 4))),
+    ("softplus", pj.softplus, inputs(normal(3, 4))),
+    ("sqrt", pj.sqrt, inputs(positive(3, 4))),
+    ("square", pj.square, inputs(normal(3, 4))),
+    ("abs", pj.abs, inputs(away_from_zero(3, 4))),
+    ("sign", lambda x: pj.sign(x) * x, inputs(away_from_zero(3, 4))),
+    ("reciprocal", pj.reciprocal, inputs(away_from_zero(3, 4))),
+    ("scalar_input", pj.exp, inputs(normal())),
+    # binary elementwise, with broadcasting
+    ("add", pj.add, inputs(normal(3, 4), normal(3, 4))),
+    ("add_bcast_row", pj.add, inputs(normal(3, 4), normal(4))),
+    ("add_bcast_both", pj.add, inputs(normal(3, 1), normal(1, 4))),
+    ("add_bcast_scalar", pj.add, inputs(normal(), normal(2, 3))),
+    ("add_bcast_rank3", pj.add, inputs(normal(2, 1, 4), normal(3, 1))),
+    ("subtract", pj.subtract, inputs(normal(3, 4), normal(3, 4))),
+    ("subtract_bcast", pj.subtract, inputs(normal(4), normal(2, 3, 4))),
+    ("multiply", pj.multiply, inputs(normal(3, 4), normal(3, 4))),
+    ("multiply_bcast", pj.multiply, inputs(normal(2, 1, 4), normal(3, 1))),
+    ("multiply_same", lambda x: x * x, inputs(normal(3, 4))),
+    ("divide", pj.divide, inputs(normal(3, 4), away_from_zero(3, 4))),
+    ("divide_bcast", pj.divide, inputs(normal(3, 1), away_from_zero(4))),
+    ("rdiv_python", lambda x: 2.0 / x, inputs(away_from_zero(3))),
+    ("power", pj.power, inputs(positive(3, 4), normal(3, 4))),
+    ("power_bcast", pj.power, inputs(positive(3, 1), normal(4))),
+    ("power_const_exp", lambda x: x ** 3.0, inputs(normal(3, 4))),
+    ("power_int_exp_neg_base", lambda x: pj.power(x, 2), inputs(away_from_zero(3, 4))),
+    ("power_const_base", lambda y: 2.0 ** y, inputs(normal(3, 4))),
+    ("maximum", pj.maximum, apart(3, 4)),
+    ("maximum_bcast", pj.maximum, _apart_broadcast),
+    ("minimum", pj.minimum, apart(3, 4)),
+    ("minimum_bcast", pj.minimum, _apart_broadcast),
+    ("where", lambda x, y: pj.where(pj.constant(COND), x, y), inputs(normal(3, 4), normal(3, 4))),
+    ("where_bcast", lambda x, y: pj.where(pj.constant(COND), x, y), inputs(normal(4), normal(3, 1))),
+    ("where_scalar_branch", lambda x: pj.where(pj.constant(COND), x, 0.0), inputs(normal(3, 4))),
+    ("cast_64_32_64", lambda x: pj.cast(pj.cast(x, np.float32), np.float64) * 1.0,
+     inputs(positive(3, 4))),
+    # linear algebra
+    ("matmul", pj.matmul, inputs(normal(3, 4), normal(4, 5))),
+    ("matmul_op", lambda x, y: x @ y, inputs(normal(2, 3), normal(3, 2))),
+    ("matmul_vec_mat", pj.matmul, inputs(normal(4), normal(4, 5))),
+    ("matmul_mat_vec", pj.matmul, inputs(normal(3, 4), normal(4))),
+    ("matmul_vec_vec", pj.matmul, inputs(normal(4), normal(4))),
+    ("matmul_batched", pj.matmul, inputs(normal(2, 3, 4), normal(2, 4, 5))),
+    ("matmul_batch_bcast", pj.matmul, inputs(normal(2, 1, 3, 4), normal(5, 4, 2))),
+    ("matmul_batch_mat", pj.matmul, inputs(normal(2, 3, 4), normal(4, 5))),
+    ("matmul_vec_batch", pj.matmul, inputs(normal(4), normal(2, 4, 3))),
+    ("matmul_batch_vec", pj.matmul, inputs(normal(2, 3, 4), normal(4))),
+    ("einsum_matmul", lambda x, y: pj.einsum("ij,jk->ik", x, y), inputs(normal(3, 4), normal(4, 5))),
+    ("einsum_implicit", lambda x, y: pj.einsum("ij,jk", x, y), inputs(normal(3, 4), normal(4, 2))),
+    ("einsum_batched", lambda x, y: pj.einsum("bij,bjk->bik", x, y),
+     inputs(normal(2, 3, 4), normal(2, 4, 5))),
+    ("einsum_dot", lambda x, y: pj.einsum("i,i->", x, y), inputs(normal(5), normal(5))),
+    ("einsum_outer", lambda x, y: pj.einsum("i,j->ij", x, y), inputs(normal(3), normal(4))),
+    ("einsum_sum_axis", lambda x: pj.einsum("ij->j", x), inputs(normal(3, 4))),
+    ("einsum_transpose", lambda x: pj.einsum("ijk->kji", x), inputs(normal(2, 3, 4))),
+    ("einsum_mat_vec", lambda x, y: pj.einsum("ij,j->i", x, y), inputs(normal(3, 4), normal(4))),
+    ("einsum_summed_only_in_one", lambda x, y: pj.einsum("ij,k->ik", x, y),
+     inputs(normal(3, 4), normal(2))),
+    ("einsum_three", lambda x, y, z: pj.einsum("ij,jk,kl->il", x, y, z),
+     inputs(normal(2, 3), normal(3, 4), normal(4, 2))),
+    # reductions
+    ("sum_all", lambda x: pj.sum(x), inputs(normal(3, 4))),
+    ("sum_axis0", lambda x: pj.sum(x, axis=0), inputs(normal(3, 4))),
+    ("sum_axis_neg", lambda x: pj.sum(x, axis=-1, keepdims=True), inputs(normal(2, 3, 4))),
+    ("sum_axes_tuple", lambda x: pj.sum(x, axis=(0, 2)), inputs(normal(2, 3, 4))),
+    ("sum_tuple_keepdims", lambda x: pj.sum(x, axis=(0, 2), keepdims=True), inputs(normal(2, 3, 4))),
+    ("mean_all", lambda x: pj.mean(x), inputs(normal(3, 4))),
+    ("mean_axis", lambda x: pj.mean(x, axis=1, keepdims=True), inputs(normal(3, 4))),
+    ("mean_tuple", lambda x: pj.mean(x, axis=(1, 2)), inputs(normal(2, 3, 4))),
+    ("max_all", lambda x: pj.max(x), inputs(distinct(3, 4))),
+    ("max_axis", lambda x: pj.max(x, axis=1), inputs(distinct(3, 4))),
+    ("max_tuple_keepdims", lambda x: pj.max(x, axis=(0, 2), keepdims=True), inputs(distinct(2, 3, 4))),
+    ("min_all", lambda x: pj.min(x), inputs(distinct(3, 4))),
+    ("min_axis_neg", lambda x: pj.min(x, axis=-2, keepdims=True), inputs(distinct(2, 3, 4))),
+    ("prod_all", lambda x: pj.prod(x), inputs(positive(2, 3))),
+    ("prod_axis", lambda x: pj.prod(x, axis=1), inputs(away_from_zero(3, 4))),
+    ("prod_tuple_keepdims", lambda x: pj.prod(x, axis=(0, 1), keepdims=True), inputs(positive(2, 2, 3))),
+    ("logsumexp_all", lambda x: pj.logsumexp(x), inputs(normal(3, 4))),
+    ("logsumexp_axis", lambda x: pj.logsumexp(x, axis=1), inputs(normal(3, 4))),
+    ("logsumexp_tuple_keepdims", lambda x: pj.logsumexp(x, axis=(0, 2), keepdims=True),
+     inputs(normal(2, 3, 4))),
+    ("logsumexp_large", lambda x: pj.logsumexp(x, axis=0), inputs(positive(3, 2, low=500.0, high=501.0))),
+    ("softmax", lambda x: pj.softmax(x), inputs(normal(3, 4))),
+    ("softmax_axis0", lambda x: pj.softmax(x, axis=0), inputs(normal(3, 4))),
+    ("log_softmax", lambda x: pj.log_softmax(x), inputs(normal(3, 4))),
+    ("log_softmax_axis1", lambda x: pj.log_softmax(x, axis=1), inputs(normal(2, 3, 4))),
+    # shape
+    ("reshape", lambda x: pj.reshape(x, (4, 3)), inputs(normal(3, 4))),
+    ("reshape_minus1", lambda x: pj.reshape(x, (2, -1)), inputs(normal(3, 4))),
+    ("reshape_method", lambda x: x.reshape(2, 6), inputs(normal(3, 4))),
+    ("transpose", lambda x: pj.transpose(x), inputs(normal(2, 3, 4))),
+    ("transpose_perm", lambda x: pj.transpose(x, (1, 2, 0)), inputs(normal(2, 3, 4))),
+    ("transpose_T", lambda x: x.T, inputs(normal(3, 4))),
+    ("swapaxes", lambda x: pj.swapaxes(x, 0, -1), inputs(normal(2, 3, 4))),
+    ("expand_dims", lambda x: pj.expand_dims(x, 1), inputs(normal(3, 4))),
+    ("expand_dims_neg", lambda x: pj.expand_dims(x, -1), inputs(normal(3, 4))),
+    ("squeeze", lambda x: pj.squeeze(x), inputs(normal(3, 1, 4, 1))),
+    ("squeeze_axis", lambda x: pj.squeeze(x, axis=1), inputs(normal(3, 1, 4, 1))),
+    ("broadcast_to", lambda x: pj.broadcast_to(x, (2, 3, 4)), inputs(normal(3, 1))),
+    ("concat", lambda x, y: pj.concat([x, y], axis=0), inputs(normal(2, 3), normal(4, 3))),
+    ("concat_axis_neg", lambda x, y, z: pj.concat([x, y, z], axis=-1),
+     inputs(normal(2, 3), normal(2, 1), normal(2, 2))),
+    ("concat_same_twice", lambda x: pj.concat([x, x], axis=1), inputs(normal(2, 3))),
+    ("stack", lambda x, y: pj.stack([x, y]), inputs(normal(2, 3), normal(2, 3))),
+    ("stack_axis", lambda x, y: pj.stack([x, y], axis=-1), inputs(normal(2, 3), normal(2, 3))),
+    ("split_equal", lambda x: pj.split(x, 2, axis=1)[1] * 2.0 + pj.split(x, 2, axis=1)[0],
+     inputs(normal(3, 4))),
+    ("split_one_used", lambda x: pj.split(x, [1, 3], axis=0)[1], inputs(normal(4, 2))),
+    ("split_all_used", lambda x: pj.concat(pj.split(x, [1, 3], axis=0)[::-1], axis=0),
+     inputs(normal(4, 2))),
+    ("tile", lambda x: pj.tile(x, (2, 3)), inputs(normal(2, 3))),
+    ("tile_more_reps", lambda x: pj.tile(x, (2, 1, 2)), inputs(normal(3, 2))),
+    ("tile_int", lambda x: pj.tile(x, 3), inputs(normal(2, 3))),
+    ("pad", lambda x: pj.pad(x, ((1, 2), (0, 1))), inputs(normal(2, 3))),
+    ("pad_value", lambda x: pj.pad(x, 1, constant_values=3.0), inputs(normal(2, 3))),
+    # indexing
+    ("slice_basic", lambda x: x[1:, 0], inputs(normal(3, 4))),
+    ("slice_int", lambda x: x[1], inputs(normal(3, 4))),
+    ("slice_neg_int", lambda x: x[-1, -2], inputs(normal(3, 4))),
+    ("slice_neg_step", lambda x: x[::-1], inputs(normal(3, 4))),
+    ("slice_neg_step_2", lambda x: x[:, 3:0:-2], inputs(normal(3, 5))),
+    ("slice_newaxis", lambda x: x[None, ...], inputs(normal(3, 4))),
+    ("slice_ellipsis", lambda x: x[..., 1:3], inputs(normal(2, 3, 4))),
+    ("slice_mixed", lambda x: x[0, None, ::2, ..., -1], inputs(normal(2, 3, 4, 5))),
+    ("slice_step", lambda x: x[::2, 1::2], inputs(normal(5, 4))),
+    ("gather", lambda x: pj.gather(x, pj.constant(IDX)), inputs(normal(4, 3))),
+    ("gather_axis1", lambda x: pj.gather(x, pj.constant(IDX), axis=1), inputs(normal(2, 3))),
+    ("gather_2d_index", lambda x: pj.gather(x, pj.constant(IDX2), axis=-1), inputs(normal(2, 3))),
+    ("getitem_index_tensor", lambda x: x[pj.constant(IDX)], inputs(normal(4, 3))),
+    ("getitem_index_array_axis1", lambda x: x[:, IDX], inputs(normal(2, 3))),
+    ("take_method", lambda x: x.take(pj.constant(IDX2)), inputs(normal(3))),
+    # composites
+    ("mlp", lambda x, w, b: pj.tanh(x @ w + b).sum(axis=1), inputs(normal(3, 4), normal(4, 5), normal(5))),
+    ("cross_entropy", lambda z: -pj.sum(pj.log_softmax(z) * pj.constant(np.eye(4)[[0, 2, 3]])),
+     inputs(normal(3, 4))),
+]
+
+# Cases whose forward rounds to float32: coarser steps, float32-sized tolerance.
+TOLERANCE = {"cast_64_32_64": dict(eps=1e-2, rtol=1e-3)}
+
+CASE_IDS = [c[0] for c in CASES]
+assert len(set(CASE_IDS)) == len(CASE_IDS)
+
+
+def _rng(name: str):
+    return np.random.default_rng(sum(map(ord, name)) * 7919)
+
+
+def _value_of(fn, arrays) -> np.ndarray:
+    return np.asarray(fn(*[pj.constant(a) for a in arrays]).numpy(), dtype=np.float64)
+
+
+def numeric_vjp(fn, arrays, ct, eps=EPS) -> list[np.ndarray]:
+    """Central differences of `sum(ct * fn(*arrays))` w.r.t. each array."""
+    grads = []
+    for k, a in enumerate(arrays):
+        g = np.zeros_like(a)
+        for i in np.ndindex(a.shape):
+            plus, minus = [x.copy() for x in arrays], [x.copy() for x in arrays]
+            plus[k][i] += eps
+            minus[k][i] -= eps
+            g[i] = np.sum(ct * (_value_of(fn, plus) - _value_of(fn, minus))) / (2 * eps)
+        grads.append(g)
+    return grads
+
+
+def tape_vjp(fn, arrays, ct):
+    xs = [pj.constant(a) for a in arrays]
+    with pj.GradientTape() as tape:
+        tape.watch(xs)
+        y = fn(*xs)
+    grads = tape.gradient(y, xs, output_gradients=pj.constant(ct))
+    return y, grads
+
+
+@pytest.mark.parametrize("name, fn, make", CASES, ids=CASE_IDS)
+def test_gradient_matches_finite_differences(name, fn, make):
+    rng = _rng(name)
+    arrays = make(rng)
+    y = fn(*[pj.constant(a) for a in arrays])
+    assert y.dtype == np.float64, f"{name}: float64 inputs gave {y.dtype}"
+    ct = rng.standard_normal(y.shape)
+    y, grads = tape_vjp(fn, arrays, ct)
+    tol = TOLERANCE.get(name, {})
+    rtol = tol.get("rtol", RTOL)
+    expected = numeric_vjp(fn, arrays, ct, tol.get("eps", EPS))
+    for k, (g, e, a) in enumerate(zip(grads, expected, arrays)):
+        assert g is not None, f"{name}: no gradient for input {k}"
+        assert g.shape == a.shape and g.dtype == np.float64, f"{name}: input {k}: {g.shape} {g.dtype}"
+        np.testing.assert_allclose(g.numpy(), e, rtol=rtol, atol=rtol / 100 * max(1.0, np.abs(e).max()),
+                                   err_msg=f"{name}: gradient of input {k}")
+
+
+# -- forward mode: jvp rules, run over the recorded ops, agree with the vjp ---------------
+def forward_tangents(tape, xs, tangents):
+    """Pushes `tangents` of `xs` through the tape's recorded ops with the jvp rules."""
+    tan = {id(x): t for x, t in zip(xs, tangents)}
+    for entry in tape._entries:
+        ts = [tan.get(id(a)) for a in entry.inputs]
+        if all(t is None for t in ts):
+            continue
+        out = core.jvp_rules[entry.prim](ts, entry.outputs if entry.prim.multiple_results
+                                         else entry.outputs[0], *entry.inputs, **entry.params)
+        outs = out if entry.prim.multiple_results else [out]
+        for o, t in zip(entry.outputs, outs):
+            if t is not None:
+                assert tuple(t.shape) == tuple(o.shape), f"{entry.prim}: jvp shape {t.shape} vs {o.shape}"
+                tan[id(o)] = t
+    return tan
+
+
+@pytest.mark.parametrize("name, fn, make", CASES, ids=CASE_IDS)
+def test_jvp_rules_match_finite_differences(name, fn, make):
+    rng = _rng(name)
+    arrays = make(rng)
+    xs = [pj.constant(a) for a in arrays]
+    with pj.GradientTape() as tape:
+        tape.watch(xs)
+        y = fn(*xs)
+    directions = [rng.standard_normal(a.shape) for a in arrays]
+    tan = forward_tangents(tape, xs, [pj.constant(d) for d in directions])
+    got = tan.get(id(y))
+    got = np.zeros(y.shape) if got is None else got.numpy()
+    tol = TOLERANCE.get(name, {})
+    eps, rtol = tol.get("eps", EPS), tol.get("rtol", RTOL)
+    plus = _value_of(fn, [a + eps * d for a, d in zip(arrays, directions)])
+    minus = _value_of(fn, [a - eps * d for a, d in zip(arrays, directions)])
+    expected = (plus - minus) / (2 * eps)
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol / 100 * max(1.0, np.abs(expected).max()),
+                               err_msg=f"{name}: jvp")
+
+
+def test_every_differentiable_primitive_has_rules_and_a_case():
+    """Fails when a differentiable primitive lacks a vjp/jvp rule or a row in CASES."""
+    missing = [p.name for p in core.primitives.values()
+               if p.differentiable and (p not in core.vjp_rules or p not in core.jvp_rules)]
+    assert not missing, f"differentiable primitives without vjp or jvp rules: {missing}"
+    seen = set()
+    for name, fn, make in CASES:
+        xs = [pj.constant(a) for a in make(_rng(name))]
+        with pj.GradientTape() as tape:
+            tape.watch(xs)
+            fn(*xs)
+        seen.update(e.prim.name for e in tape._entries)
+    no_case = sorted(p.name for p in core.primitives.values()
+                     if p.differentiable and p.name not in seen and p.name in _PUBLIC_PRIMITIVES)
+    assert not no_case, f"differentiable primitives with no gradient case: {no_case}"
+
+
+_PUBLIC_PRIMITIVES = {
+    "neg", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "exp", "log",
+    "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "softplus", "sqrt", "square",
+    "abs", "sign", "reciprocal", "where", "cast", "stop_gradient", "matmul", "einsum", "sum", "max",
+    "min", "prod", "reshape", "transpose", "broadcast_to", "concat", "split", "tile", "pad",
+    "getitem", "gather",
+}
+
+
+# -- float32 <-> float64 casts: the gradient comes back in the source's dtype ------------------
+@pytest.mark.parametrize("src, dst", [(np.float32, np.float64), (np.float64, np.float32)])
+def test_cast_gradient_dtype_and_value(src, dst):
+    x = pj.constant(np.array([0.5, -1.5, 2.0], dtype=src))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.cast(x, dst) * pj.constant(np.array([1.0, 2.0, 3.0], dtype=dst))
+    assert y.dtype == np.dtype(dst)
+    g = tape.gradient(y, x)
+    assert g.dtype == np.dtype(src)
+    np.testing.assert_allclose(g.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_cast_to_int_has_no_gradient():
+    x = pj.constant(np.array([0.5, 1.5]))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.cast(pj.cast(x, np.int32), np.float64) + x
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), [1.0, 1.0])
+
+
+def test_stop_gradient_blocks_the_gradient():
+    x = pj.constant(np.array([1.5, -2.0]))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = x * pj.stop_gradient(x)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), [1.5, -2.0])
+
+
+def test_einsum_repeated_axis_gradient_is_a_clear_error():
+    x = pj.constant(np.eye(3))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.einsum("ii->i", x)
+    with pytest.raises(ValueError, match="ii"):
+        tape.gradient(y, x)
+
+
+def test_max_splits_gradient_among_ties():
+    x = pj.constant(np.array([1.0, 3.0, 3.0, 2.0]))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.max(x)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), [0.0, 0.5, 0.5, 0.0])
+
+
+# -- second derivatives through nested tapes -------------------------------------------------
+SECOND_ORDER = ["exp", "tanh", "sigmoid", "multiply", "multiply_bcast", "matmul", "matmul_vec_vec",
+                "softmax", "logsumexp_axis", "power", "power_const_exp", "divide", "divide_bcast",
+                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "max_axis", "mlp",
+                "cross_entropy", "gather", "slice_mixed", "pad", "tile", "concat", "where_bcast"]
+_BY_NAME = {c[0]: c for c in CASES}
+
+
+def _first_gradient(fn, xs, ct):
+    with pj.GradientTape() as inner:
+        inner.watch(xs)
+        y = fn(*xs)
+    return inner.gradient(y, xs, output_gradients=ct)
+
+
+@pytest.mark.parametrize("name", SECOND_ORDER)
+def test_second_derivative_matches_finite_differences(name):
+    _, fn, make = _BY_NAME[name]
+    rng = _rng(name + "2")
+    arrays = make(rng)
+    ct = pj.constant(rng.standard_normal(fn(*[pj.constant(a) for a in arrays]).shape))
+    cts2 = [rng.standard_normal(a.shape) for a in arrays]
+
+    xs = [pj.constant(a) for a in arrays]
+    with pj.GradientTape() as outer:
+        outer.watch(xs)
+        with pj.GradientTape() as inner:
+            inner.watch(xs)
+            y = fn(*xs)
+        grads = inner.gradient(y, xs, output_gradients=ct)
+    hess = outer.gradient(grads, xs, output_gradients=[pj.constant(c) for c in cts2],
+                          unconnected_gradients="zero")
+
+    def phi(*ts):  # sum_k <cts2_k, d/dx_k <ct, fn(x)>>
+        gs = _first_gradient(fn, list(ts), ct)
+        total = 0.0
+        for g, c in zip(gs, cts2):
+            total = total + (0.0 if g is None else np.sum(g.numpy() * c))
+        return pj.constant(np.float64(total))
+
+    expected = numeric_vjp(phi, arrays, np.float64(1.0))
+    for k, (h, e) in enumerate(zip(hess, expected)):
+        np.testing.assert_allclose(h.numpy(), e, rtol=1e-4, atol=1e-6 * max(1.0, np.abs(e).max()),
+                                   err_msg=f"{name}: second derivative, input {k}")
+
+
+def test_third_derivative_of_power():
+    x = pj.constant(np.array([0.7, 1.3]))
+    with pj.GradientTape() as t3:
+        t3.watch(x)
+        with pj.GradientTape() as t2:
+            t2.watch(x)
+            with pj.GradientTape() as t1:
+                t1.watch(x)
+                y = x ** 4.0
+            d1 = t1.gradient(y, x)
+        d2 = t2.gradient(d1, x)
+    d3 = t3.gradient(d2, x)
+    np.testing.assert_allclose(d1.numpy(), 4 * x.numpy() ** 3)
+    np.testing.assert_allclose(d2.numpy(), 12 * x.numpy() ** 2)
+    np.testing.assert_allclose(d3.numpy(), 24 * x.numpy())
