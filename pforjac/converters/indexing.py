@@ -11,6 +11,7 @@ import numpy as np
 from .. import ops
 from ..ops import indexing as ix
 from ..pfor import register_converter
+from ..tensor import constant
 from ._helpers import to_stacked
 
 
@@ -26,7 +27,9 @@ def _convert_setitem_zeros(n, args, stacked, key, shape):
 
 def _offsets(n: int, indices, stride: int):
     """indices (n, *s) + k * stride for iteration k: positions in a table of n blocks."""
-    base = ops.constant(np.arange(n, dtype=indices.dtype) * indices.dtype.type(stride))
+    if np.iinfo(indices.dtype).max < n * stride:          # small int dtypes would overflow
+        indices = ops.cast(indices, np.int64)
+    base = constant(np.arange(n, dtype=indices.dtype) * indices.dtype.type(stride))
     return indices + ops.reshape(base, (n,) + (1,) * (indices.ndim - 1))
 
 

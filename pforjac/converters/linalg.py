@@ -50,7 +50,7 @@ def _convert_matmul(n, args, stacked, **params):
     if y_vec:
         shape = shape[:-1]
     if x_vec:
-        shape = shape[:-1] + shape[-1:] if y_vec else shape[:-2] + shape[-1:]
+        shape = shape[:-1] if y_vec else shape[:-2] + shape[-1:]
     return ops.reshape(out, shape), True
 
 
