@@ -33,6 +33,7 @@ from . import core
 from .program import Program, make_program, run_program
 from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
+from .diagnostics import record_fallback
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
            "run_loop", "vectorize", "while_loop"]
@@ -80,9 +81,26 @@ def _describe(eqn, vals) -> str:
     return "inputs " + ", ".join(parts)
 
 
-def vectorize(program: Program, indices: Tensor) -> list[tuple[Tensor, bool]]:
-    """Runs `program` for every loop index in `indices` at once; returns (value, stacked)."""
+class LoopContext:
+    """What structure-aware converters know about the loop: its index values."""
+
+    def __init__(self, indices: Tensor, index_range: tuple[int, int]):
+        self.indices, self.index_range = indices, index_range
+        self.n = int(indices.shape[0])
+
+
+def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | None = None,
+              structured: bool | None = None) -> list[tuple[Tensor, bool]]:
+    """Runs `program` for every loop index in `indices` at once; returns (value, stacked).
+
+    With structure tracking on (the default), values that stay one-hot along a
+    block of axes are carried compactly (see structure.py); outputs are dense.
+    """
+    from . import structure
     n = int(indices.shape[0])
+    ctx = LoopContext(indices, index_range or (0, n))
+    if structured is None:
+        structured = structure.tracking_enabled()
     env: dict[int, tuple[Tensor, bool]] = {id(program.inputs[0]): (indices, True)}
     for var, value in zip(program.consts, program.const_values):
         env[id(var)] = (value, False)
@@ -93,10 +111,33 @@ def vectorize(program: Program, indices: Tensor) -> list[tuple[Tensor, bool]]:
             outs = outs if eqn.prim.multiple_results else [outs]
             flags = False
         else:
-            outs, flags = _convert(eqn, vals, n)
+            outs, flags = _convert_structured(eqn, vals, ctx) if structured else (None, None)
+            if outs is None:
+                vals = [(structure.densify(v), s) for v, s in vals]
+                outs, flags = _convert(eqn, vals, n)
         for var, out in zip(eqn.outputs, outs):
             env[id(var)] = (out, flags)
-    return [env[id(v)] for v in program.outputs]
+    return [(structure.densify(v), s) for v, s in (env[id(v)] for v in program.outputs)]
+
+
+def _convert_structured(eqn, vals, ctx: LoopContext):
+    """Tries the structure-aware converter; (None, None) means "use the dense path"."""
+    from . import structure
+    conv = structure.structured_converters.get(eqn.prim.name)
+    if conv is None or eqn.prim.multiple_results:
+        return None, None
+    args = [v for v, _ in vals]
+    if eqn.prim.name != "one_hot" and not any(isinstance(a, structure.OneHot) for a in args):
+        return None, None
+    result = conv(eqn.prim, ctx, args, [s for _, s in vals], **eqn.params)
+    if result is None:
+        return None, None
+    out, flag = result
+    var = eqn.outputs[0]
+    if tuple(out.shape) != ((ctx.n,) if flag else ()) + tuple(var.shape) or out.dtype != var.dtype:
+        raise ConversionError(eqn.prim.name, "structured inputs",
+                              f"the structured converter returned {out.dtype.name}{tuple(out.shape)}")
+    return [out], flag
 
 
 def _convert(eqn, vals, n: int):
@@ -104,10 +145,12 @@ def _convert(eqn, vals, n: int):
     conv = converters.get(name)
     args, stacked = [v for v, _ in vals], [s for _, s in vals]
     if conv is None:
+        record_fallback("per-iteration", name, _describe(eqn, vals), "no converter registered", n)
         warn_once(("per-iteration", name),
                   f"pfor: op '{name}' has no converter, so it runs once per iteration "
                   f"({_describe(eqn, vals)}) and its results are stacked; this is slow. Add one "
-                  f"with @pforjac.register_converter('{name}')")
+                  f"with @pforjac.extend.register_converter('{name}') (see CONTRIBUTING.md); "
+                  f"pforjac.fallback_report() lists every op that fell back")
         conv = _per_iteration(eqn.prim)
     try:
         outs, flag = conv(n, args, stacked, **eqn.params)
@@ -184,10 +227,12 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         parts = []
         for start, stop in chunks:
             indices = constant(np.arange(start, stop, dtype=np.int32))
-            parts.append([_stack_output(v, s, stop - start) for v, s in vectorize(program, indices)])
+            parts.append([_stack_output(v, s, stop - start)
+                          for v, s in vectorize(program, indices, (start, stop))])
     except ConversionError as e:
         if not fallback_to_while_loop:
             raise
+        record_fallback("while-loop", e.op, e.detail, e.reason, n)
         warn_once(("while-loop", e.op, e.reason),
                   f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}'")

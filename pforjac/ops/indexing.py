@@ -107,7 +107,12 @@ gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indi
 def _scatter_add_impl(g, indices, axis, size):
     shape = g.shape[:axis] + (size,) + g.shape[axis + indices.ndim:]
     out = np.zeros(shape, g.dtype)
-    np.add.at(out, (slice(None),) * axis + (indices,), g)
+    index = (slice(None),) * axis + (indices,)
+    wrapped = np.where(indices < 0, indices + size, indices).ravel()
+    if np.unique(wrapped).size == wrapped.size:
+        out[index] = g                   # distinct targets: a plain (fast) assignment
+    else:
+        np.add.at(out, index, g)
     return out
 
 

@@ -1,0 +1,328 @@
+"""Structured stacked values: one-hot along a block of axes, stored compactly.
+
+A Jacobian's loop body starts from a one-hot seed: in iteration k the seed is
+zero except at position k. Carried densely, every op of the backward pass
+works on `n` copies of mostly zeros. A `OneHot` value instead stores one
+per-iteration-shaped `compact` array and a block of tied axes `[start, stop)`:
+
+    value[k][..., j, ...] = compact[..., j, ...]  if ravel(j) == indices[k]
+                          = 0                     otherwise
+
+where `j` runs over the tied block (row-major). Structure-aware converters
+below keep that form (elementwise ops with an unstacked operand, reductions
+and matmuls over other axes, reshapes/transposes/slices that keep the block);
+any other converter receives an ordinary dense stacked value made on demand by
+`densify`, so no converter has to know about structure and correctness never
+depends on it.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import ops
+from .tensor import Tensor, constant
+
+__all__ = ["OneHot", "densify", "structured_converters", "structure_tracking", "tracking_enabled"]
+
+
+@dataclass
+class OneHot:
+    compact: Tensor
+    start: int
+    stop: int
+    indices: Tensor          # (n,) loop index values
+    index_range: tuple       # (lo, hi): indices are lo..hi-1
+
+    @property
+    def n(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def shape(self) -> tuple:
+        return (self.n,) + tuple(self.compact.shape)
+
+    @property
+    def dtype(self):
+        return self.compact.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def block_size(self) -> int:
+        return math.prod(self.compact.shape[self.start:self.stop])
+
+    def with_compact(self, compact: Tensor, start: int, stop: int) -> "OneHot":
+        return OneHot(compact, start, stop, self.indices, self.index_range)
+
+    def same_tie(self, other: "OneHot") -> bool:
+        return (self.indices is other.indices and self.compact.ndim == other.compact.ndim
+                and (self.start, self.stop) == (other.start, other.stop))
+
+    def describe(self) -> str:
+        return (f"one-hot {self.dtype.name}{list(self.shape)} tied on axes "
+                f"{list(range(self.start, self.stop))} (stored {list(self.compact.shape)})")
+
+
+# -- on/off switch (thread-local) for comparing against the dense path -------------------
+class _Flag(threading.local):
+    enabled = True
+
+
+_flag = _Flag()
+
+
+def tracking_enabled() -> bool:
+    return _flag.enabled
+
+
+class structure_tracking:
+    """Context manager: `with structure_tracking(False): ...` runs pfor densely."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = bool(enabled)
+
+    def __enter__(self):
+        self._saved, _flag.enabled = _flag.enabled, self.enabled
+
+    def __exit__(self, *exc):
+        _flag.enabled = self._saved
+
+
+# -- dense forms ----------------------------------------------------------------------
+def _split3(oh: OneHot) -> tuple[int, int, int]:
+    s = oh.compact.shape
+    return math.prod(s[:oh.start]), oh.block_size, math.prod(s[oh.stop:])
+
+
+def _safe_indices(oh: OneHot):
+    """(indices clipped into the block, validity mask or None when all are in range)."""
+    lo, hi = oh.index_range
+    size = oh.block_size
+    if 0 <= lo and hi <= size:
+        return oh.indices, None
+    valid = ops.logical_and(ops.greater_equal(oh.indices, 0), ops.less(oh.indices, size))
+    clipped = ops.where(valid, oh.indices, ops.zeros_like(oh.indices))
+    return clipped, valid
+
+
+def take_diagonal(oh: OneHot) -> Tensor:
+    """The non-zero entries per iteration: shape (n, *compact.shape without the block)."""
+    outer, size, inner = _split3(oh)
+    s = tuple(oh.compact.shape)
+    idx, valid = _safe_indices(oh)
+    rows = ops.gather(ops.reshape(oh.compact, (outer, size, inner)), idx, axis=1)  # (outer, n, inner)
+    rows = ops.moveaxis(rows, 1, 0)
+    if valid is not None:
+        rows = rows * ops.cast(ops.reshape(valid, (oh.n, 1, 1)), rows.dtype)
+    return ops.reshape(rows, (oh.n,) + s[:oh.start] + s[oh.stop:])
+
+
+def densify(value):
+    """An ordinary stacked Tensor (n, *shape) from a OneHot; other values pass through.
+
+    Built with scatter_add into fresh zeros, so only the non-zero entries are
+    written (the zero pages of a large result are never touched).
+    """
+    if not isinstance(value, OneHot):
+        return value
+    oh = value
+    outer, size, inner = _split3(oh)
+    n, s = oh.n, tuple(oh.compact.shape)
+    idx, valid = _safe_indices(oh)
+    rows = ops.gather(ops.reshape(oh.compact, (outer, size, inner)), idx, axis=1)  # (outer, n, inner)
+    if valid is not None:
+        rows = rows * ops.cast(ops.reshape(valid, (1, n, 1)), rows.dtype)
+    flat = idx + constant(np.arange(n, dtype=idx.dtype) * idx.dtype.type(size))
+    dense = ops.scatter_add(rows, flat, axis=1, size=n * size)                 # (outer, n*size, inner)
+    dense = ops.moveaxis(ops.reshape(dense, (outer, n, size, inner)), 1, 0)
+    return ops.reshape(dense, (n,) + s)
+
+
+# -- structure-aware converters -----------------------------------------------------------
+structured_converters: dict[str, Callable] = {}
+
+
+def _structured(*names: str):
+    def register(fn):
+        for name in names:
+            structured_converters[name] = fn
+        return fn
+    return register
+
+
+def _aligned_block(oh: OneHot, out_shape: tuple):
+    """The block of `oh` in a broadcast result of `out_shape`, or None if broadcasting
+    would stretch a tied axis."""
+    shift = len(out_shape) - oh.compact.ndim
+    start, stop = oh.start + shift, oh.stop + shift
+    if tuple(out_shape[start:stop]) != tuple(oh.compact.shape[oh.start:oh.stop]):
+        return None
+    return start, stop
+
+
+_ZERO_PRESERVING_UNARY = ("neg", "sin", "tan", "tanh", "sqrt", "square", "abs", "sign", "relu",
+                          "expm1", "log1p", "cast", "stop_gradient")
+
+
+@_structured(*_ZERO_PRESERVING_UNARY)
+def _unary(prim, ctx, args, stacked, **params):
+    (oh,) = args
+    return oh.with_compact(prim.bind(oh.compact, **params), oh.start, oh.stop), True
+
+
+def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:
+    """Whether 0 * u (or 0 / u) is 0 everywhere, so the off-block zeros stay zeros exactly as
+    the dense path computes them (NaN and Inf must propagate identically). Symbolic values
+    can't be checked, so they take the dense path."""
+    if u._trace is not None:
+        return False
+    v = u.numpy()
+    if not np.issubdtype(v.dtype, np.inexact):
+        return not divide or bool(np.all(v != 0))
+    ok = np.isfinite(v)
+    if divide:
+        ok &= v != 0
+    return bool(ok.all())
+
+
+@_structured("multiply", "divide", "add", "subtract")
+def _binary(prim, ctx, args, stacked, **params):
+    (x, y), (xs, ys) = args, stacked
+    name = prim.name
+    if isinstance(x, OneHot) and isinstance(y, OneHot):
+        if not x.same_tie(y) or name == "divide" or \
+                x.compact.shape[x.start:x.stop] != y.compact.shape[y.start:y.stop]:
+            return None
+        out = prim.bind(x.compact, y.compact)
+        block = _aligned_block(x, out.shape)
+        return (x.with_compact(out, *block), True) if block else None
+    if name in ("add", "subtract"):
+        return None                      # zero + something is not zero
+    if isinstance(x, OneHot) and not ys and _zero_times_is_zero(y, divide=name == "divide"):
+        out = prim.bind(x.compact, y)
+        block = _aligned_block(x, out.shape)
+        return (x.with_compact(out, *block), True) if block else None
+    if isinstance(y, OneHot) and not xs and name == "multiply" and _zero_times_is_zero(x):
+        out = prim.bind(x, y.compact)
+        block = _aligned_block(y, out.shape)
+        return (y.with_compact(out, *block), True) if block else None
+    return None
+
+
+@_structured("zeros_like", "ones_like")
+def _like(prim, ctx, args, stacked):
+    (oh,) = args
+    fill = ops.zeros if prim.name == "zeros_like" else ops.ones
+    return fill(oh.compact.shape, oh.dtype), False
+
+
+@_structured("sum")
+def _sum(prim, ctx, args, stacked, axes, keepdims):
+    (oh,) = args
+    block = set(range(oh.start, oh.stop))
+    if not block & set(axes):
+        out = prim.bind(oh.compact, axes=axes, keepdims=keepdims)
+        shift = 0 if keepdims else sum(1 for a in axes if a < oh.start)
+        return oh.with_compact(out, oh.start - shift, oh.stop - shift), True
+    if block <= set(axes):
+        diag = take_diagonal(oh)         # (n, compact shape without the block)
+        rest = [a - (oh.stop - oh.start if a >= oh.stop else 0) for a in axes if a not in block]
+        out = prim.bind(diag, axes=tuple(a + 1 for a in rest), keepdims=False)
+        if keepdims:
+            out = ops.reshape(out, (oh.n,) + tuple(1 if k in axes else d
+                                                   for k, d in enumerate(oh.compact.shape)))
+        return out, True
+    return None
+
+
+def _block_after_reshape(old: tuple, start: int, stop: int, new: tuple):
+    """Where a contiguous block of axes of `old` lands in `new`, if the reshape keeps it
+    whole: the axes before it must hold the same number of entries, and so must it."""
+    outer, size = math.prod(old[:start]), math.prod(old[start:stop])
+    if outer * size == 0:
+        return None
+    starts = [b for b in range(len(new) + 1) if math.prod(new[:b]) == outer]
+    if not starts:
+        return None
+    b0 = starts[-1] if size > 1 else starts[0]  # leading size-1 axes stay outside the block
+    for b1 in range(b0, len(new) + 1):
+        if math.prod(new[b0:b1]) == size:
+            return b0, b1
+        if math.prod(new[b0:b1]) > size:
+            break
+    return None
+
+
+@_structured("reshape")
+def _reshape(prim, ctx, args, stacked, shape):
+    (oh,) = args
+    block = _block_after_reshape(tuple(oh.compact.shape), oh.start, oh.stop, tuple(shape))
+    if block is None:
+        return None
+    return oh.with_compact(prim.bind(oh.compact, shape=shape), *block), True
+
+
+@_structured("transpose")
+def _transpose(prim, ctx, args, stacked, perm):
+    (oh,) = args
+    where = [perm.index(a) for a in range(oh.start, oh.stop)]
+    if not where or where != list(range(where[0], where[0] + len(where))):
+        return None
+    return oh.with_compact(prim.bind(oh.compact, perm=perm), where[0], where[-1] + 1), True
+
+
+@_structured("broadcast_to")
+def _broadcast_to(prim, ctx, args, stacked, shape):
+    (oh,) = args
+    block = _aligned_block(oh, tuple(shape))
+    if block is None:
+        return None
+    return oh.with_compact(prim.bind(oh.compact, shape=shape), *block), True
+
+
+@_structured("getitem")
+def _getitem(prim, ctx, args, stacked, key):
+    (oh,) = args
+    axis, out_axis, start = 0, 0, None
+    for k in key:
+        if k is None:
+            out_axis += 1
+            continue
+        if oh.start <= axis < oh.stop:
+            if not (isinstance(k, slice) and k == slice(None)):
+                return None
+            if axis == oh.start:
+                start = out_axis
+        out_axis += 0 if isinstance(k, int) else 1
+        axis += 1
+    if start is None:                    # the block lies in the axes the key leaves implicit
+        start = out_axis + (oh.start - axis)
+    return oh.with_compact(prim.bind(oh.compact, key=key), start, start + oh.stop - oh.start), True
+
+
+@_structured("matmul")
+def _matmul(prim, ctx, args, stacked):
+    (x, y), (xs, ys) = args, stacked
+    if isinstance(x, OneHot) and not ys and x.compact.ndim >= 2 and y.ndim == 2 \
+            and x.stop < x.compact.ndim and _zero_times_is_zero(y):
+        return x.with_compact(prim.bind(x.compact, y), x.start, x.stop), True
+    if isinstance(y, OneHot) and not xs and y.compact.ndim == 2 and x.ndim == 2 \
+            and (y.start, y.stop) == (1, 2) and _zero_times_is_zero(x):
+        return y.with_compact(prim.bind(x, y.compact), 1, 2), True
+    return None
+
+
+@_structured("one_hot")
+def _one_hot(prim, ctx, args, stacked, depth, dtype):
+    (indices,) = args
+    if indices is not ctx.indices or depth < 2:
+        return None
+    compact = ops.ones((depth,), dtype)
+    return OneHot(compact, 0, 1, ctx.indices, ctx.index_range), True
