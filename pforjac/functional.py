@@ -1,0 +1,387 @@
+"""PyTorch's functional API (`torch.autograd.functional`) on pforjac's tapes and pfor.
+
+`jacobian`, `hessian`, `vjp`, `jvp` and `hvp` take a function and its inputs
+(a Tensor or a tuple of Tensors; numpy arrays are converted) and nest their
+results the way PyTorch does. Reverse mode runs `func` once under a
+`GradientTape` and takes one row of the Jacobian per output entry (a row loop,
+or all rows at once through pfor with `vectorize=True`). Forward mode traces
+`func` once into a Program and vectorizes its jvp over the input basis: one
+column per input entry, all columns in one pass.
+
+Which mode: reverse costs one vjp per *output* entry, forward one jvp per
+*input* entry. Use `strategy="forward-mode"` when the inputs have fewer
+entries than the outputs (tall Jacobians, R^8 -> R^4096), reverse mode when
+they have more (wide Jacobians, R^4096 -> R^8, gradients of losses);
+`benchmarks/fwd_vs_rev.py` measures the difference.
+
+Differences from PyTorch: forward mode also works with `create_graph=True`;
+`func` must be traceable for forward mode and `jvp` (no Python `if` on tensor
+values: use `pforjac.where`).
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+import numpy as np
+
+from . import core, ops
+from .forward import jvp_program
+from .ops.shape import reshape_p
+from .pfor import run_loop
+from .program import make_program
+from .tape import GradientTape
+from .tensor import Tensor, as_tensor, is_float
+from .tree import tree_unflatten
+
+__all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "UnsupportedOptionsError"]
+
+_STRATEGIES = ("reverse-mode", "forward-mode")
+
+
+class UnsupportedOptionsError(ValueError, NotImplementedError):
+    """A combination of options that is refused (PyTorch raises NotImplementedError/RuntimeError)."""
+
+
+# -- argument checking and result nesting -----------------------------------------------------
+def _check_func(func, fn_name: str) -> None:
+    if not callable(func):
+        raise TypeError(f"{fn_name}: func must be callable (a function of Tensors), "
+                        f"got {type(func).__name__}")
+
+
+def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
+    """(was it a tuple, the Tensors as a tuple); numpy arrays are converted."""
+    is_tuple = isinstance(value, (tuple, list))
+    values = tuple(value) if is_tuple else (value,)
+    for k, v in enumerate(values):
+        if not isinstance(v, (Tensor, np.ndarray, np.generic)):
+            where = f"the value at index {k}" if is_tuple else f"the given {arg_name}"
+            raise TypeError(f"{fn_name}: {arg_name} must be a Tensor (or numpy array) or a tuple "
+                            f"of them, but {where} has type {type(v).__name__}")
+    return is_tuple, tuple(as_tensor(v) for v in values)
+
+
+def _as_inputs(inputs, fn_name: str) -> tuple[bool, tuple]:
+    is_tuple, xs = _as_tuple(inputs, "inputs", fn_name)
+    for k, x in enumerate(xs):
+        if not is_float(x.dtype):
+            raise TypeError(f"{fn_name}: inputs[{k}] has dtype {x.dtype.name}, but derivatives are "
+                            f"taken with respect to floating-point inputs only; cast it first")
+    return is_tuple, xs
+
+
+def _as_outputs(outputs, fn_name: str) -> tuple[bool, tuple]:
+    return _as_tuple(outputs, "outputs of the user-provided function", fn_name)
+
+
+def _check_strategy(strategy, arg_name: str, fn_name: str) -> None:
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"{fn_name}: {arg_name} must be 'reverse-mode' or 'forward-mode', "
+                         f"got {strategy!r}")
+
+
+def _unpack(result, to_unpack):
+    """PyTorch's `_tuple_postprocess`: drop the tuple levels the caller didn't use."""
+    if isinstance(to_unpack, tuple):
+        if not to_unpack[1]:
+            result = tuple(r[0] for r in result)
+        return result if to_unpack[0] else result[0]
+    return result if to_unpack else result[0]
+
+
+def _validate_v(v, others: tuple, is_tuple: bool, what: str, fn_name: str) -> tuple:
+    """Checks `v` against the tensors it pairs with (`what` names them) and casts it."""
+    if v is None:
+        if len(others) == 1 and others[0].size == 1:
+            return (ops.ones(others[0].shape, _float_dtype(others[0])),)
+        raise ValueError(f"{fn_name}: v can only be None when the {what} is a single Tensor with "
+                         f"a single element; pass v shaped like the {what}")
+    _, vs = _as_tuple(v, "v", fn_name)
+    if len(vs) != len(others):
+        raise ValueError(f"{fn_name}: v holds {len(vs)} tensors, but there are {len(others)} {what}s")
+    for k, (a, b) in enumerate(zip(vs, others)):
+        if tuple(a.shape) != tuple(b.shape):
+            name = f"v[{k}]" if is_tuple or len(vs) > 1 else "v"
+            raise ValueError(f"{fn_name}: {name} has shape {tuple(a.shape)}, but the {what} it "
+                             f"pairs with has shape {tuple(b.shape)}")
+    return tuple(ops.cast(a, _float_dtype(b)) for a, b in zip(vs, others))
+
+
+def _float_dtype(x: Tensor):
+    return x.dtype if is_float(x.dtype) else np.dtype(np.float32)
+
+
+# -- create_graph ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _graph_mode(create_graph: bool):
+    """With create_graph=False, outer tapes don't record the computation (results are detached)."""
+    if create_graph:
+        yield
+        return
+    state = core.current_state()
+    saved = list(state.tapes)
+    state.tapes[:] = []
+    try:
+        yield
+    finally:
+        state.tapes[:] = saved
+
+
+def _detach(values, create_graph: bool) -> tuple:
+    """Cuts results from the graph unless create_graph (matters inside traces)."""
+    if create_graph:
+        return tuple(values)
+    return tuple(ops.stop_gradient(v) for v in values)
+
+
+def _alias(x: Tensor) -> Tensor:
+    """A fresh differentiable view of x, as PyTorch's `view_as`: closures over x don't count."""
+    return reshape_p.bind(x, shape=tuple(x.shape))
+
+
+def _watched_call(tape: GradientTape, func: Callable, xs: tuple):
+    xs = tuple(_alias(x) for x in xs)
+    tape.watch(list(xs))
+    return xs, func(*xs)
+
+
+def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
+    return ops.zeros(tuple(out.shape) + tuple(x.shape), x.dtype)
+
+
+# -- jacobian ----------------------------------------------------------------------------------
+def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode"):
+    """Jacobian of `func` at `inputs`, as `torch.autograd.functional.jacobian`.
+
+    Args:
+        func: a function of Tensors returning a Tensor or a tuple of Tensors.
+        inputs: a Tensor or a tuple of Tensors (numpy arrays are converted).
+        create_graph: if True, the result can be differentiated again (by an
+            outer `GradientTape` or a further `jacobian`); otherwise it is detached.
+        strict: if True, raise when an output does not depend on an input
+            (otherwise that block is zeros). Not available with `vectorize=True`.
+        vectorize: compute all rows (or columns) at once with pfor instead of a loop.
+        strategy: "reverse-mode" (one vjp per output entry) or "forward-mode"
+            (one jvp per input entry, requires `vectorize=True`); prefer
+            forward mode when the inputs have fewer entries than the outputs.
+
+    Returns:
+        `J[i][j]` of shape `outputs[i].shape + inputs[j].shape` and inputs[j]'s
+        dtype; a level of tuple is dropped where `inputs` or the output is a
+        single Tensor.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> x = np.array([[0.0, 1.0], [2.0, 3.0]])
+        >>> J = pj.jacobian(lambda x: x.exp().sum(axis=1), x)
+        >>> J.shape, float(J[1, 0, 0])
+        ((2, 2, 2), 0.0)
+    """
+    _check_func(func, "jacobian")
+    is_inputs_tuple, xs = _as_inputs(inputs, "jacobian")
+    _check_strategy(strategy, "strategy", "jacobian")
+    if strict and vectorize:
+        raise UnsupportedOptionsError(
+            "jacobian: strict=True and vectorize=True are not supported together (as in PyTorch); "
+            "set strict=False or vectorize=False")
+    if strategy == "forward-mode" and not vectorize:
+        raise UnsupportedOptionsError(
+            "jacobian: strategy='forward-mode' is only implemented with vectorize=True (as in "
+            "PyTorch); pass vectorize=True, or use strategy='reverse-mode'")
+    with _graph_mode(create_graph):
+        if strategy == "forward-mode":
+            is_outputs_tuple, rows = _jacobian_forward(func, xs)
+        else:
+            is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize, "jacobian")
+        rows = tuple(_detach(row, create_graph) for row in rows)
+    return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _jacobian_reverse(func, xs: tuple, strict: bool, vectorize: bool, fn_name: str):
+    """One tape.jacobian per output: its rows by pfor (vectorize) or by the while-loop."""
+    with GradientTape(persistent=True) as tape:
+        aliases, outputs = _watched_call(tape, func, xs)
+    is_outputs_tuple, outputs = _as_outputs(outputs, fn_name)
+    rows = []
+    for i, out in enumerate(outputs):
+        blocks = tape.jacobian(out, list(aliases), experimental_use_pfor=vectorize)
+        row = []
+        for j, (block, x) in enumerate(zip(blocks, xs)):
+            if block is None:
+                if strict:
+                    raise RuntimeError(f"{fn_name}: output {i} of the user-provided function is "
+                                       f"independent of input {j}; this is not allowed in strict "
+                                       f"mode (pass strict=False to get zeros)")
+                block = _zeros_for(out, x)
+            row.append(block)
+        rows.append(tuple(row))
+    return is_outputs_tuple, tuple(rows)
+
+
+def _trace(func, xs: tuple, fn_name: str):
+    """Traces func once; returns the Program and whether it returned a tuple."""
+    shape = {}
+
+    def checked(*args):
+        out = func(*args)
+        shape["tuple"], _ = _as_outputs(out, fn_name)
+        return out
+    program = make_program(checked, [(tuple(x.shape), x.dtype) for x in xs])
+    return program, shape["tuple"]
+
+
+def _jacobian_forward(func, xs: tuple):
+    """Traces func once, then pushes all basis tangents through it in one pfor pass."""
+    program, is_outputs_tuple = _trace(func, xs, "jacobian")
+    sizes = [x.size for x in xs]
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    n = int(offsets[-1])
+
+    def body(i):
+        tangents = [ops.reshape(ops.one_hot(i - int(off) if off else i, size, x.dtype), x.shape)
+                    for x, off, size in zip(xs, offsets, sizes)]
+        return jvp_program(program, list(xs), tangents)[1]
+
+    if n:
+        body_program = make_program(body, [((), np.int32)])
+        columns = tree_unflatten(body_program.out_tree, run_loop(body_program, n))
+    else:
+        columns = [None] * len(program.outputs)
+    rows = []
+    for out, col in zip(program.outputs, columns):
+        rows.append(tuple(_zeros_for(out, x) if col is None else _columns_to_block(col, out, x, a, b)
+                          for x, a, b in zip(xs, offsets[:-1], offsets[1:])))
+    return is_outputs_tuple, tuple(rows)
+
+
+def _columns_to_block(columns: Tensor, out, x: Tensor, start: int, stop: int) -> Tensor:
+    """Stacked tangents [n, *out] -> the block out.shape + x.shape for inputs start:stop."""
+    block = ops.transpose(ops.reshape(columns[int(start):int(stop)], (int(stop - start), out.size)))
+    return ops.cast(ops.reshape(block, tuple(out.shape) + tuple(x.shape)), x.dtype)
+
+
+# -- hessian -----------------------------------------------------------------------------------
+def _scalar_output(out, fn_name: str) -> Tensor:
+    is_tuple, outs = _as_outputs(out, fn_name)
+    if is_tuple:
+        raise ValueError(f"{fn_name}: the function should return a single Tensor, got a tuple of "
+                         f"{len(outs)}")
+    if outs[0].size != 1:
+        raise ValueError(f"{fn_name}: the Tensor returned by the function should hold a single "
+                         f"element, got shape {tuple(outs[0].shape)}")
+    return outs[0]
+
+
+def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
+    """(func's scalar output, its gradient w.r.t. xs with zeros where unconnected), differentiable."""
+    with GradientTape() as tape:
+        aliases, out = _watched_call(tape, func, xs)
+    out = _scalar_output(out, fn_name)
+    grads = tape.gradient(out, list(aliases))
+    return out, tuple(ops.zeros(x.shape, x.dtype) if g is None else g for g, x in zip(grads, xs))
+
+
+def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
+    """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
+
+    The Jacobian of the gradient: reverse-over-reverse by default, or
+    forward-over-reverse with `outer_jacobian_strategy="forward-mode"` (which
+    requires `vectorize=True`). `H[i][j]` has shape `inputs[i].shape + inputs[j].shape`.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> H = pj.hessian(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]))
+        >>> H.numpy().tolist()
+        [[6.0, 0.0], [0.0, 12.0]]
+    """
+    _check_func(func, "hessian")
+    is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
+    _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
+    result = jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph=create_graph,
+                      strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
+    return _unpack(result, (is_inputs_tuple, is_inputs_tuple))
+
+
+# -- vjp, jvp, hvp -----------------------------------------------------------------------------
+def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """`(func(inputs), v^T J)`, as `torch.autograd.functional.vjp`.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> out, g = pj.vjp(lambda x: x * x, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+        >>> g.numpy().tolist()
+        [2.0, 4.0]
+    """
+    _check_func(func, "vjp")
+    is_inputs_tuple, xs = _as_inputs(inputs, "vjp")
+    with _graph_mode(create_graph):
+        with GradientTape() as tape:
+            aliases, outputs = _watched_call(tape, func, xs)
+        is_outputs_tuple, outputs = _as_outputs(outputs, "vjp")
+        vs = _validate_v(v, outputs, is_outputs_tuple, "output", "vjp")
+        grads = tape.gradient(list(outputs), list(aliases), output_gradients=list(vs))
+        grads = [_fill(g, x, k, strict, "vjp", "the output is independent of input")
+                 for k, (g, x) in enumerate(zip(grads, xs))]
+        outputs, grads = _detach(outputs, create_graph), _detach(grads, create_graph)
+    return _unpack(outputs, is_outputs_tuple), _unpack(grads, is_inputs_tuple)
+
+
+def _fill(value, like: Tensor, k: int, strict: bool, fn_name: str, why: str) -> Tensor:
+    if value is not None:
+        return value
+    if strict:
+        raise RuntimeError(f"{fn_name}: {why} {k}; this is not allowed in strict mode "
+                           f"(pass strict=False to get zeros)")
+    return ops.zeros(like.shape, _float_dtype(like))
+
+
+def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """`(func(inputs), J v)` by forward mode, as `torch.autograd.functional.jvp`.
+
+    `func` is traced once and its equations' jvp rules push `v` forward.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> out, t = pj.jvp(lambda x: x * x, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+        >>> t.numpy().tolist()
+        [2.0, 0.0]
+    """
+    _check_func(func, "jvp")
+    is_inputs_tuple, xs = _as_inputs(inputs, "jvp")
+    vs = _validate_v(v, xs, is_inputs_tuple, "input", "jvp")
+    with _graph_mode(create_graph):
+        program, is_outputs_tuple = _trace(func, xs, "jvp")
+        outputs, tangents = jvp_program(program, list(xs), list(vs))
+        tangents = [_fill(t, o, k, strict, "jvp", "the inputs do not affect output")
+                    for k, (t, o) in enumerate(zip(tangents, outputs))]
+        outputs, tangents = _detach(outputs, create_graph), _detach(tangents, create_graph)
+    return _unpack(outputs, is_outputs_tuple), _unpack(tangents, is_outputs_tuple)
+
+
+def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """`(func(inputs), H v)` for a scalar `func`, as `torch.autograd.functional.hvp`.
+
+    Computed as the vjp of the gradient with `v` (reverse over reverse; H is symmetric).
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> out, hv = pj.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
+        >>> hv.numpy().tolist()
+        [6.0, 12.0]
+    """
+    _check_func(func, "hvp")
+    is_inputs_tuple, xs = _as_inputs(inputs, "hvp")
+    vs = _validate_v(v, xs, is_inputs_tuple, "input", "hvp")
+    with _graph_mode(create_graph):
+        with GradientTape() as tape:
+            aliases = tuple(_alias(x) for x in xs)
+            tape.watch(list(aliases))
+            out, grads = _gradient(func, aliases, "hvp")
+        hv = tape.gradient(list(grads), list(aliases), output_gradients=list(vs))
+        hv = [_fill(h, x, k, strict, "hvp", "the gradient is independent of input")
+              for k, (h, x) in enumerate(zip(hv, xs))]
+        (out,), hv = _detach([out], create_graph), _detach(hv, create_graph)
+    return out, _unpack(hv, is_inputs_tuple)
