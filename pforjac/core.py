@@ -20,6 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .tensor import Tensor, as_tensor
+
 __all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
 
@@ -149,7 +151,6 @@ def _innermost_trace(args):
 
 def bind(prim: Primitive, *args, **params):
     """Applies `prim` to `args` in the current context and returns its output(s)."""
-    from .tensor import as_tensor
     args = tuple(map(as_tensor, args))
     trace = _innermost_trace(args)
     if trace is None:
@@ -166,7 +167,6 @@ def bind(prim: Primitive, *args, **params):
 
 
 def _eager(prim: Primitive, args, params):
-    from .tensor import Tensor
     try:
         result = impl_rules[prim](*(a._value for a in args), **params)
     except KeyError:

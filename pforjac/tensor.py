@@ -1,6 +1,7 @@
 """Tensor (a numpy array that ops and tapes understand), its symbolic twin, Variable."""
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -67,7 +68,7 @@ class Tensor:
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
     ndim = property(lambda self: len(self.shape))
-    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    size = property(lambda self: math.prod(self.shape))
 
     def numpy(self) -> np.ndarray:
         return self._value

@@ -43,6 +43,13 @@ def _convert_matmul(n, args, stacked, **params):
     if ys and not xs and y_vec:
         # x @ y_k for every k is x @ Y^T, with the loop axis moved first.
         return ops.moveaxis(ops.matmul(x, ops.transpose(y)), -1, 0), True
+    if ys and not xs and x.ndim == 2 and y.ndim == 3:
+        # [m, k] @ [n, k, p]: one gemm with the loop axis folded into the columns
+        # (a broadcast matmul would run n small products).
+        k, p = y.shape[1], y.shape[2]
+        cols = ops.reshape(ops.moveaxis(y, 0, 1), (k, n * p))
+        out = ops.reshape(ops.matmul(x, cols), (x.shape[0], n, p))
+        return ops.moveaxis(out, 1, 0), True
     x2, y2 = _as_matrix(x, xs, column=False), _as_matrix(y, ys, column=True)
     batch = max(x2.ndim - xs, y2.ndim - ys) - 2
     out = ops.matmul(_pad_batch(x2, xs, batch), _pad_batch(y2, ys, batch))
