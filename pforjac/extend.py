@@ -36,13 +36,14 @@ from . import core, ops
 from .converters._helpers import align, iter_ndim, shift_axes, to_stacked
 from .converters.elementwise import convert_elementwise
 from .core import Primitive, defvjp_all, defjvp_all
+from .coverage import declare_missing
 from .ops._family import broadcast_shapes, elementwise_dtype
 from .pfor import register_converter as _register_converter
 
 __all__ = ["Op", "defop", "defvjp", "defjvp", "defvjp_all", "defjvp_all", "register_converter",
            "same_shape", "elementwise_shape", "elementwise_converter", "to_stacked", "align",
            "iter_ndim", "shift_axes", "move_loop_axis", "merge_loop_axis", "split_loop_axis",
-           "declared_ops", "primitive_of"]
+           "declared_ops", "primitive_of", "declare_missing"]
 
 declared_ops: dict[str, Primitive] = {}   # ops declared through this module, by name
 

@@ -311,10 +311,11 @@ def _compare(got, expected, tols, what: str) -> None:
 def isolated_registries():
     """Every primitive, rule, converter and once-per-process warning registered inside
     the block is forgotten at its end (tests that declare ops use this)."""
+    from .coverage import declared_missing
     from .extend import declared_ops
     from .pfor import _warned, converters
     tables = [core.primitives, core.impl_rules, core.shape_rules, core.vjp_rules,
-              core.jvp_rules, converters, declared_ops]
+              core.jvp_rules, converters, declared_ops, declared_missing]
     saved = [dict(t) for t in tables]
     warned = set(_warned)
     try:
