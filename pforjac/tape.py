@@ -35,6 +35,14 @@ class _Entry:
         self.prim, self.params, self.inputs, self.outputs = prim, params, inputs, outputs
 
 
+# A recorded op sees a Variable through the value read when it ran (as TensorFlow's
+# ReadVariableOp), so a later `assign` does not change its gradient. The tape records
+# the read itself as this identity, which carries the cotangent back to the Variable.
+read_variable_p = core.Primitive("read_variable")
+core.defvjp(read_variable_p, lambda g, ans, v: g)
+core.defjvp(read_variable_p, lambda t, ans, v: t)
+
+
 class GradientTape:
     """Records operations for automatic differentiation, as `tf.GradientTape`.
 
@@ -58,6 +66,7 @@ class GradientTape:
         self._tracked: dict[int, Tensor] = {}   # id -> tensor that depends on a watched one
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
+        self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
         self._state = None
 
     # -- context --------------------------------------------------------------
@@ -99,6 +108,7 @@ class GradientTape:
         self._tracked.clear()
         self._watched.clear()
         self._variables.clear()
+        self._unwatched_variables.clear()
         self._used = False
 
     # -- watching and recording -------------------------------------------------
@@ -130,20 +140,30 @@ class GradientTape:
                 self._watched[id(a)] = a
                 tracked[id(a)] = a
                 hit = True
+            elif isinstance(a, Variable):
+                self._unwatched_variables[id(a)] = a
         if not hit:
             return
-        self._entries.append(_Entry(prim, params, args, outs))
+        inputs = tuple(self._read(a) if isinstance(a, Variable) else a for a in args)
+        self._entries.append(_Entry(prim, params, inputs, outs))
         for o in outs:
             if is_float(o.dtype):
                 tracked[id(o)] = o
 
+    def _read(self, v: Variable) -> Tensor:
+        value = v._read()
+        if id(v) in self._tracked and id(value) not in self._tracked:
+            self._entries.append(_Entry(read_variable_p, {}, (v,), [value]))
+            self._tracked[id(value)] = value
+        return value
+
     # -- gradient -----------------------------------------------------------------
-    def _check_usable(self) -> None:
+    def _check_usable(self, mark_used: bool = True) -> None:
         if self._used and not self._persistent:
             raise RuntimeError(
                 "a non-persistent GradientTape can only be used to compute one set of gradients "
                 "(or jacobians); create it with GradientTape(persistent=True) to call it again")
-        self._used = True
+        self._used = self._used or mark_used
 
     def gradient(self, target, sources, output_gradients=None,
                  unconnected_gradients=UnconnectedGradients.NONE):
@@ -153,11 +173,12 @@ class GradientTape:
         integer sources give `None` (or zeros with `unconnected_gradients="zero"`).
         """
         unconnected = _unconnected(unconnected_gradients)
-        self._check_usable()
+        self._check_usable(mark_used=False)  # a call with wrong arguments leaves the tape usable
         flat_sources, source_tree = tree_flatten(sources)
         flat_targets, _ = tree_flatten(target)
         self._check_sources(flat_sources)
         seeds = self._seeds(flat_targets, output_gradients)
+        self._used = True
         with self._paused():
             grads = backward(self._entries, flat_targets, seeds, flat_sources)
         out = [_finish(g, s, unconnected) for g, s in zip(grads, flat_sources)]
@@ -168,6 +189,13 @@ class GradientTape:
             if not isinstance(s, Tensor):
                 raise TypeError(f"GradientTape.gradient: sources must be Tensors or Variables, "
                                 f"got {type(s).__name__}")
+            if id(s) in self._unwatched_variables and id(s) not in self._tracked:
+                if not is_float(s.dtype):
+                    continue  # an integer source: its gradient is None
+                why = "trainable=False" if not s.trainable else "watch_accessed_variables=False"
+                raise ValueError(
+                    f"GradientTape.gradient: the Variable '{s.name}' of shape {s.shape} was read "
+                    f"under the tape but not watched ({why}); call tape.watch(v) before using it")
             if id(s) not in self._tracked:
                 raise ValueError(
                     f"GradientTape.gradient: a source of shape {s.shape} and dtype {s.dtype.name} "
@@ -256,14 +284,19 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
         ans = tuple(entry.outputs)
     else:
         g, ans = outs_ct[0], entry.outputs[0]
-    if callable(rules):
-        for arg, ct in zip(entry.inputs, rules(g, ans, *entry.inputs, **entry.params)):
-            if id(arg) in relevant:
-                _accumulate(cts, arg, ct)
-        return
-    for arg, rule in zip(entry.inputs, rules):
-        if rule is not None and id(arg) in relevant:
-            _accumulate(cts, arg, rule(g, ans, *entry.inputs, **entry.params))
+    state = core.current_state()
+    saved, state.origin = state.origin, entry
+    try:
+        if callable(rules):
+            for arg, ct in zip(entry.inputs, rules(g, ans, *entry.inputs, **entry.params)):
+                if id(arg) in relevant:
+                    _accumulate(cts, arg, ct)
+            return
+        for arg, rule in zip(entry.inputs, rules):
+            if rule is not None and id(arg) in relevant:
+                _accumulate(cts, arg, rule(g, ans, *entry.inputs, **entry.params))
+    finally:
+        state.origin = saved
 
 
 def _accumulate(cts, tensor, g) -> None:

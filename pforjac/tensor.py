@@ -169,20 +169,28 @@ class Variable(Tensor):
         4.0
     """
 
-    __slots__ = ("trainable", "name")
+    __slots__ = ("trainable", "name", "_snapshot")
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
         self._value = np.array(_to_array(value, dtype))  # own copy: assign mutates it
         self.trainable = trainable
         self.name = name or "Variable"
+        self._snapshot = None
+
+    def _read(self) -> Tensor:
+        """The current value as a Tensor, the same one until the next assign (tapes record
+        ops on it, so an assign never changes a recorded op's inputs)."""
+        if self._snapshot is None or self._snapshot._value is not self._value:
+            self._snapshot = Tensor._from_array(self._value)
+        return self._snapshot
 
     def assign(self, value) -> "Variable":
         new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
         if new.shape != self.shape:
             raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
                              f"variable's shape {self.shape}")
-        self._value = new.astype(self.dtype, copy=True)
+        self._value = new.astype(self.dtype, copy=True)  # a new array: reads taken stay valid
         return self
 
     def assign_add(self, delta) -> "Variable":
