@@ -1,0 +1,102 @@
+"""Shared helpers for the benchmark scripts: timing, peak memory, machine info, tables."""
+from __future__ import annotations
+
+import datetime
+import gc
+import os
+import platform
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def time_reps(fn, reps: int, warmup: int = 1, min_time: float = 0.0,
+              max_reps: int = 200) -> tuple[float, list[float]]:
+    """Median wall time of `fn()` over at least `reps` runs (more, up to `max_reps`, until
+    `min_time` seconds have been spent), after `warmup` untimed runs.
+
+    The warm-up matters on VMs: the first touch of freshly mapped memory is
+    much slower than later ones, and big Jacobians allocate hundreds of MiB.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    while len(times) < reps or (sum(times) < min_time and len(times) < max_reps):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times
+
+
+def peak_memory(fn) -> tuple[int, object]:
+    """Peak bytes allocated while `fn()` runs, measured with tracemalloc.
+
+    numpy reports its data buffers to tracemalloc, so this counts array data
+    (including the returned result) plus Python objects, relative to the start
+    of the call. It runs separately from the timed runs: tracing slows
+    Python-level allocation down.
+    """
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak, out
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_header() -> str:
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    try:
+        import subprocess
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no",
+                                "pforjac"], capture_output=True, text=True, timeout=10).stdout.strip()
+        rev = f"pforjac at {rev}" + (" + uncommitted engine edits" if dirty else "") + "; "
+    except (OSError, subprocess.SubprocessError):
+        rev = ""
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
+    return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
+            f"Python {platform.python_version()}; numpy {np.__version__}; "
+            f"OPENBLAS_NUM_THREADS={blas}; load average at start {load}")
+
+
+def mib(nbytes: float) -> str:
+    return f"{nbytes / 2**20:,.1f}"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |",
+             "| " + " | ".join("---" for _ in header) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_result(name: str, text: str) -> str:
+    os.makedirs(RESULTS_DIR, exist_ok=True)
+    path = os.path.join(RESULTS_DIR, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
