@@ -235,7 +235,8 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         record_fallback("while-loop", e.op, e.detail, e.reason, n)
         warn_once(("while-loop", e.op, e.reason),
                   f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
-                  f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}'")
+                  f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
+                  f"(pforjac.testing.check_converter finds the failing stacked mix)")
         return while_loop(program, n)
     if len(parts) == 1:
         return parts[0]
