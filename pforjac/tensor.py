@@ -29,7 +29,7 @@ def _to_array(value, dtype=None) -> np.ndarray:
     if isinstance(value, np.generic):
         return np.asarray(value)
     arr = np.asarray(value)
-    if arr.dtype == object:
+    if arr.dtype.kind in "OUSV":  # objects, strings, records: not numbers
         raise TypeError(f"cannot convert {type(value).__name__} {value!r:.80} to a pforjac tensor; "
                         f"pass numbers, nested lists of numbers, numpy arrays or Tensors")
     if _all_python_numbers(value):
