@@ -152,7 +152,8 @@ def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
 
 # -- jacobian ----------------------------------------------------------------------------------
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-             vectorize: bool = False, strategy: str = "reverse-mode"):
+             vectorize: bool = False, strategy: str = "reverse-mode", *,
+             parallel_iterations: int | None = None):
     """Jacobian of `func` at `inputs`, as `torch.autograd.functional.jacobian`.
 
     Args:
@@ -166,6 +167,8 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
         strategy: "reverse-mode" (one vjp per output entry) or "forward-mode"
             (one jvp per input entry, requires `vectorize=True`); prefer
             forward mode when the inputs have fewer entries than the outputs.
+        parallel_iterations: (pforjac's extension) with `vectorize=True`, how many
+            rows or columns pfor computes at a time; bounds the working memory.
 
     Returns:
         `J[i][j]` of shape `outputs[i].shape + inputs[j].shape` and inputs[j]'s
@@ -192,21 +195,24 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
             "PyTorch); pass vectorize=True, or use strategy='reverse-mode'")
     with _graph_mode(create_graph):
         if strategy == "forward-mode":
-            is_outputs_tuple, rows = _jacobian_forward(func, xs)
+            is_outputs_tuple, rows = _jacobian_forward(func, xs, parallel_iterations)
         else:
-            is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize, "jacobian")
+            is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize,
+                                                       parallel_iterations)
         rows = tuple(_detach(row, create_graph) for row in rows)
     return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
 
 
-def _jacobian_reverse(func, xs: tuple, strict: bool, vectorize: bool, fn_name: str):
+def _jacobian_reverse(func, xs: tuple, strict: bool, vectorize: bool, parallel_iterations,
+                      fn_name: str = "jacobian"):
     """One tape.jacobian per output: its rows by pfor (vectorize) or by the while-loop."""
     with GradientTape(persistent=True) as tape:
         aliases, outputs = _watched_call(tape, func, xs)
     is_outputs_tuple, outputs = _as_outputs(outputs, fn_name)
     rows = []
     for i, out in enumerate(outputs):
-        blocks = tape.jacobian(out, list(aliases), experimental_use_pfor=vectorize)
+        blocks = tape.jacobian(out, list(aliases), parallel_iterations=parallel_iterations,
+                               experimental_use_pfor=vectorize)
         row = []
         for j, (block, x) in enumerate(zip(blocks, xs)):
             if block is None:
@@ -232,7 +238,7 @@ def _trace(func, xs: tuple, fn_name: str):
     return program, shape["tuple"]
 
 
-def _jacobian_forward(func, xs: tuple):
+def _jacobian_forward(func, xs: tuple, parallel_iterations=None):
     """Traces func once, then pushes all basis tangents through it in one pfor pass."""
     program, is_outputs_tuple = _trace(func, xs, "jacobian")
     sizes = [x.size for x in xs]
@@ -246,7 +252,7 @@ def _jacobian_forward(func, xs: tuple):
 
     if n:
         body_program = make_program(body, [((), np.int32)])
-        columns = tree_unflatten(body_program.out_tree, run_loop(body_program, n))
+        columns = tree_unflatten(body_program.out_tree, run_loop(body_program, n, parallel_iterations))
     else:
         columns = [None] * len(program.outputs)
     rows = []
