@@ -317,3 +317,17 @@ def test_jvp_program_skips_dead_code_and_reports_zero_tangents():
     assert tans[1] is None and len(outs) == 2
     with pytest.raises(ValueError, match="tangent of shape"):
         jvp_program(prog, [x, x], [pj.ones((3,), np.float64), None])
+
+
+@pytest.mark.parametrize("strategy", ["reverse-mode", "forward-mode"])
+def test_parallel_iterations_chunks_without_changing_results(strategy):
+    x, y = np.linspace(0.2, 1.0, 3), np.linspace(0.5, 1.5, 4).reshape(2, 2)
+    full = pj.jacobian(two_in_two_out, (x, y), vectorize=True, strategy=strategy)
+    for k in (1, 2, 5):
+        chunked = pj.jacobian(two_in_two_out, (x, y), vectorize=True, strategy=strategy,
+                              parallel_iterations=k)
+        for row_f, row_c in zip(full, chunked):
+            for f, c in zip(row_f, row_c):
+                np.testing.assert_allclose(c.numpy(), f.numpy(), rtol=1e-13, atol=1e-15)
+    with pytest.raises(ValueError, match="parallel_iterations"):
+        pj.jacobian(two_in_two_out, (x, y), vectorize=True, strategy=strategy, parallel_iterations=0)
