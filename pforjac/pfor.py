@@ -202,8 +202,32 @@ def while_loop(program: Program, n: int) -> list[Tensor]:
     from . import ops
     if n == 0:
         return [ops.zeros((0,) + tuple(v.shape), v.dtype) for v in program.outputs]
-    per_iter = [run_program(program, [constant(np.int32(k))]) for k in range(n)]
-    return [ops.stack([it[j] for it in per_iter]) for j in range(len(program.outputs))]
+    per_iter = ((k, k + 1, run_program(program, [constant(np.int32(k))])) for k in range(n))
+    return _collect(per_iter, n, ops.stack, stacked=False)
+
+
+def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
+    """Joins loop outputs made piece by piece, `(start, stop, values)` for iterations
+    start..stop-1 (`values` have a leading axis of stop - start if `stacked`).
+
+    When no tape records and no trace is open (the usual jacobian call), each piece
+    is copied into a preallocated result as soon as it is made and then dropped,
+    so peak memory is the result plus one piece, not twice the result. Otherwise
+    the pieces are joined with `join` (stack or concat), which outer tapes and
+    traces see.
+    """
+    state = core.current_state()
+    if state.tapes or state.traces:
+        parts = [values for _, _, values in pieces]
+        return [join(list(column)) for column in zip(*parts)]
+    out = None
+    for start, stop, values in pieces:
+        arrays = [v.numpy() for v in values]
+        if out is None:
+            out = [np.empty((n,) + (a.shape[1:] if stacked else a.shape), a.dtype) for a in arrays]
+        for buf, a in zip(out, arrays):
+            buf[start:stop] = a
+    return [Tensor._from_array(buf) for buf in out]
 
 
 def _chunks(n: int, parallel_iterations: int | None) -> list[tuple[int, int]]:
@@ -224,11 +248,10 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
     if not use_pfor:
         return while_loop(program, n)
     try:
-        parts = []
-        for start, stop in chunks:
-            indices = constant(np.arange(start, stop, dtype=np.int32))
-            parts.append([_stack_output(v, s, stop - start)
-                          for v, s in vectorize(program, indices, (start, stop))])
+        if len(chunks) == 1:
+            return next(_vectorized_chunks(program, chunks))[2]
+        return _collect(_vectorized_chunks(program, chunks), n,
+                        lambda parts: ops.concat(parts, axis=0), stacked=True)
     except ConversionError as e:
         if not fallback_to_while_loop:
             raise
@@ -238,9 +261,13 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
                   f"(pforjac.testing.check_converter finds the failing stacked mix)")
         return while_loop(program, n)
-    if len(parts) == 1:
-        return parts[0]
-    return [ops.concat([p[j] for p in parts], axis=0) for j in range(len(program.outputs))]
+
+
+def _vectorized_chunks(program: Program, chunks):
+    for start, stop in chunks:
+        indices = constant(np.arange(start, stop, dtype=np.int32))
+        yield start, stop, [_stack_output(v, s, stop - start)
+                            for v, s in vectorize(program, indices, (start, stop))]
 
 
 def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
