@@ -189,7 +189,7 @@ def _assert_close(got, want, tol, what: str) -> None:
 # -- check_converter ---------------------------------------------------------------------
 
 def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: float = 1e-6,
-                    **attrs) -> None:
+                    iterations: Sequence[Sequence] | None = None, **attrs) -> None:
     """Checks `op`'s pfor converter against stacking its per-iteration results.
 
     From each example input (one iteration's value) it makes `n` different
@@ -204,6 +204,9 @@ def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: f
         example_inputs: one iteration's inputs (arrays or tensors).
         n: the number of iterations.
         rtol, atol: tolerances for float outputs (others must match exactly).
+        iterations: optionally, the per-iteration values to stack, one list of `n`
+            arrays per input, instead of the ones made from the examples (which
+            then serve only as the unstacked values).
         attrs: the op's static parameters.
 
     Raises:
@@ -222,7 +225,13 @@ def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: f
         raise AssertionError(f"check_converter: op '{prim.name}' has no pfor converter; register "
                              f"one with @pforjac.extend.register_converter('{prim.name}')")
     xs = [as_tensor(x) for x in example_inputs]
-    per_iter = [_iterations(x, n) for x in xs]
+    if iterations is None:
+        per_iter = [_iterations(x, n) for x in xs]
+    else:
+        per_iter = [[as_tensor(v) for v in vals] for vals in iterations]
+        if len(per_iter) != len(xs) or any(len(p) != n for p in per_iter):
+            raise ValueError(f"check_converter: iterations needs one list of n={n} values per "
+                             f"input ({len(xs)} inputs)")
     for mix in itertools.product((False, True), repeat=len(xs)):
         if any(mix):
             _check_mix(prim, conv, xs, per_iter, mix, n, (rtol, atol), attrs)

@@ -96,6 +96,10 @@ def test_check_grads_and_check_converter_pass_for_a_correct_op():
     extend.register_converter(cube)(extend.elementwise_converter(cube))
     check_grads(cube, np.array([0.5, -1.5, 2.0]))
     check_converter(cube, np.array([[0.5, -1.5], [2.0, 1.0]]))
+    check_converter(cube, np.array([1.0, 2.0]), n=2, iterations=[[np.array([3.0, 4.0]),
+                                                                  np.array([5.0, 6.0])]])
+    with pytest.raises(ValueError, match="iterations"):
+        check_converter(cube, np.array([1.0, 2.0]), iterations=[[np.array([3.0, 4.0])]])
 
 
 def test_check_converter_names_the_stacked_mix_that_went_wrong():
