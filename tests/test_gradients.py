@@ -36,6 +36,15 @@ def distinct(*shape):
     return lambda rng: (rng.permutation(n) * 0.3 + rng.uniform(0.0, 0.1, n) - 0.15 * n).reshape(shape)
 
 
+def with_zeros(*shape, where):
+    """Nonzero entries, and exact zeros at the flat positions `where` (prod at zeros)."""
+    def make(rng):
+        x = away_from_zero(*shape)(rng)
+        x.reshape(-1)[list(where)] = 0.0
+        return x
+    return make
+
+
 def inputs(*makers):
     return lambda rng: [m(rng) for m in makers]
 
@@ -150,6 +159,9 @@ CASES = [
     ("min_axis_neg", lambda x: pj.min(x, axis=-2, keepdims=True), inputs(distinct(2, 3, 4))),
     ("prod_all", lambda x: pj.prod(x), inputs(positive(2, 3))),
     ("prod_axis", lambda x: pj.prod(x, axis=1), inputs(away_from_zero(3, 4))),
+    ("prod_one_zero_per_row", lambda x: pj.prod(x, axis=1), inputs(with_zeros(3, 4, where=(1, 4, 10)))),
+    ("prod_zeros_mixed", lambda x: pj.prod(x, axis=0), inputs(with_zeros(3, 4, where=(0, 4, 9)))),
+    ("prod_all_two_zeros", lambda x: pj.prod(x), inputs(with_zeros(2, 3, where=(1, 5)))),
     ("prod_tuple_keepdims", lambda x: pj.prod(x, axis=(0, 1), keepdims=True), inputs(positive(2, 2, 3))),
     ("logsumexp_all", lambda x: pj.logsumexp(x), inputs(normal(3, 4))),
     ("logsumexp_axis", lambda x: pj.logsumexp(x, axis=1), inputs(normal(3, 4))),
@@ -381,7 +393,7 @@ def test_max_splits_gradient_among_ties():
 # -- second derivatives through nested tapes -------------------------------------------------
 SECOND_ORDER = ["exp", "tanh", "sigmoid", "multiply", "multiply_bcast", "matmul", "matmul_vec_vec",
                 "softmax", "logsumexp_axis", "power", "power_const_exp", "divide", "divide_bcast",
-                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "max_axis", "mlp",
+                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "prod_one_zero_per_row", "max_axis", "mlp",
                 "cross_entropy", "gather", "slice_mixed", "pad", "tile", "concat", "where_bcast"]
 _BY_NAME = {c[0]: c for c in CASES}
 

@@ -72,10 +72,25 @@ for _p in (max_p, min_p):
 
 
 prod_p = _reduction("prod", np.prod)
+
+
+def _prod_of_others(ans, x, axes, keepdims):
+    """Each entry's d prod / d x, the product of the others: `prod / x` away from zeros; at
+    the only zero of a reduced slice, the product of the nonzeros; at one of many zeros, 0."""
+    from .elementwise import cast, equal, ones_like, where, zeros_like
+    is_zero = equal(x, 0.0)
+    safe = where(is_zero, ones_like(x), x)
+    nonzero_prod = restore_reduced(prod_p.bind(safe, axes=axes, keepdims=True), x.shape, axes, True)
+    zeros = restore_reduced(sum_p.bind(cast(is_zero, x.dtype), axes=axes, keepdims=True),
+                            x.shape, axes, True)
+    at_zero = where(equal(zeros, 1.0), nonzero_prod, zeros_like(x))
+    return where(is_zero, at_zero, restore_reduced(ans, x.shape, axes, keepdims) / safe)
+
+
 defvjp(prod_p, lambda g, ans, x, axes, keepdims:
-       restore_reduced(g * ans, x.shape, axes, keepdims) / x)
+       restore_reduced(g, x.shape, axes, keepdims) * _prod_of_others(ans, x, axes, keepdims))
 defjvp(prod_p, lambda t, ans, x, axes, keepdims:
-       sum_p.bind(t * restore_reduced(ans, x.shape, axes, keepdims) / x, axes=axes, keepdims=keepdims))
+       sum_p.bind(t * _prod_of_others(ans, x, axes, keepdims), axes=axes, keepdims=keepdims))
 
 
 def _reduce(prim, x, axis, keepdims):
@@ -99,7 +114,7 @@ def min(x, axis=None, keepdims=False):
 
 
 def prod(x, axis=None, keepdims=False):
-    """Product over `axis`. Its gradient divides by `x`, so it is not defined at zeros."""
+    """Product over `axis`; its gradient is exact at zeros (the product of the others)."""
     return _reduce(prod_p, x, axis, keepdims)
 
 
