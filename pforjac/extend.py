@@ -36,7 +36,6 @@ from . import core, ops
 from .converters._helpers import align, iter_ndim, shift_axes, to_stacked
 from .converters.elementwise import convert_elementwise
 from .core import Primitive, defvjp_all, defjvp_all
-from .coverage import declare_missing
 from .ops._family import broadcast_shapes, elementwise_dtype
 from .pfor import register_converter as _register_converter
 
@@ -220,6 +219,13 @@ def register_converter(op, override: bool = False):
     """
     name = op if isinstance(op, str) else primitive_of(op).name
     return _register_converter(name, override)
+
+
+def declare_missing(op, rule: str, reason: str) -> None:
+    """Declares that `op` lacks `rule` ("vjp", "jvp", "converter", ...) on purpose;
+    `python -m pforjac.coverage` shows the reason instead of flagging it."""
+    from .coverage import declare_missing as declare
+    declare(op, rule, reason)
 
 
 # -- shape rules for the common cases -------------------------------------------------

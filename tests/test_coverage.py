@@ -43,5 +43,6 @@ def test_python_dash_m_coverage_lists_every_primitive():
     out = subprocess.run([sys.executable, "-m", "pforjac.coverage", "--strict"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert "Warning" not in out.stderr, out.stderr
     for row in ROWS:
         assert f"\n{row.op} " in out.stdout
