@@ -67,8 +67,13 @@ class FallbackReport:
             return "pfor fallback report: nothing fell back; every op was vectorized"
         lines = [f"pfor fallback report: {len(self._records)} op(s) fell back"]
         lines += [f"  {r}" for r in sorted(self._records.values(), key=lambda r: -r.iterations)]
-        lines.append("  add a converter with @pforjac.extend.register_converter(op_name); "
-                     "see CONTRIBUTING.md")
+        kinds = {r.kind for r in self._records.values()}
+        if "per-iteration" in kinds:
+            lines.append("  per-iteration: the op has no converter; add one with "
+                         "@pforjac.extend.register_converter(op_name) (see CONTRIBUTING.md)")
+        if "while-loop" in kinds:
+            lines.append("  while-loop: the op's converter raised; fix it, "
+                         "pforjac.testing.check_converter finds the failing stacked mix")
         return "\n".join(lines)
 
     def print(self, file=None) -> None:
