@@ -120,6 +120,7 @@ class _State(threading.local):
     def __init__(self):
         self.tapes: list = []    # active GradientTapes, innermost last
         self.traces: list = []   # active Traces, innermost last
+        self.origin = None       # the forward op whose vjp rule is running (for diagnostics)
 
 
 _state = _State()

@@ -81,10 +81,13 @@ def _unconnected_value(shape: tuple, source: Tensor, unconnected: UnconnectedGra
 
 def batch_jacobian(self: GradientTape, target, source,
                    unconnected_gradients=UnconnectedGradients.NONE, parallel_iterations=None,
-                   experimental_use_pfor=True):
+                   experimental_use_pfor=True, strict=False):
     """Per-example Jacobians: `target` [b, y1..yn], `source` [b, x1..xm] -> [b, y1..yn, x1..xm].
 
-    Assumes `target[i]` depends only on `source[i]`, as TensorFlow's does.
+    Assumes `target[i]` depends only on `source[i]`, as TensorFlow's does; unlike
+    TensorFlow's, it checks the assumption on the traced backward pass and warns
+    (raises a ValueError with `strict=True`) naming the op that mixes rows of the
+    batch, instead of returning a silently wrong result. See `pforjac.rowmix`.
 
     Example:
         >>> import pforjac as pj
@@ -113,12 +116,15 @@ def batch_jacobian(self: GradientTape, target, source,
     result_shape = (b,) + row_shape + tuple(source.shape[1:])
     _result_memory_check(result_shape, source.dtype)
 
+    seeds = []
+
     def body(i):
         row_seed = ops.reshape(ops.one_hot(i, m, target.dtype), (1,) + row_shape)
-        seed = ops.broadcast_to(row_seed, target.shape)
-        return _body_gradients(self, target, seed, [source])
+        seeds.append(ops.broadcast_to(row_seed, target.shape))
+        return _body_gradients(self, target, seeds[0], [source])
 
     program = make_program(body, [((), np.int32)])
+    _check_rows_independent(program, seeds[0], target, source, strict)
     (g,) = tree_unflatten(program.out_tree,
                           run_loop(program, m, parallel_iterations, experimental_use_pfor))
     if g is None:
@@ -126,6 +132,27 @@ def batch_jacobian(self: GradientTape, target, source,
     # g is [m, b, x...]: move the batch axis first, then split m into the row shape.
     g = ops.moveaxis(g, 1, 0)
     return ops.reshape(g, result_shape)
+
+
+def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
+    from .pfor import warn_once
+    from .rowmix import Mixing, analyze
+    verdict = analyze(program, seed)
+    if not isinstance(verdict, Mixing):
+        return
+    eqn = verdict.eqn
+    forward = f"the gradient of forward op '{eqn.origin.prim.name}'" if eqn.origin is not None \
+        else "an op of the backward pass"
+    message = (f"batch_jacobian assumes row b of the target depends only on row b of the source, "
+               f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' on "
+               f"{[tuple(v.shape) for v in eqn.inputs]} combines different batch entries), so the "
+               f"per-example result (target {tuple(target.shape)}, source {tuple(source.shape)}) "
+               f"would not be the Jacobian. Use jacobian() for the full result, or keep batch "
+               f"rows independent (e.g. no batch statistics)")
+    if strict:
+        raise ValueError(message)
+    warn_once(("batch_jacobian row mixing", eqn.prim.name,
+               eqn.origin.prim.name if eqn.origin is not None else None), message)
 
 
 GradientTape.jacobian = jacobian

@@ -26,6 +26,7 @@ class Equation:
     inputs: list[SymbolicTensor]
     params: dict[str, Any]
     outputs: list[SymbolicTensor]
+    origin: Any = None   # the forward tape entry whose vjp rule emitted this equation, if any
 
     def __str__(self) -> str:
         outs = " ".join(_aval_str(v) for v in self.outputs)
@@ -129,7 +130,7 @@ class Trace:
         avals = core.abstract_eval(prim, args, params)
         ins = [self.capture(a) for a in args]
         outs = [self.new_var(shape, dtype) for shape, dtype in avals]
-        self.equations.append(Equation(prim, ins, dict(params), outs))
+        self.equations.append(Equation(prim, ins, dict(params), outs, core.current_state().origin))
         return outs
 
 

@@ -311,12 +311,32 @@ def _getitem(prim, ctx, args, stacked, key):
 def _matmul(prim, ctx, args, stacked):
     (x, y), (xs, ys) = args, stacked
     if isinstance(x, OneHot) and not ys and x.compact.ndim >= 2 and y.ndim == 2 \
-            and x.stop < x.compact.ndim and _zero_times_is_zero(y):
-        return x.with_compact(prim.bind(x.compact, y), x.start, x.stop), True
+            and _zero_times_is_zero(y):
+        if x.stop < x.compact.ndim:      # tied rows or batch axes: they pass through
+            return x.with_compact(prim.bind(x.compact, y), x.start, x.stop), True
+        if x.start == x.compact.ndim - 1:  # tied contracted axis: x_k @ y = column k outer row k
+            rows = _gather_rows(y, x, axis=0)                          # (n, p)
+            diag = take_diagonal(x)                                     # (n, ..., m)
+            return ops.expand_dims(diag, -1) * ops.reshape(
+                rows, (x.n,) + (1,) * (diag.ndim - 1) + (y.shape[1],)), True
     if isinstance(y, OneHot) and not xs and y.compact.ndim == 2 and x.ndim == 2 \
-            and (y.start, y.stop) == (1, 2) and _zero_times_is_zero(x):
-        return y.with_compact(prim.bind(x, y.compact), 1, 2), True
+            and _zero_times_is_zero(x):
+        if (y.start, y.stop) == (1, 2):  # tied columns pass through
+            return y.with_compact(prim.bind(x, y.compact), 1, 2), True
+        if (y.start, y.stop) == (0, 1):  # tied contracted axis: column k of x outer row k
+            cols = _gather_rows(x, y, axis=1)                          # (n, m)
+            return ops.expand_dims(cols, -1) * ops.expand_dims(take_diagonal(y), 1), True
     return None
+
+
+def _gather_rows(u: Tensor, oh: OneHot, axis: int) -> Tensor:
+    """u's entries at each iteration's tied index along `axis`, loop axis first; zero
+    where the index is out of range."""
+    idx, valid = _safe_indices(oh)
+    out = ops.moveaxis(ops.gather(u, idx, axis=axis), axis, 0)
+    if valid is not None:
+        out = out * ops.cast(ops.reshape(valid, (oh.n,) + (1,) * (out.ndim - 1)), out.dtype)
+    return out
 
 
 @_structured("one_hot")

@@ -1,0 +1,167 @@
+"""Structure-aware pfor: one-hot values carried compactly give the same results as dense,
+and batch_jacobian proves (or refutes) its row-independence assumption."""
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pforjac as pj
+from pforjac.program import make_program
+from pforjac.pfor import vectorize
+from pforjac.structure import OneHot, structure_tracking
+
+RNG = np.random.default_rng(7)
+
+
+def _both(f):
+    with structure_tracking(True):
+        a = f()
+    with structure_tracking(False):
+        b = f()
+    return a, b
+
+
+def _jac(f, x, kind="jacobian"):
+    def run():
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = f(x)
+        return getattr(g, kind)(y, x).numpy()
+    return run
+
+
+BODIES = {
+    "elementwise": lambda x: pj.sin(x) * pj.exp(x) + x ** 2,
+    "mlp": lambda x: pj.tanh(pj.sigmoid(x @ W1) @ W2),
+    "seed_network": lambda x: pj.sigmoid(pj.sigmoid(x @ W1) @ W2) @ W3,
+    "reduce_rows": lambda x: pj.exp(x).sum(axis=1),
+    "reduce_all": lambda x: (x * x).sum(),
+    "softmax": lambda x: pj.softmax(x, axis=-1),
+    "layernorm": lambda x: _layer_norm(x),
+    "transpose_slice": lambda x: pj.transpose(x)[::-1, 1:] * 3.0,
+    "reshape": lambda x: pj.reshape(pj.relu(x), (-1,))[2:] / 2.0,
+    "matmul_left": lambda x: W0 @ x,
+    "logsumexp": lambda x: pj.logsumexp(x, axis=1),
+}
+W0 = pj.constant(RNG.normal(size=(3, 5)))
+W1 = pj.constant(RNG.normal(size=(4, 6)))
+W2 = pj.constant(RNG.normal(size=(6, 2)))
+W3 = pj.constant(RNG.normal(size=(2, 1)))
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+@pytest.mark.parametrize("kind", ["jacobian", "batch_jacobian"])
+def test_structure_on_and_off_agree(name, kind):
+    x = pj.constant(RNG.normal(size=(5, 4)))
+    f = BODIES[name]
+    if kind == "batch_jacobian":
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = f(x)
+        if y.ndim < 2 or y.shape[0] != 5:
+            pytest.skip("target is not batched")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = _both(_jac(f, x, kind))
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_nan_and_inf_propagate_as_in_the_dense_path():
+    x = pj.constant(np.array([[1.0, np.inf], [np.nan, 2.0]]))
+    a, b = _both(_jac(lambda v: pj.exp(v) * v, x))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_array_equal(np.nan_to_num(a), np.nan_to_num(b))
+
+
+def test_the_seed_stays_compact_through_the_seed_networks_backward_pass():
+    x = pj.constant(RNG.normal(size=(5, 4)))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = BODIES["seed_network"](x)
+    from pforjac.jacobians import _body_gradients
+    program = make_program(lambda i: _body_gradients(
+        g, y, pj.reshape(pj.one_hot(i, y.size, y.dtype), y.shape), [x]), [((), np.int32)])
+    P = importlib.import_module("pforjac.pfor")
+    seen = []
+    original = P._convert_structured
+
+    def spy(eqn, vals, ctx):
+        out, flag = original(eqn, vals, ctx)
+        seen.append((eqn.prim.name, out is not None and isinstance(out[0], OneHot)))
+        return out, flag
+    P._convert_structured = spy
+    try:
+        vectorize(program, pj.constant(np.arange(y.size, dtype=np.int32)))
+    finally:
+        P._convert_structured = original
+    assert seen and all(kept for _, kept in seen), seen
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.sampled_from(sorted(BODIES)),
+       st.integers(1, 7), st.booleans())
+def test_structure_never_changes_results_random(b, f, name, chunk, chunked):
+    rows = 5 if name == "matmul_left" else b
+    cols = 4 if name in ("mlp", "seed_network") else f
+    x = pj.constant(RNG.normal(size=(rows, cols)))
+    fn = BODIES[name]
+
+    def run():
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = fn(x)
+        return g.jacobian(y, x, parallel_iterations=chunk if chunked else None).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, c = _both(run)
+    np.testing.assert_allclose(a, c, rtol=1e-12, atol=1e-12)
+
+
+# -- batch_jacobian row-mixing detector -------------------------------------------------
+def _layer_norm(x):
+    mu = x.mean(axis=1, keepdims=True)
+    return (x - mu) / pj.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + 1e-5)
+
+
+def _batch_norm(x):
+    mu = x.mean(axis=0, keepdims=True)
+    return (x - mu) / pj.sqrt(((x - mu) ** 2).mean(axis=0, keepdims=True) + 1e-5)
+
+
+def _attention(x):
+    q = pj.reshape(x, (6, 2, 2))
+    return pj.reshape(pj.softmax(q @ pj.swapaxes(q, -1, -2), axis=-1) @ q, (6, 4))
+
+
+A = pj.constant(RNG.normal(size=(6, 6)))
+W = pj.constant(RNG.normal(size=(4, 3)))
+INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(x @ W, axis=-1),
+               "layer_norm": _layer_norm, "attention": _attention}
+MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul")}
+
+
+def _batch_jac(f, **kw):
+    x = pj.constant(RNG.normal(size=(6, 4)))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = f(x)
+    return g.batch_jacobian(y, x, **kw)
+
+
+@pytest.mark.parametrize("name", sorted(INDEPENDENT))
+def test_independent_rows_are_not_flagged(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _batch_jac(INDEPENDENT[name], strict=True)
+
+
+@pytest.mark.parametrize("name", sorted(MIXING))
+def test_row_mixing_is_flagged_naming_the_op(name):
+    f, op = MIXING[name]
+    with pytest.raises(ValueError, match=f"forward op '{op}' mixes rows"):
+        _batch_jac(f, strict=True)
+    importlib.import_module("pforjac.pfor")._warned.clear()
+    with pytest.warns(RuntimeWarning, match="batch_jacobian assumes row b"):
+        _batch_jac(f)
