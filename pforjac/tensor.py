@@ -75,7 +75,12 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         value = self.numpy()
-        return value if dtype is None else value.astype(dtype, copy=False)
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            if copy is False:
+                raise ValueError(f"converting a {value.dtype.name} tensor to {np.dtype(dtype).name} "
+                                 f"needs a copy, but copy=False was asked for")
+            return value.astype(dtype)
+        return value.copy() if copy else value  # np.array(t) copies: tensors stay immutable
 
     def __bool__(self) -> bool:
         return bool(self.numpy())
@@ -208,7 +213,8 @@ class Variable(Tensor):
 
 def constant(value: Any, dtype=None) -> Tensor:
     """Creates a Tensor. Python floats become float32 (as in TensorFlow), ints int32;
-    numpy arrays keep their dtype.
+    numpy arrays keep their dtype and are copied, so changing the array later does not
+    change the tensor.
 
     Example:
         >>> import pforjac as pj
@@ -220,7 +226,8 @@ def constant(value: Any, dtype=None) -> Tensor:
             return value
         from . import ops
         return ops.cast(value, dtype)
-    return Tensor._from_array(_to_array(value, dtype))
+    array = _to_array(value, dtype)
+    return Tensor._from_array(array.copy() if array is value or array.base is not None else array)
 
 
 def as_tensor(value) -> Tensor:

@@ -35,6 +35,20 @@ def test_constant_of_tensor_is_itself_or_a_cast():
     assert pj.constant(x, dtype=np.float64).dtype == np.float64
 
 
+def test_constant_copies_numpy_arrays_and_np_array_copies_tensors():
+    a = np.array([1.0, 2.0])
+    t = pj.constant(a)
+    a[0] = 5.0
+    assert t.numpy()[0] == 1.0
+    b = np.array(t)
+    b[1] = 7.0
+    assert t.numpy()[1] == 2.0
+    assert np.asarray(t) is t.numpy()
+    assert np.asarray(t, dtype=np.float32).dtype == np.float32
+    with pytest.raises(ValueError, match="copy=False"):
+        t.__array__(np.float32, copy=False)
+
+
 def test_variable_from_tensor_and_array_copies():
     a = np.array([1.0, 2.0])
     v = pj.Variable(a)
