@@ -104,7 +104,7 @@ def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | 
     env: dict[int, tuple[Tensor, bool]] = {id(program.inputs[0]): (indices, True)}
     for var, value in zip(program.consts, program.const_values):
         env[id(var)] = (value, False)
-    for eqn in program.equations:
+    for eqn, dead in zip(program.equations, _dead_after(program)):
         vals = [env[id(v)] for v in eqn.inputs]
         if not any(s for _, s in vals):
             outs = core.bind(eqn.prim, *[v for v, _ in vals], **eqn.params)
@@ -117,7 +117,24 @@ def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | 
                 outs, flags = _convert(eqn, vals, n)
         for var, out in zip(eqn.outputs, outs):
             env[id(var)] = (out, flags)
+        for key in dead:  # stacked values are n times bigger: free each after its last use
+            del env[key]
     return [(structure.densify(v), s) for v, s in (env[id(v)] for v in program.outputs)]
+
+
+def _dead_after(program: Program) -> list[list[int]]:
+    """For each equation, the ids of the values used (or made) there for the last time;
+    the program's outputs live on."""
+    last: dict[int, int] = {}
+    for k, eqn in enumerate(program.equations):
+        for v in list(eqn.inputs) + list(eqn.outputs):
+            last[id(v)] = k
+    for v in program.outputs:
+        last.pop(id(v), None)
+    dead: list[list[int]] = [[] for _ in program.equations]
+    for key, k in last.items():
+        dead[k].append(key)
+    return dead
 
 
 def _convert_structured(eqn, vals, ctx: LoopContext):
@@ -222,12 +239,17 @@ def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
         return [join(list(column)) for column in zip(*parts)]
     out = None
     for start, stop, values in pieces:
-        arrays = [v.numpy() for v in values]
         if out is None:
-            out = [np.empty((n,) + (a.shape[1:] if stacked else a.shape), a.dtype) for a in arrays]
-        for buf, a in zip(out, arrays):
-            buf[start:stop] = a
+            out = [np.empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
+                   for v in values]
+        _copy_into(out, start, stop, values)
+        del values  # not alive while the next piece is made
     return [Tensor._from_array(buf) for buf in out]
+
+
+def _copy_into(out: list[np.ndarray], start: int, stop: int, values) -> None:
+    for buf, v in zip(out, values):
+        buf[start:stop] = v.numpy()
 
 
 def _chunks(n: int, parallel_iterations: int | None) -> list[tuple[int, int]]:
