@@ -45,8 +45,9 @@ def check_result_fits(shape: tuple, dtype) -> None:
     avail = available_memory()
     if nbytes > avail:
         raise JacobianMemoryError(
-            f"the Jacobian's dense result of shape {tuple(shape)} ({np.dtype(dtype).name}) needs "
-            f"{_format_bytes(nbytes)}, but only {_format_bytes(avail)} of memory is available. "
-            f"If row i of the target depends only on row i of the source, use batch_jacobian; "
-            f"otherwise compute it for fewer targets or sources at a time (parallel_iterations "
-            f"bounds only the working memory, not the result)")
+            f"the Jacobian's dense result of shape {tuple(shape)} ({size:,} {np.dtype(dtype).name} "
+            f"entries) needs {_format_bytes(nbytes)}, but only {_format_bytes(avail)} of memory is "
+            f"available, so nothing was computed. If row i of the target depends only on row i of "
+            f"the source, use batch_jacobian (it never forms the cross-example zeros); otherwise "
+            f"compute it for fewer targets or sources at a time (parallel_iterations bounds only "
+            f"the working memory, not the result)")
