@@ -199,17 +199,25 @@ def batch_jacobian_by_rows(row: Row, monkeypatch):
     return np.stack([g.numpy() for g in grads], axis=1).reshape(shape)
 
 
-def functional_jacobian(row: Row, monkeypatch):
+def _functional_path(**options):
     """PyTorch's semantics: float inputs only; unconnected is zeros, or an error with strict=True."""
-    x = pj.constant(row.x())
-    if not np.issubdtype(x.dtype, np.floating):
-        return NOT_APPLICABLE
-    if row.unconnected == "none":
-        try:
-            pj.jacobian(row.f, x, strict=True)
-        except RuntimeError:
-            return None
-    return pj.jacobian(row.f, x, vectorize=True, parallel_iterations=row.parallel_iterations)
+    def run(row: Row, monkeypatch):
+        x = pj.constant(row.x())
+        if not np.issubdtype(x.dtype, np.floating):
+            return NOT_APPLICABLE
+        if options.get("strategy") == "forward-mode" and not np.isfinite(x.numpy()).all():
+            # a NaN input spoils J's columns in reverse mode (0 * NaN in each vjp) but its
+            # rows in forward mode (each jvp): both right, not comparable entry by entry
+            return NOT_APPLICABLE
+        if row.unconnected == "none":
+            try:
+                pj.jacobian(row.f, x, strict=True)
+            except RuntimeError:
+                return None
+        if options.get("vectorize"):
+            options["parallel_iterations"] = row.parallel_iterations
+        return pj.jacobian(row.f, x, **options)
+    return run
 
 
 NOT_APPLICABLE = object()
@@ -221,7 +229,10 @@ JACOBIAN_PATHS = {
     "gradient_rows": jacobian_by_rows,
 }
 if callable(getattr(pj, "jacobian", None)):
-    JACOBIAN_PATHS["functional"] = functional_jacobian
+    JACOBIAN_PATHS["functional_loop"] = _functional_path(vectorize=False)
+    JACOBIAN_PATHS["functional_pfor"] = _functional_path(vectorize=True)
+    JACOBIAN_PATHS["functional_forward_mode"] = _functional_path(vectorize=True,
+                                                                 strategy="forward-mode")
 
 BATCH_PATHS = {
     "pfor": _tape_path("batch_jacobian", True),
