@@ -18,6 +18,7 @@ from . import converters as _converters  # noqa: F401  (registers the built-in c
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import jacobian, hessian, vjp, jvp, hvp
 from .diagnostics import fallback_report
+from .function import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 
 __version__ = "0.1.0"

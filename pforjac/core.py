@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tensor import Tensor, as_tensor
+from .tensor import Tensor, Variable, as_tensor
 
 __all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
@@ -121,6 +121,7 @@ class _State(threading.local):
         self.tapes: list = []    # active GradientTapes, innermost last
         self.traces: list = []   # active Traces, innermost last
         self.origin = None       # the forward op whose vjp rule is running (for diagnostics)
+        self.lifting = None      # a pforjac.function trace: Variables are read inside it, at run time
 
 
 _state = _State()
@@ -154,6 +155,10 @@ def bind(prim: Primitive, *args, **params):
     """Applies `prim` to `args` in the current context and returns its output(s)."""
     args = tuple(map(as_tensor, args))
     trace = _innermost_trace(args)
+    lifting = _state.lifting
+    if lifting is not None and (trace is None or trace.level < lifting.level) \
+            and any(isinstance(a, Variable) for a in args):
+        trace = lifting      # compiled functions read Variables when they run, not when traced
     if trace is None:
         outs = _eager(prim, args, params)
         level = 0

@@ -105,6 +105,7 @@ class Trace:
         self.consts: list[SymbolicTensor] = []
         self.const_values: list[Tensor] = []
         self._const_ids: dict[int, SymbolicTensor] = {}
+        self.guards: list[SymbolicTensor] = []   # run-time checks a compiled program must pass
         self._counter = 0
 
     def describe(self) -> str:
@@ -144,20 +145,27 @@ def _var_name(k: int) -> str:
     return name
 
 
-def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]]) -> Program:
+def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]],
+                 lift_variables: bool = False) -> Program:
     """Traces `fn(*symbolic_inputs)` once into a Program.
 
     `avals` gives each input's (shape, dtype). `fn` may return a nested
     structure of tensors; non-tensor leaves are converted with `as_tensor`.
+    With `lift_variables`, every op reading a Variable is traced too (not
+    computed now), so the Program reads the Variable's value when it runs.
     """
     state = core.current_state()
     trace = Trace(len(state.traces) + 1)
     inputs = [trace.new_var(shape, dtype) for shape, dtype in avals]
     state.traces.append(trace)
+    saved_lifting = state.lifting
+    if lift_variables:
+        state.lifting = trace
     try:
         result = fn(*inputs)
     finally:
         state.traces.pop()
+        state.lifting = saved_lifting
         trace.active = False
     leaves, tree = tree_flatten(result)
     from .tensor import as_tensor

@@ -24,7 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import ops
+from . import core, ops
+from .pfor import register_converter
 from .tensor import Tensor, constant
 
 __all__ = ["OneHot", "densify", "structured_converters", "structure_tracking", "tracking_enabled"]
@@ -177,19 +178,39 @@ def _unary(prim, ctx, args, stacked, **params):
     return oh.with_compact(prim.bind(oh.compact, **params), oh.start, oh.stop), True
 
 
+def _all_finite_impl(x, axes, nonzero):
+    ok = np.isfinite(x) if np.issubdtype(x.dtype, np.inexact) else np.ones(x.shape, bool)
+    if nonzero:
+        ok &= x != 0
+    return ok.all(axis=axes)
+
+
+all_finite_p = core.new_primitive(
+    "all_finite", _all_finite_impl,
+    lambda x, axes, nonzero: (tuple(d for k, d in enumerate(x.shape) if k not in axes), np.bool_),
+    differentiable=False)
+
+
+@register_converter("all_finite")
+def _convert_all_finite(n, args, stacked, axes, nonzero):
+    return all_finite_p.bind(args[0], axes=tuple(a + 1 for a in axes), nonzero=nonzero), True
+
+
 def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:
     """Whether 0 * u (or 0 / u) is 0 everywhere, so the off-block zeros stay zeros exactly as
-    the dense path computes them (NaN and Inf must propagate identically). Symbolic values
-    can't be checked, so they take the dense path."""
+    the dense path computes them (NaN and Inf must propagate identically).
+
+    An eager value is checked now. A symbolic value of a compiled function's trace is
+    assumed finite and the check becomes a guard the compiled program evaluates when it
+    runs (it switches to its dense version if one fails); other symbolic values take the
+    dense path."""
     if u._trace is not None:
-        return False
-    v = u.numpy()
-    if not np.issubdtype(v.dtype, np.inexact):
-        return not divide or bool(np.all(v != 0))
-    ok = np.isfinite(v)
-    if divide:
-        ok &= v != 0
-    return bool(ok.all())
+        lifting = core.current_state().lifting
+        if lifting is None or u._trace is not lifting:
+            return False
+        lifting.guards.append(all_finite_p.bind(u, axes=tuple(range(u.ndim)), nonzero=divide))
+        return True
+    return bool(_all_finite_impl(u.numpy(), None, divide))
 
 
 @_structured("multiply", "divide", "add", "subtract")

@@ -144,7 +144,10 @@ class GradientTape:
                 self._unwatched_variables[id(a)] = a
         if not hit:
             return
-        inputs = tuple(self._read(a) if isinstance(a, Variable) else a for a in args)
+        # Inside a trace (a compiled function) a Variable is itself read when the program
+        # runs, so the tape keeps it; eagerly it keeps the value read now.
+        inputs = args if self._level else \
+            tuple(self._read(a) if isinstance(a, Variable) else a for a in args)
         self._entries.append(_Entry(prim, params, inputs, outs))
         for o in outs:
             if is_float(o.dtype):

@@ -1,0 +1,196 @@
+"""pforjac.function: trace once per input signature, then run generated numpy code.
+
+The first call with a new signature (tensor shapes and dtypes; other
+arguments by value) traces the whole function symbolically — forward ops,
+GradientTapes, gradients, jacobians, pfor — into one Program, simplifies it
+(simplify.py) and compiles it to a Python function of numpy calls
+(codegen.py). Later calls with that signature run only the generated code: no
+per-op dispatch, no tape, no re-tracing. Variables are read when the code
+runs, so updating weights needs no re-trace.
+
+Structure-aware pfor (structure.py) keeps one-hot seeds compact only where
+zeros stay zeros; the compiled program checks those assumptions (finite
+values) at run time, and if one fails it runs a dense version traced without
+structure, so results are the same as the eager path's.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from .codegen import compile_program
+from .program import Program, make_program
+from .simplify import simplify
+from .structure import structure_tracking
+from .tensor import SymbolicTensor, Tensor, Variable
+from .tree import tree_flatten, tree_unflatten
+
+__all__ = ["function", "Function"]
+
+
+class _Compiled:
+    """One signature's Program and its generated code (plus the dense twin, made lazily)."""
+
+    def __init__(self, program: Program, n_guards: int, name: str):
+        self.program, self.n_guards, self.name = program, n_guards, name
+        self.code = compile_program(program, name)
+        self.dense: "_Compiled | None" = None
+
+    def run(self, arrays: list) -> tuple:
+        consts = [v.numpy() for v in self.program.const_values]
+        outs = self.code(*arrays, consts)
+        if self.n_guards:
+            outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
+            if not all(bool(g) for g in guards):
+                return None
+        return outs
+
+
+class Function:
+    """A function compiled per input signature. Create with `pforjac.function(f)`.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> @pj.function
+        ... def jac(x):
+        ...     with pj.GradientTape() as g:
+        ...         g.watch(x)
+        ...         y = x * x
+        ...     return g.batch_jacobian(y, x)
+        >>> jac(np.array([[1., 2.], [3., 4.]], np.float32)).numpy().tolist()
+        [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
+        >>> jac.trace_count
+        1
+    """
+
+    def __init__(self, fn: Callable, simplify_program: bool = True):
+        if not callable(fn):
+            raise TypeError(f"pforjac.function expects a callable, got {type(fn).__name__}")
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._simplify = simplify_program
+        self._cache: dict[Any, _Compiled] = {}
+        self._lock = threading.Lock()
+        self.trace_count = 0
+
+    def experimental_get_tracing_count(self) -> int:
+        return self.trace_count
+
+    def __call__(self, *args, **kwargs):
+        compiled, arrays = self._compiled(args, kwargs)
+        outs = compiled.run(arrays)
+        if outs is None:                  # a structure guard failed: NaN/Inf/zero present
+            outs = self._dense_twin(compiled, args, kwargs).run(arrays)
+        return tree_unflatten(compiled.program.out_tree,
+                              [Tensor._from_array(np.asarray(o)) for o in outs])
+
+    def program(self, *args, **kwargs) -> Program:
+        """The simplified Program that runs for these arguments' signature."""
+        return self._compiled(args, kwargs)[0].program
+
+    def source(self, *args, **kwargs) -> str:
+        """The generated Python source that runs for these arguments' signature."""
+        compiled = self._compiled(args, kwargs)[0]
+        return compiled.program.to_source(compiled.name)
+
+    # -- signatures and tracing ---------------------------------------------------------
+    def _compiled(self, args, kwargs):
+        leaves, structure = tree_flatten((args, kwargs))
+        key, arrays = _signature(leaves)
+        key = (structure_key(structure), key)
+        compiled = self._cache.get(key)
+        if compiled is None:
+            with self._lock:
+                compiled = self._cache.get(key)
+                if compiled is None:
+                    compiled = self._trace(leaves, structure, structured=True)
+                    self._cache[key] = compiled
+        return compiled, arrays
+
+    def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
+        if compiled.dense is None:
+            leaves, structure = tree_flatten((args, kwargs))
+            with self._lock, structure_tracking(False):
+                compiled.dense = compiled.dense or self._trace(leaves, structure, structured=False)
+        return compiled.dense
+
+    def _trace(self, leaves, structure, structured: bool) -> _Compiled:
+        slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
+        avals = [(tuple(np.shape(leaves[k])), _dtype(leaves[k])) for k in slots]
+        guards: list = []
+
+        def traced(*symbols):
+            from .core import current_state
+            filled = list(leaves)
+            for k, s in zip(slots, symbols):
+                filled[k] = s
+            args, kwargs = tree_unflatten(structure, filled)
+            result = self._fn(*args, **kwargs)
+            guards.extend(current_state().lifting.guards)
+            return result, list(guards)
+
+        with structure_tracking(structured):
+            program = make_program(traced, avals, lift_variables=True)
+        self.trace_count += 1
+        result_tree = program.out_tree
+        n_guards = len(guards)
+        program.out_tree = _first_of_pair(result_tree)
+        if self._simplify:
+            program = simplify(program)
+        name = getattr(self._fn, "__name__", "")
+        return _Compiled(program, n_guards, name if name.isidentifier() else "compiled")
+
+
+def _first_of_pair(tree):
+    """The structure of `result` in the traced `(result, guards)` pair."""
+    return tree[1][0]
+
+
+def structure_key(structure) -> str:
+    return repr(structure)
+
+
+def _is_input(leaf) -> bool:
+    return isinstance(leaf, np.ndarray) or (isinstance(leaf, Tensor) and not isinstance(leaf, Variable))
+
+
+def _dtype(leaf):
+    return leaf.dtype
+
+
+def _signature(leaves) -> tuple[tuple, list]:
+    key, arrays = [], []
+    for leaf in leaves:
+        if isinstance(leaf, SymbolicTensor):
+            raise TypeError("a pforjac.function can't be called with symbolic values; call it "
+                            "eagerly, or call the undecorated function inside another trace")
+        if _is_input(leaf):
+            arr = leaf.numpy() if isinstance(leaf, Tensor) else leaf
+            key.append(("tensor", arr.shape, arr.dtype.str))
+            arrays.append(arr)
+        elif isinstance(leaf, Variable):
+            key.append(("variable", id(leaf)))
+        else:
+            try:
+                hash(leaf)
+            except TypeError:
+                raise TypeError(f"pforjac.function: argument {leaf!r:.60} is neither a tensor nor "
+                                f"hashable, so it can't be part of the trace signature") from None
+            key.append(("value", type(leaf).__name__, leaf))
+    return tuple(key), arrays
+
+
+def function(fn: Callable | None = None, *, simplify: bool = True):
+    """Compiles `fn` per input signature (usable as `@pforjac.function`).
+
+    Tensors and numpy arrays are inputs (their shapes and dtypes form the
+    signature); other arguments are baked in by value; Variables are read at
+    call time. `f.trace_count` counts traces; `f.program(*args)` and
+    `f.source(*args)` show what runs.
+    """
+    if fn is None:
+        return lambda f: Function(f, simplify)
+    return Function(fn, simplify)

@@ -1,0 +1,163 @@
+"""Simplification passes on Programs. Each is small, takes a Program, returns a new one,
+and never changes what the Program computes.
+
+- `eliminate_dead_code`: drops equations no output needs.
+- `eliminate_common_subexpressions`: one equation per (op, inputs, params).
+- `fold_constants`: evaluates equations whose inputs are all fixed constants (not
+  Variables, which are read when the program runs).
+- `cancel_reshapes`: reshape-of-reshape, transpose-of-transpose, no-op reshapes,
+  transposes and broadcasts.
+- `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
+  product with the Jacobian's one-hot seed is a row lookup, not a dense product.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from . import core
+from .program import Equation, Program
+from .tensor import SymbolicTensor, Tensor, Variable
+
+__all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
+           "cancel_reshapes", "onehot_products", "PASSES"]
+
+
+def _rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
+    """A copy of `program` with `equations`, every use of an aliased var replaced."""
+    def look(v):
+        while id(v) in alias:
+            v = alias[id(v)]
+        return v
+    eqns = [replace(e, inputs=[look(v) for v in e.inputs]) for e in equations]
+    return replace(program, equations=eqns, outputs=[look(v) for v in program.outputs])
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    live = {id(v) for v in program.outputs}
+    kept = []
+    for eqn in reversed(program.equations):
+        if any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(v) for v in eqn.inputs)
+    used = [(c, v) for c, v in zip(program.consts, program.const_values) if id(c) in live]
+    return replace(program, equations=kept[::-1], consts=[c for c, _ in used],
+                   const_values=[v for _, v in used])
+
+
+def _param_key(params: dict) -> str:
+    return repr(sorted(params.items()))
+
+
+def eliminate_common_subexpressions(program: Program) -> Program:
+    alias: dict[int, SymbolicTensor] = {}
+    seen: dict[tuple, Equation] = {}
+    kept = []
+    for eqn in program.equations:
+        ins = tuple(id(_resolve(v, alias)) for v in eqn.inputs)
+        key = (eqn.prim, ins, _param_key(eqn.params))
+        first = seen.get(key)
+        if first is None:
+            seen[key] = eqn
+            kept.append(eqn)
+        else:
+            for v, w in zip(eqn.outputs, first.outputs):
+                alias[id(v)] = w
+    return _rename(program, kept, alias)
+
+
+def _resolve(v, alias):
+    while id(v) in alias:
+        v = alias[id(v)]
+    return v
+
+
+_FOLD_LIMIT = 1 << 20   # elements: folding must not turn a broadcast into a huge constant
+
+
+def fold_constants(program: Program) -> Program:
+    fixed = {id(c): v for c, v in zip(program.consts, program.const_values)
+             if not isinstance(v, (Variable, SymbolicTensor))}
+    consts, values = list(program.consts), list(program.const_values)
+    kept = []
+    for eqn in program.equations:
+        small = all(math.prod(v.shape) <= _FOLD_LIMIT for v in eqn.outputs)
+        if eqn.inputs and small and all(id(v) in fixed for v in eqn.inputs):
+            outs = core.bind(eqn.prim, *[fixed[id(v)] for v in eqn.inputs], **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            for var, out in zip(eqn.outputs, outs):
+                fixed[id(var)] = out
+                consts.append(var)
+                values.append(out)
+        else:
+            kept.append(eqn)
+    return eliminate_dead_code(replace(program, equations=kept, consts=consts, const_values=values))
+
+
+def cancel_reshapes(program: Program) -> Program:
+    producer: dict[int, Equation] = {}
+    alias: dict[int, SymbolicTensor] = {}
+    kept = []
+    for eqn in program.equations:
+        eqn = replace(eqn, inputs=[_resolve(v, alias) for v in eqn.inputs])
+        name, x = eqn.prim.name, (eqn.inputs[0] if eqn.inputs else None)
+        out = eqn.outputs[0]
+        if name in ("reshape", "broadcast_to") and tuple(x.shape) == tuple(out.shape):
+            alias[id(out)] = x
+            continue
+        if name == "transpose" and tuple(eqn.params["perm"]) == tuple(range(x.ndim)):
+            alias[id(out)] = x
+            continue
+        inner = producer.get(id(x))
+        if name == "reshape" and inner is not None and inner.prim.name == "reshape":
+            eqn = replace(eqn, inputs=[inner.inputs[0]])
+            if tuple(inner.inputs[0].shape) == tuple(out.shape):
+                alias[id(out)] = inner.inputs[0]
+                continue
+        if name == "transpose" and inner is not None and inner.prim.name == "transpose":
+            perm = tuple(inner.params["perm"][p] for p in eqn.params["perm"])
+            if perm == tuple(range(len(perm))):
+                alias[id(out)] = inner.inputs[0]
+                continue
+            eqn = replace(eqn, inputs=[inner.inputs[0]], params={"perm": perm})
+        producer[id(out)] = eqn
+        kept.append(eqn)
+    return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def onehot_products(program: Program) -> Program:
+    from .ops.indexing import gather_p
+    values = {id(c): v for c, v in zip(program.consts, program.const_values)}
+    producer: dict[int, Equation] = {}
+    kept = []
+    for eqn in program.equations:
+        for v in eqn.outputs:
+            producer[id(v)] = eqn
+        hot = producer.get(id(eqn.inputs[0])) if eqn.prim.name == "matmul" else None
+        if hot is not None and hot.prim.name == "one_hot" and eqn.inputs[1].ndim == 2 \
+                and eqn.outputs[0].dtype == eqn.inputs[1].dtype \
+                and _indices_in_range(values.get(id(hot.inputs[0])), hot.params["depth"]):
+            eqn = Equation(gather_p, [eqn.inputs[1], hot.inputs[0]], {"axis": 0}, eqn.outputs,
+                           eqn.origin)
+        kept.append(eqn)
+    return eliminate_dead_code(replace(program, equations=kept))
+
+
+def _indices_in_range(value, depth: int) -> bool:
+    """Only constant indices are known to hit a row (one_hot gives zeros out of range)."""
+    if not isinstance(value, Tensor) or isinstance(value, (Variable, SymbolicTensor)):
+        return False
+    idx = np.asarray(value.numpy())
+    return idx.size == 0 or (idx.min() >= 0 and idx.max() < depth)
+
+
+PASSES = (fold_constants, onehot_products, cancel_reshapes, eliminate_common_subexpressions,
+          eliminate_dead_code)
+
+
+def simplify(program: Program, passes=PASSES) -> Program:
+    for p in passes:
+        program = p(program)
+    return program
