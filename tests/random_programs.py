@@ -228,7 +228,7 @@ def gen_matmul(draw, a, s, pool):
 
 def _matmul_ok(s, t) -> bool:
     try:
-        np.matmul(np.empty(s), np.empty(t))
+        np.matmul(np.zeros(s), np.zeros(t))
         return True
     except ValueError:
         return False
@@ -269,8 +269,25 @@ def gen_softmax(draw, a, s, pool):
     return f"pj.{fn}({a}, axis={draw(st.integers(-len(s), len(s) - 1))})"
 
 
+def gen_vmap(draw, a, s, pool):
+    """A pfor inside the program: the Jacobian then vectorizes converter output again."""
+    if not s or not s[0]:
+        return None
+    bodies = ["lambda r: pj.sin(r) * pj.sum(r)", "lambda r: pj.tanh(r) * {a}[0]",
+              "lambda r: pj.logsumexp(r, axis=None) + pj.square(r)"]
+    if len(s) >= 2:
+        bodies += [f"lambda r: pj.matmul(r, {_const(draw, (s[-1], 2))})",
+                   "lambda r: r[::-1] * r[-1]",
+                   "lambda r: pj.gather(r, np.array([0, 0], np.int32), axis=0)"]
+    if draw(st.booleans()):
+        return f"pj.vectorized_map({draw(st.sampled_from(bodies)).format(a=a)}, {a})"
+    reverse = f"pj.gather({a}, pj.reshape({s[0] - 1} - i, (1,)), axis=0)[0]"
+    return f"pj.pfor(lambda i: {a}[i] * {reverse}, {s[0]})"
+
+
 GENERATORS = [gen_unary, gen_binary, gen_binary, gen_reduce, gen_reshape, gen_transpose,
-              gen_slice, gen_gather, gen_concat, gen_matmul, gen_einsum, gen_layout, gen_softmax]
+              gen_slice, gen_gather, gen_concat, gen_matmul, gen_einsum, gen_layout, gen_softmax,
+              gen_vmap]
 
 
 def x_shapes(max_size: int = 12, max_rank: int = 3):

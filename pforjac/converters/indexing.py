@@ -25,10 +25,11 @@ def _convert_setitem_zeros(n, args, stacked, key, shape):
     return ix.setitem_zeros_p.bind(args[0], key=(slice(None),) + tuple(key), shape=(n,) + tuple(shape)), True
 
 
-def _offsets(n: int, indices, stride: int):
-    """indices (n, *s) + k * stride for iteration k: positions in a table of n blocks."""
+def _positions(n: int, indices, stride: int):
+    """indices (n, *s), wrapped, + k * stride for iteration k: positions in n blocks."""
     if np.iinfo(indices.dtype).max < n * stride:          # small int dtypes would overflow
         indices = ops.cast(indices, np.int64)
+    indices = _wrap(indices, stride)
     base = constant(np.arange(n, dtype=indices.dtype) * indices.dtype.type(stride))
     return indices + ops.reshape(base, (n,) + (1,) * (indices.ndim - 1))
 
@@ -44,7 +45,7 @@ def _convert_gather(n, args, stacked, axis):
     table = ops.moveaxis(x, 0, axis)                      # [..., n, size, ...]
     shape = tuple(table.shape[:axis]) + (n * size,) + tuple(table.shape[axis + 2:])
     flat = ops.reshape(table, shape)
-    picked = ix.gather_p.bind(flat, _offsets(n, _wrap(indices, size), size), axis=axis)
+    picked = ix.gather_p.bind(flat, _positions(n, indices, size), axis=axis)
     return ops.moveaxis(picked, axis, 0), True
 
 
@@ -62,7 +63,7 @@ def _convert_scatter_add(n, args, stacked, axis, size):
         return ix.scatter_add_p.bind(g, indices, axis=axis + 1, size=size), True
     g = to_stacked(n, g, g_stacked)                        # [n, ..., *s, ...]
     moved = ops.moveaxis(g, 0, axis)                       # [..., n, *s, ...]
-    idx = _offsets(n, _wrap(indices, size), size)          # [n, *s]
+    idx = _positions(n, indices, size)          # [n, *s]
     flat = ix.scatter_add_p.bind(moved, idx, axis=axis, size=n * size)
     shape = tuple(flat.shape[:axis]) + (n, size) + tuple(flat.shape[axis + 1:])
     return ops.moveaxis(ops.reshape(flat, shape), axis, 0), True

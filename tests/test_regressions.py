@@ -1,0 +1,52 @@
+"""Counterexamples found by the converter table and the random-program properties, kept
+as explicit tests. Each names the bug it caught; pfor must vectorize without falling back."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+pytestmark = pytest.mark.filterwarnings("error:pfor:RuntimeWarning")
+
+
+def _jacobians(f, x_np):
+    """(pfor, while-loop) jacobians of f at x."""
+    x = pj.constant(x_np)
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = f(x)
+    return (g.jacobian(y, x, unconnected_gradients="zero").numpy(),
+            g.jacobian(y, x, unconnected_gradients="zero", experimental_use_pfor=False).numpy())
+
+
+def test_gather_with_stacked_table_and_stacked_indices():
+    # converters/indexing.py called ops.constant, which does not exist (AttributeError).
+    table = pj.constant(np.arange(12.0).reshape(3, 4))
+    idx = pj.constant(np.array([[3, -1], [0, 1], [2, 2]], np.int32))
+    got = pj.pfor(lambda i: pj.gather(table[i], idx[i]), 3, fallback_to_while_loop=False)
+    np.testing.assert_array_equal(got.numpy(), [[3, 3], [4, 5], [10, 10]])
+
+
+def test_gather_small_int_indices_do_not_overflow_offsets():
+    # the offsets k * size into the flattened table overflow int8 indices unless widened.
+    table = pj.constant(np.arange(600.0).reshape(3, 200))
+    idx = pj.constant(np.array([[100], [5], [-1]], np.int8))
+    got = pj.pfor(lambda i: pj.gather(table[i], idx[i]), 3, fallback_to_while_loop=False)
+    np.testing.assert_array_equal(got.numpy(), [[100], [205], [599]])
+
+
+def test_matmul_of_stacked_vector_and_vector():
+    # converters/linalg.py kept a trailing size-1 axis when both operands are 1-D: (n, 1).
+    x = pj.constant(np.arange(6.0).reshape(3, 2))
+    w = pj.constant(np.array([1.0, 10.0]))
+    got = pj.pfor(lambda i: pj.matmul(x[i], w), 3, fallback_to_while_loop=False)
+    assert got.shape == (3,)
+    np.testing.assert_array_equal(got.numpy(), x.numpy() @ w.numpy())
+    got = pj.pfor(lambda i: pj.matmul(x[i], x[i]), 3, fallback_to_while_loop=False)
+    np.testing.assert_array_equal(got.numpy(), (x.numpy() ** 2).sum(1))
+
+
+def test_jacobian_of_dot_product_of_vectors():
+    pfor_jac, loop_jac = _jacobians(lambda x: pj.matmul(pj.tanh(x), x) * x, np.array([0.5, -1.0, 2.0]))
+    np.testing.assert_allclose(pfor_jac, loop_jac, rtol=1e-12)
