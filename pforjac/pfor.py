@@ -154,7 +154,20 @@ def _convert_structured(eqn, vals, ctx: LoopContext):
     if tuple(out.shape) != ((ctx.n,) if flag else ()) + tuple(var.shape) or out.dtype != var.dtype:
         raise ConversionError(eqn.prim.name, "structured inputs",
                               f"the structured converter returned {out.dtype.name}{tuple(out.shape)}")
+    if isinstance(out, structure.OneHot):
+        _annotate(out)
     return [out], flag
+
+
+def _annotate(oh) -> None:
+    """When pfor itself is being traced, mark the equation that made a compact value."""
+    trace = oh.compact._trace
+    if trace is None:
+        return
+    for eqn in reversed(trace.equations):
+        if any(v is oh.compact for v in eqn.outputs):
+            eqn.note = oh.describe()
+            return
 
 
 def _convert(eqn, vals, n: int):

@@ -27,6 +27,7 @@ class Equation:
     params: dict[str, Any]
     outputs: list[SymbolicTensor]
     origin: Any = None   # the forward tape entry whose vjp rule emitted this equation, if any
+    note: str = ""       # shown after the equation, e.g. the structure pfor kept
 
     def __str__(self) -> str:
         outs = " ".join(_aval_str(v) for v in self.outputs)
@@ -34,7 +35,8 @@ class Equation:
         if self.params:
             params = "[" + ", ".join(f"{k}={_param_str(v)}" for k, v in self.params.items()) + "]"
         ins = " ".join(v.name for v in self.inputs)
-        return f"{outs} = {self.prim.name}{params} {ins}"
+        note = f"  # {self.note}" if self.note else ""
+        return f"{outs} = {self.prim.name}{params} {ins}{note}"
 
 
 def _aval_str(v: SymbolicTensor) -> str:

@@ -9,6 +9,7 @@ and never changes what the Program computes.
   transposes and broadcasts.
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
   product with the Jacobian's one-hot seed is a row lookup, not a dense product.
+- `drop_identities`: products with constant ones and gathers of every row in order.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from .program import Equation, Program
 from .tensor import SymbolicTensor, Tensor, Variable
 
 __all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "cancel_reshapes", "onehot_products", "PASSES"]
+           "cancel_reshapes", "onehot_products", "drop_identities", "PASSES"]
 
 
 def _rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
@@ -110,6 +111,10 @@ def cancel_reshapes(program: Program) -> Program:
         if name == "transpose" and tuple(eqn.params["perm"]) == tuple(range(x.ndim)):
             alias[id(out)] = x
             continue
+        if name == "transpose" and _moves_only_unit_axes(x.shape, eqn.params["perm"]):
+            from .ops.shape import reshape_p
+            eqn = replace(eqn, prim=reshape_p, params={"shape": tuple(out.shape)})
+            name = "reshape"
         inner = producer.get(id(x))
         if name == "reshape" and inner is not None and inner.prim.name == "reshape":
             eqn = replace(eqn, inputs=[inner.inputs[0]])
@@ -125,6 +130,11 @@ def cancel_reshapes(program: Program) -> Program:
         producer[id(out)] = eqn
         kept.append(eqn)
     return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def _moves_only_unit_axes(shape, perm) -> bool:
+    """A transpose that keeps the order of the axes longer than 1 is a reshape."""
+    return [p for p in perm if shape[p] != 1] == [a for a in range(len(shape)) if shape[a] != 1]
 
 
 def onehot_products(program: Program) -> Program:
@@ -153,8 +163,46 @@ def _indices_in_range(value, depth: int) -> bool:
     return idx.size == 0 or (idx.min() >= 0 and idx.max() < depth)
 
 
-PASSES = (fold_constants, onehot_products, cancel_reshapes, eliminate_common_subexpressions,
-          eliminate_dead_code)
+def drop_identities(program: Program) -> Program:
+    """`x * ones` and `gather(x, arange(size))` on constants are `x` (the one-hot seed's
+    compact form is all ones, and an unchunked loop gathers every row in order)."""
+    values = {id(c): v for c, v in zip(program.consts, program.const_values)
+              if not isinstance(v, (Variable, SymbolicTensor))}
+    alias: dict[int, SymbolicTensor] = {}
+    kept = []
+    for eqn in program.equations:
+        eqn = replace(eqn, inputs=[_resolve(v, alias) for v in eqn.inputs])
+        same = _identity_input(eqn, values)
+        if same is not None:
+            alias[id(eqn.outputs[0])] = same
+        else:
+            kept.append(eqn)
+    return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def _identity_input(eqn: Equation, values: dict):
+    out = eqn.outputs[0]
+    if eqn.prim.name == "multiply":
+        for x, other in (eqn.inputs, eqn.inputs[::-1]):
+            c = values.get(id(other))
+            if c is not None and _fits(x, out) and np.all(np.asarray(c.numpy()) == 1):
+                return x
+    if eqn.prim.name == "gather":
+        x, idx = eqn.inputs
+        c = values.get(id(idx))
+        axis = eqn.params["axis"]
+        if c is not None and idx.ndim == 1 and _fits(x, out) and np.array_equal(
+                np.asarray(c.numpy()), np.arange(x.shape[axis])):
+            return x
+    return None
+
+
+def _fits(x, out) -> bool:
+    return tuple(x.shape) == tuple(out.shape) and x.dtype == out.dtype
+
+
+PASSES = (fold_constants, onehot_products, drop_identities, cancel_reshapes,
+          eliminate_common_subexpressions, eliminate_dead_code)
 
 
 def simplify(program: Program, passes=PASSES) -> Program:

@@ -5,7 +5,7 @@ import pytest
 import pforjac as pj
 from pforjac.codegen import compile_program
 from pforjac.program import make_program
-from pforjac.simplify import (PASSES, cancel_reshapes, eliminate_common_subexpressions,
+from pforjac.simplify import (PASSES, cancel_reshapes, drop_identities, eliminate_common_subexpressions,
                               eliminate_dead_code, fold_constants, onehot_products, simplify)
 
 RNG = np.random.default_rng(5)
@@ -70,10 +70,11 @@ def test_reshape_and_transpose_chains_cancel():
     def f(x):
         y = pj.reshape(pj.reshape(x, (12,)), (2, 6))
         z = pj.transpose(pj.transpose(x, (1, 0)), (1, 0))
-        return pj.reshape(y, (3, 4)) + z
+        w = pj.reshape(pj.transpose(pj.reshape(x, (1, 3, 4)), (1, 0, 2)), (3, 4))
+        return pj.reshape(y, (3, 4)) + z * w
     p = make_program(f, [((3, 4), np.float64)])
     q = cancel_reshapes(p)
-    assert _names(q) == ["add"], _names(q)
+    assert _names(q) == ["multiply", "add"], _names(q)
     _same(p, q, RNG.normal(size=(3, 4)))
 
 
@@ -96,6 +97,17 @@ def test_product_with_a_one_hot_becomes_a_gather():
     q = onehot_products(p)
     assert "matmul" not in _names(q) and "gather" in _names(q) and "one_hot" not in _names(q)
     _same(p, q, RNG.normal(size=(3, 3)))
+
+
+def test_products_with_ones_and_ordered_gathers_are_dropped():
+    ones = pj.constant(np.ones((3, 4)))
+    rows = pj.constant(np.arange(3, dtype=np.int32))
+    p = make_program(lambda x: pj.gather(pj.exp(x) * ones, rows, axis=0) + 1.0,
+                     [((3, 4), np.float64)])
+    q = drop_identities(p)
+    assert _names(p) == ["exp", "multiply", "gather", "add"]
+    assert _names(q) == ["exp", "add"]
+    _same(p, q, RNG.normal(size=(3, 4)))
 
 
 @pytest.mark.parametrize("kind", ["jacobian", "batch_jacobian"])
