@@ -46,25 +46,28 @@ shape_rules: dict[Primitive, Callable] = {}
 vjp_rules: dict[Primitive, tuple] = {}
 jvp_rules: dict[Primitive, Callable] = {}
 primitives: dict[str, Primitive] = {}
+_registry_lock = threading.Lock()
 
 
 def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = False) -> None:
-    if prim in table and not override:
-        raise ValueError(f"the {kind} rule of primitive '{prim.name}' is already registered; "
-                         f"pass override=True to replace it")
-    table[prim] = rule
+    with _registry_lock:
+        if prim in table and not override:
+            raise ValueError(f"the {kind} rule of primitive '{prim.name}' is already registered; "
+                             f"pass override=True to replace it")
+        table[prim] = rule
 
 
 def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: bool = False,
                   differentiable: bool = True, override: bool = False) -> Primitive:
     """Declares a primitive with its numpy forward and its shape rule."""
-    if name in primitives and not override:
-        raise ValueError(f"a primitive named '{name}' already exists; pick another name "
-                         f"or pass override=True")
-    prim = Primitive(name, multiple_results, differentiable)
-    primitives[name] = prim
-    impl_rules[prim] = impl
-    shape_rules[prim] = shape
+    with _registry_lock:
+        if name in primitives and not override:
+            raise ValueError(f"a primitive named '{name}' already exists; pick another name "
+                             f"or pass override=True")
+        prim = Primitive(name, multiple_results, differentiable)
+        primitives[name] = prim
+        impl_rules[prim] = impl
+        shape_rules[prim] = shape
     return prim
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from . import core, ops
 from .forward import jvp_program
+from .memory import check_results_fit
 from .ops.shape import reshape_p
 from .pfor import run_loop
 from .program import make_program
@@ -244,6 +245,8 @@ def _jacobian_forward(func, xs: tuple, parallel_iterations=None):
     sizes = [x.size for x in xs]
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
     n = int(offsets[-1])
+    check_results_fit([(tuple(out.shape) + tuple(x.shape), x.dtype)
+                       for out in program.outputs for x in xs])
 
     def body(i):
         tangents = [ops.reshape(ops.one_hot(i - int(off) if off else i, size, x.dtype), x.shape)

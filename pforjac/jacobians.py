@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops
+from .memory import check_results_fit
 from .pfor import run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
@@ -31,11 +32,6 @@ def _check_loop_mode(tape: GradientTape, experimental_use_pfor: bool, what: str)
                            f"gradient calls, which needs GradientTape(persistent=True)")
 
 
-def _result_memory_check(shape: tuple, dtype) -> None:
-    from .memory import check_result_fits
-    check_result_fits(shape, dtype)
-
-
 def jacobian(self: GradientTape, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
              parallel_iterations=None, experimental_use_pfor=True):
     """Jacobian of `target` w.r.t. each tensor in `sources`: shape `target.shape + source.shape`.
@@ -56,8 +52,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     target = as_tensor(target)
     self._check_usable()
     n = target.size
-    for s in flat_sources:
-        _result_memory_check(tuple(target.shape) + tuple(s.shape), s.dtype)
+    check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
 
     def body(i):
         seed = ops.reshape(ops.one_hot(i, n, target.dtype), target.shape)
@@ -114,7 +109,7 @@ def batch_jacobian(self: GradientTape, target, source,
     b, row_shape = target.shape[0], tuple(target.shape[1:])
     m = int(np.prod(row_shape, dtype=np.int64))
     result_shape = (b,) + row_shape + tuple(source.shape[1:])
-    _result_memory_check(result_shape, source.dtype)
+    check_results_fit([(result_shape, source.dtype)])
 
     seeds = []
 

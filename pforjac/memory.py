@@ -1,11 +1,12 @@
 """Fail fast, before allocating, when a dense Jacobian cannot fit in memory."""
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
 
-__all__ = ["available_memory", "check_result_fits", "JacobianMemoryError"]
+__all__ = ["available_memory", "check_result_fits", "check_results_fit", "JacobianMemoryError"]
 
 
 class JacobianMemoryError(MemoryError):
@@ -36,17 +37,23 @@ def _format_bytes(n: float) -> str:
 
 
 def check_result_fits(shape: tuple, dtype) -> None:
-    size = 1
-    for d in shape:
-        size *= int(d)
-    nbytes = size * np.dtype(dtype).itemsize
+    check_results_fit([(shape, dtype)])
+
+
+def check_results_fit(results) -> None:
+    """Raises before anything is computed when the dense results, together, can't fit."""
+    sizes = [(tuple(shape), np.dtype(dtype), math.prod(int(d) for d in shape))
+             for shape, dtype in results]
+    nbytes = sum(size * dtype.itemsize for _, dtype, size in sizes)
     if nbytes <= 64 << 20:
         return
     avail = available_memory()
     if nbytes > avail:
+        shape, dtype, size = max(sizes, key=lambda r: r[2] * r[1].itemsize)
+        many = f" (the largest of {len(sizes)} results)" if len(sizes) > 1 else ""
         raise JacobianMemoryError(
-            f"the Jacobian's dense result of shape {tuple(shape)} ({size:,} {np.dtype(dtype).name} "
-            f"entries) needs {_format_bytes(nbytes)}, but only {_format_bytes(avail)} of memory is "
+            f"the Jacobian's dense result of shape {shape}{many} ({size:,} {dtype.name} entries) "
+            f"needs {_format_bytes(nbytes)} in all, but only {_format_bytes(avail)} of memory is "
             f"available, so nothing was computed. If row i of the target depends only on row i of "
             f"the source, use batch_jacobian (it never forms the cross-example zeros); otherwise "
             f"compute it for fewer targets or sources at a time (parallel_iterations bounds only "

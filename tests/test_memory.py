@@ -84,6 +84,8 @@ def test_huge_functional_jacobian_fails_fast():
     for vectorize in (False, True):
         _fails_fast(lambda: pj.jacobian(lambda v: pj.sin(v) * 2.0, x, vectorize=vectorize),
                     f"({N}, {N})")
+    _fails_fast(lambda: pj.jacobian(lambda v: pj.sin(v) * 2.0, x, vectorize=True,
+                                    strategy="forward-mode"), f"({N}, {N})")
 
 
 # -- parallel_iterations bounds the working memory ---------------------------------------------
