@@ -6,6 +6,8 @@ either vectorized over all `i` (pfor) or run once per `i` (the while-loop).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import ops
@@ -107,7 +109,7 @@ def batch_jacobian(self: GradientTape, target, source,
     _check_loop_mode(self, experimental_use_pfor, "batch_jacobian")
     self._check_usable()
     b, row_shape = target.shape[0], tuple(target.shape[1:])
-    m = int(np.prod(row_shape, dtype=np.int64))
+    m = math.prod(row_shape)
     result_shape = (b,) + row_shape + tuple(source.shape[1:])
     check_results_fit([(result_shape, source.dtype)])
 

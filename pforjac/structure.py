@@ -331,22 +331,24 @@ def _getitem(prim, ctx, args, stacked, key):
 @_structured("matmul")
 def _matmul(prim, ctx, args, stacked):
     (x, y), (xs, ys) = args, stacked
-    if isinstance(x, OneHot) and not ys and x.compact.ndim >= 2 and y.ndim == 2 \
-            and _zero_times_is_zero(y):
-        if x.stop < x.compact.ndim:      # tied rows or batch axes: they pass through
-            return x.with_compact(prim.bind(x.compact, y), x.start, x.stop), True
+    if isinstance(x, OneHot) and not ys and y.ndim == 2 and _zero_times_is_zero(y):
+        if x.compact.ndim >= 2 and x.stop < x.compact.ndim:
+            return x.with_compact(prim.bind(x.compact, y), x.start, x.stop), True  # rows pass
         if x.start == x.compact.ndim - 1:  # tied contracted axis: x_k @ y = column k outer row k
             rows = _gather_rows(y, x, axis=0)                          # (n, p)
-            diag = take_diagonal(x)                                     # (n, ..., m)
+            diag = take_diagonal(x)                                     # (n, ..., m) or (n,)
             return ops.expand_dims(diag, -1) * ops.reshape(
                 rows, (x.n,) + (1,) * (diag.ndim - 1) + (y.shape[1],)), True
-    if isinstance(y, OneHot) and not xs and y.compact.ndim == 2 and x.ndim == 2 \
+    if isinstance(y, OneHot) and not xs and y.compact.ndim <= 2 and x.ndim == 2 \
             and _zero_times_is_zero(x):
         if (y.start, y.stop) == (1, 2):  # tied columns pass through
             return y.with_compact(prim.bind(x, y.compact), 1, 2), True
-        if (y.start, y.stop) == (0, 1):  # tied contracted axis: column k of x outer row k
+        if (y.start, y.stop) == (0, 1):  # tied contracted axis: column k of x times row k
             cols = _gather_rows(x, y, axis=1)                          # (n, m)
-            return ops.expand_dims(cols, -1) * ops.expand_dims(take_diagonal(y), 1), True
+            diag = take_diagonal(y)                                     # (n, p) or (n,)
+            if diag.ndim == 1:
+                return cols * ops.expand_dims(diag, -1), True
+            return ops.expand_dims(cols, -1) * ops.expand_dims(diag, 1), True
     return None
 
 

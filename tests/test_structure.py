@@ -43,6 +43,8 @@ BODIES = {
     "transpose_slice": lambda x: pj.transpose(x)[::-1, 1:] * 3.0,
     "reshape": lambda x: pj.reshape(pj.relu(x), (-1,))[2:] / 2.0,
     "matmul_left": lambda x: W0 @ x,
+    "matvec": lambda x: pj.tanh(W0 @ x[:, 0]) @ W0,
+    "vecmat": lambda x: pj.matmul(pj.sin(x[0]), W1) @ W2,
     "logsumexp": lambda x: pj.logsumexp(x, axis=1),
 }
 W0 = pj.constant(RNG.normal(size=(3, 5)))
@@ -103,8 +105,8 @@ def test_the_seed_stays_compact_through_the_seed_networks_backward_pass():
 @given(st.integers(1, 4), st.integers(1, 4), st.sampled_from(sorted(BODIES)),
        st.integers(1, 7), st.booleans())
 def test_structure_never_changes_results_random(b, f, name, chunk, chunked):
-    rows = 5 if name == "matmul_left" else b
-    cols = 4 if name in ("mlp", "seed_network") else f
+    rows = 5 if name in ("matmul_left", "matvec") else b
+    cols = 4 if name in ("mlp", "seed_network", "vecmat") else f
     x = pj.constant(RNG.normal(size=(rows, cols)))
     fn = BODIES[name]
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import string
 
+import math
+
 import numpy as np
 
 from .. import ops
@@ -35,9 +37,9 @@ def _pad_batch(x, stacked: bool, batch_rank: int):
 def _convert_matmul(n, args, stacked, **params):
     (x, y), (xs, ys) = args, stacked
     x_vec, y_vec = x.ndim - xs == 1, y.ndim - ys == 1
-    if xs and not ys and y.ndim == 2 and not x_vec:
-        # [n, ..., m, k] @ [k, p]: one gemm over all rows.
-        rows = int(np.prod(x.shape[:-1], dtype=np.int64))  # not -1: x may have no elements
+    if xs and not ys and y.ndim == 2:
+        # [n, ..., m, k] @ [k, p] (or [n, k] @ [k, p] for a 1-D x): one gemm over all rows.
+        rows = math.prod(x.shape[:-1])  # not -1: x may have no elements
         out = ops.matmul(ops.reshape(x, (rows, x.shape[-1])), y)
         return ops.reshape(out, tuple(x.shape[:-1]) + (y.shape[-1],)), True
     if ys and not xs and y_vec:

@@ -28,7 +28,11 @@ matmul_p = core.new_primitive("matmul", np.matmul, _matmul_shape)
 
 def _matmul_vjp_x(g, ans, x, y):
     from .elementwise import unbroadcast
-    from .shape import expand_dims, reshape, swapaxes
+    from .shape import expand_dims, reshape, swapaxes, transpose
+    if x.ndim <= 2 and y.ndim <= 2:          # the common cases, in as few ops as possible
+        if y.ndim == 1:
+            return g * y if x.ndim == 1 else reshape(g, (x.shape[0], 1)) * y
+        return matmul(g, transpose(y))        # (m,p)@(p,k), or (p,)@(p,k) for a 1-D x
     x2 = expand_dims(x, 0) if x.ndim == 1 else x
     y2 = expand_dims(y, -1) if y.ndim == 1 else y
     g2 = reshape(g, tuple(np.broadcast_shapes(x2.shape[:-2], y2.shape[:-2])) + (x2.shape[-2], y2.shape[-1]))
@@ -37,7 +41,11 @@ def _matmul_vjp_x(g, ans, x, y):
 
 def _matmul_vjp_y(g, ans, x, y):
     from .elementwise import unbroadcast
-    from .shape import expand_dims, reshape, swapaxes
+    from .shape import expand_dims, reshape, swapaxes, transpose
+    if x.ndim <= 2 and y.ndim <= 2:
+        if x.ndim == 1:
+            return g * x if y.ndim == 1 else reshape(x, (x.shape[0], 1)) * g
+        return matmul(transpose(x), g) if y.ndim == 2 else matmul(g, x)
     x2 = expand_dims(x, 0) if x.ndim == 1 else x
     y2 = expand_dims(y, -1) if y.ndim == 1 else y
     g2 = reshape(g, tuple(np.broadcast_shapes(x2.shape[:-2], y2.shape[:-2])) + (x2.shape[-2], y2.shape[-1]))

@@ -5,6 +5,8 @@ and `keepdims` as a bool, so the converters and rules never re-normalize.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import core
@@ -122,7 +124,7 @@ def mean(x, axis=None, keepdims=False):
     from ..tensor import as_tensor
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim)
-    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    count = math.prod(x.shape[a] for a in axes)
     return sum_p.bind(x, axes=axes, keepdims=bool(keepdims)) / count
 
 

@@ -4,6 +4,8 @@ expand_dims, squeeze, stack and swapaxes are composites of these.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import core
@@ -20,11 +22,11 @@ def _resolve_shape(shape, size: int) -> tuple:
     if shape.count(-1) > 1:
         raise ValueError(f"only one dimension of the new shape {shape} can be -1")
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod(d for d in shape if d != -1)
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape {size} elements into shape {shape}")
         shape = tuple(size // known if d == -1 else d for d in shape)
-    if int(np.prod(shape, dtype=np.int64)) != size:
+    if math.prod(shape) != size:
         raise ValueError(f"cannot reshape {size} elements into shape {shape}")
     return shape
 
@@ -37,7 +39,7 @@ defjvp(reshape_p, lambda t, ans, x, shape: reshape(t, shape))
 
 
 def _size(x) -> int:
-    return int(np.prod(x.shape, dtype=np.int64))
+    return math.prod(x.shape)
 
 
 def reshape(x, shape):
