@@ -314,6 +314,8 @@ def _getitem(prim, ctx, args, stacked, key):
     axis, out_axis, start = 0, 0, None
     for k in key:
         if k is None:
+            if oh.start < axis < oh.stop:    # a new axis inside the block splits the tie
+                return None
             out_axis += 1
             continue
         if oh.start <= axis < oh.stop:

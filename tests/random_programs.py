@@ -291,7 +291,8 @@ GENERATORS = [gen_unary, gen_binary, gen_binary, gen_reduce, gen_reshape, gen_tr
 
 
 def x_shapes(max_size: int = 12, max_rank: int = 3):
-    return st.lists(st.integers(1, 4), max_size=max_rank).map(tuple).filter(
+    dims = st.integers(0, 12).map(lambda k: 1 + k % 4 if k else 0)   # now and then an empty axis
+    return st.lists(dims, max_size=max_rank).map(tuple).filter(
         lambda s: _size(s) <= max_size)
 
 

@@ -64,7 +64,7 @@ def _per_row_batch_jacobian(tape, y, x) -> np.ndarray:
     for k in range(int(np.prod(row, dtype=np.int64))):
         seed = pj.broadcast_to(pj.expand_dims(_one_hot(row, k), 0), y.shape)
         cols.append(tape.gradient(y, x, output_gradients=seed, unconnected_gradients="zero").numpy())
-    stacked = np.asarray(cols).reshape((-1, x.shape[0]) + tuple(x.shape[1:]))
+    stacked = np.asarray(cols).reshape((len(cols),) + tuple(x.shape))
     return np.moveaxis(stacked, 1, 0).reshape(tuple(y.shape) + tuple(x.shape[1:]))
 
 

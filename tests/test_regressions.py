@@ -50,3 +50,24 @@ def test_matmul_of_stacked_vector_and_vector():
 def test_jacobian_of_dot_product_of_vectors():
     pfor_jac, loop_jac = _jacobians(lambda x: pj.matmul(pj.tanh(x), x) * x, np.array([0.5, -1.0, 2.0]))
     np.testing.assert_allclose(pfor_jac, loop_jac, rtol=1e-12)
+
+
+def test_second_order_through_a_new_axis_inside_a_tied_block():
+    # structure.py: getitem with None between the tied axes kept them "contiguous", so the
+    # Hessian of sin(x[None]) put -sin(x_1) at [0, 0, 1, 1] instead of [0, 1, 1, 1].
+    x_np = np.array([0.3, 0.7])
+
+    def hessian(use_pfor):
+        x = pj.constant(x_np)
+        with pj.GradientTape(persistent=True) as outer:
+            outer.watch(x)
+            with pj.GradientTape(persistent=True) as inner:
+                inner.watch(x)
+                y = pj.sin(x[None])
+            first = inner.jacobian(y, x, experimental_use_pfor=use_pfor)
+        return outer.jacobian(first, x, experimental_use_pfor=use_pfor).numpy()
+
+    want = np.zeros((1, 2, 2, 2))
+    want[0, 0, 0, 0], want[0, 1, 1, 1] = -np.sin(x_np)
+    np.testing.assert_allclose(hessian(True), want, rtol=1e-15)
+    np.testing.assert_allclose(hessian(False), want, rtol=1e-15)
