@@ -95,6 +95,18 @@ def record_fallback(kind: str, op: str, inputs: str, cause: str, iterations: int
 
 
 @contextlib.contextmanager
+def private_report():
+    """A report that alone sees the block's fallbacks (the user's reports don't):
+    for pforjac's own trial vectorizations, which must not count twice."""
+    saved = _active.reports
+    _active.reports = [FallbackReport()]
+    try:
+        yield _active.reports[0]
+    finally:
+        _active.reports = saved
+
+
+@contextlib.contextmanager
 def fallback_report(print_on_exit: bool = False):
     """Records every pfor fallback inside the block (in this thread), warned or not.
 

@@ -120,28 +120,39 @@ class Function:
     def _trace(self, leaves, structure, structured: bool) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
         avals = [(tuple(np.shape(leaves[k])), _dtype(leaves[k])) for k in slots]
-        guards: list = []
 
-        def traced(*symbols):
-            from .core import current_state
+        def call(*symbols):
             filled = list(leaves)
             for k, s in zip(slots, symbols):
                 filled[k] = s
             args, kwargs = tree_unflatten(structure, filled)
-            result = self._fn(*args, **kwargs)
-            guards.extend(current_state().lifting.guards)
-            return result, list(guards)
+            return self._fn(*args, **kwargs)
 
-        with structure_tracking(structured):
-            program = make_program(traced, avals, lift_variables=True)
-        self.trace_count += 1
-        result_tree = program.out_tree
-        n_guards = len(guards)
-        program.out_tree = _first_of_pair(result_tree)
-        if self._simplify:
-            program = simplify(program)
         name = getattr(self._fn, "__name__", "")
-        return _Compiled(program, n_guards, name if name.isidentifier() else "compiled")
+        compiled = trace_compiled(call, avals, structured, name if name.isidentifier() else "compiled",
+                                  self._simplify)
+        self.trace_count += 1
+        return compiled
+
+
+def trace_compiled(fn: Callable, avals, structured: bool, name: str,
+                   simplify_program: bool = True) -> _Compiled:
+    """Traces `fn(*symbolic inputs)` (Variables lifted, structure guards collected),
+    simplifies the Program and compiles it."""
+    guards: list = []
+
+    def traced(*symbols):
+        from .core import current_state
+        result = fn(*symbols)
+        guards.extend(current_state().lifting.guards)
+        return result, list(guards)
+
+    with structure_tracking(structured):
+        program = make_program(traced, avals, lift_variables=True)
+    program.out_tree = _first_of_pair(program.out_tree)
+    if simplify_program:
+        program = simplify(program)
+    return _Compiled(program, len(guards), name)
 
 
 def _first_of_pair(tree):

@@ -33,6 +33,7 @@ from . import core
 from .program import Program, make_program, run_program
 from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
+from .loopcache import run_cached
 from .diagnostics import record_fallback
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
@@ -90,11 +91,13 @@ class LoopContext:
 
 
 def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | None = None,
-              structured: bool | None = None) -> list[tuple[Tensor, bool]]:
+              structured: bool | None = None, const_values=None) -> list[tuple[Tensor, bool]]:
     """Runs `program` for every loop index in `indices` at once; returns (value, stacked).
 
     With structure tracking on (the default), values that stay one-hot along a
     block of axes are carried compactly (see structure.py); outputs are dense.
+    `const_values` replaces the program's captured constants (loopcache.py
+    passes symbolic ones to compile the vectorized body).
     """
     from . import structure
     n = int(indices.shape[0])
@@ -102,7 +105,8 @@ def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | 
     if structured is None:
         structured = structure.tracking_enabled()
     env: dict[int, tuple[Tensor, bool]] = {id(program.inputs[0]): (indices, True)}
-    for var, value in zip(program.consts, program.const_values):
+    for var, value in zip(program.consts, program.const_values if const_values is None
+                          else const_values):
         env[id(var)] = (value, False)
     for eqn, dead in zip(program.equations, _dead_after(program)):
         vals = [env[id(v)] for v in eqn.inputs]
@@ -284,6 +288,9 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         return while_loop(program, n)
     try:
         if len(chunks) == 1:
+            cached = run_cached(program, n)
+            if cached is not None:
+                return cached
             return next(_vectorized_chunks(program, chunks))[2]
         return _collect(_vectorized_chunks(program, chunks), n,
                         lambda parts: ops.concat(parts, axis=0), stacked=True)

@@ -1,0 +1,102 @@
+"""Repeated eager jacobians run cached compiled code, with results identical to the uncached path."""
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac import loopcache
+
+RNG = np.random.default_rng(11)
+W1 = pj.constant(RNG.normal(size=(6, 8)))
+W2 = pj.constant(RNG.normal(size=(8, 3)))
+
+BODIES = {
+    "mlp": lambda x: pj.tanh(pj.sigmoid(x @ W1) @ W2),
+    "elementwise": lambda x: pj.sin(x) * pj.exp(x) + x ** 2,
+    "softmax": lambda x: pj.softmax(x @ W1, axis=-1),
+    "reducer": lambda x: pj.exp(x).sum(axis=1),
+    "hessian_like": lambda x: pj.sum(pj.softplus(x @ W1)),
+}
+
+
+def _jac(f, x, kind):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = f(x)
+    if kind == "batch_jacobian" and (y.ndim < 2):
+        return None
+    return getattr(g, kind)(y, x).numpy()
+
+
+@pytest.mark.parametrize("name", sorted(BODIES))
+@pytest.mark.parametrize("kind", ["jacobian", "batch_jacobian"])
+def test_cached_results_equal_uncached(name, kind):
+    loopcache.clear_cache()
+    f = BODIES[name]
+    for trial in range(3):   # first sighting, build, cached run
+        x = pj.constant(RNG.normal(size=(4, 6)))
+        if trial == 2:
+            x = pj.constant(np.where(RNG.random((4, 6)) < 0.2, np.nan, x.numpy()))
+        with loopcache.caching(False):
+            want = _jac(f, x, kind)
+        got = _jac(f, x, kind)
+        if want is None:
+            return
+        np.testing.assert_array_equal(got, want)
+    assert loopcache.cache_info()["compiled"] >= 1
+
+
+def test_cache_is_not_used_while_a_tape_records():
+    loopcache.clear_cache()
+    x = pj.constant(np.array([[4.0, 2.0], [1.0, 3.0]], np.float32))
+    for _ in range(3):
+        with pj.GradientTape() as outer:
+            outer.watch(x)
+            with pj.GradientTape() as inner:
+                inner.watch(x)
+                y = x * x * x
+            first = inner.jacobian(y, x)
+        second = outer.jacobian(first, x)
+    assert second.numpy()[0, 0, 0, 0, 0, 0] == 24 and second.numpy()[1, 1, 1, 1, 1, 1] == 18
+
+
+def test_bodies_that_fall_back_are_not_cached():
+    from pforjac import extend
+    from pforjac.testing import isolated_registries
+    loopcache.clear_cache()
+    with isolated_registries():
+        double = extend.defop("cache_test_double", lambda x: x * 2.0, extend.same_shape,
+                              vjp=lambda g, ans, x: double(g))
+        x = pj.constant(RNG.normal(size=(3,)))
+        for _ in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                with pj.fallback_report() as report:
+                    with pj.GradientTape() as g:
+                        g.watch(x)
+                        y = double(double(x))
+                    np.testing.assert_array_equal(g.jacobian(y, x).numpy(), 4 * np.eye(3))
+            assert "cache_test_double" in report.ops()
+    assert loopcache.cache_info()["compiled"] == 0
+
+
+# -- random programs: the cached compiled path equals the uncached one, bit for bit -------
+from hypothesis import assume, given, settings  # noqa: E402
+
+from random_programs import finite_program_value, random_programs  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_programs())
+def test_random_programs_cached_equal_uncached(program):
+    f = program.function()
+    x_np = program.x()
+    assume(finite_program_value(program, x_np))
+    loopcache.clear_cache()
+    x = pj.constant(x_np)
+    with loopcache.caching(False):
+        want = _jac(f, x, "jacobian")
+    for _ in range(3):        # first sighting, then build, then a cached run
+        np.testing.assert_array_equal(_jac(f, x, "jacobian"), want)
+    assert loopcache.cache_info()["compiled"] == 1
