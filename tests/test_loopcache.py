@@ -99,4 +99,5 @@ def test_random_programs_cached_equal_uncached(program):
         want = _jac(f, x, "jacobian")
     for _ in range(3):        # first sighting, then build, then a cached run
         np.testing.assert_array_equal(_jac(f, x, "jacobian"), want)
-    assert loopcache.cache_info()["compiled"] == 1
+    if f(x).size:             # an empty loop runs no body, so nothing is compiled
+        assert loopcache.cache_info()["compiled"] == 1
