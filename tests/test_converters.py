@@ -6,7 +6,8 @@ least one stacked); stacked inputs hold different data for each of the n = 3
 iterations. A second check spies on the primitives the converter applies and
 asserts that unstacked operands of broadcasting ops reach the op as they are
 (no stacked copy). A coverage test fails when a primitive lacks a converter or
-a converter lacks an example here.
+a converter lacks an example here. The structure-aware converters (structure.py,
+one-hot values kept compact) get the same check against densified inputs.
 """
 from __future__ import annotations
 
@@ -48,9 +49,21 @@ class Ex:
         self.op, self.inputs, self.params, self.tag = op, list(inputs), params, tag
 
     def __repr__(self) -> str:
-        shapes = ",".join("x".join(map(str, m(np.random.default_rng(0)).shape)) or "()"
-                          for m in self.inputs)
-        return f"{self.op}[{shapes}]{self.tag}"
+        return f"{self.op}[{','.join(map(_describe_input, self.inputs))}]{self.tag}{self._params()}"
+
+    def _params(self) -> str:
+        shown = {k: v for k, v in self.params.items() if k in ("axes", "keepdims", "shape", "perm", "key")}
+        return "-" + ";".join(f"{k}={v}" for k, v in shown.items()) if shown else ""
+
+
+def _describe_input(spec) -> str:
+    if callable(spec):
+        return "x".join(map(str, spec(np.random.default_rng(0)).shape)) or "()"
+    if spec[0] == "oh":
+        return f"oh{_describe_input(spec[1])}@{spec[2]}:{spec[3]}"
+    if spec[0] == "index":
+        return "i"
+    return spec[0] + _describe_input(spec[1])
 
 
 # -- the table ----------------------------------------------------------------------------
@@ -138,6 +151,9 @@ _KEYS = [
     (slice(-1, None, -3), slice(4, 1, -1), -3),
     (None, None),
     (2, 4, 0),
+    (slice(None), None, slice(None)),
+    (slice(None), None),
+    (Ellipsis,),
 ]
 
 
@@ -336,3 +352,154 @@ def test_every_converter_has_an_example():
     covered = {ex.op for ex in EXAMPLES}
     missing = sorted(set(converters) - covered)
     assert not missing, f"converters with no example in tests/test_converters.py: {missing}"
+
+
+# -- structure-aware converters (structure.py): one-hot values carried compactly -----------
+from pforjac import structure  # noqa: E402
+from pforjac.pfor import LoopContext  # noqa: E402
+
+# (lo, hi): the loop indices lo..hi-1; (2, 5) reaches past a block of 4 (rows of zeros)
+INDEX_RANGES = [(0, 3), (2, 5)]
+
+
+def OH(*shape, start, stop, positive=False):
+    """A one-hot input: compact data of `shape`, tied on axes [start, stop)."""
+    return ("oh", (P if positive else F)(*shape), start, stop)
+
+
+def _blocks(rank: int):
+    return [(a, b) for a in range(rank) for b in range(a + 1, rank + 1)]
+
+
+def _dense_one_hot(compact: np.ndarray, start: int, stop: int, indices) -> np.ndarray:
+    """The definition: iteration k keeps compact where the ravelled block index is k."""
+    block = compact.shape[start:stop]
+    out = []
+    for k in indices:
+        mask = (np.arange(int(np.prod(block))) == k).reshape(block)
+        mask = mask.reshape((1,) * start + block + (1,) * (compact.ndim - stop))
+        out.append(compact * mask)
+    return np.stack(out)
+
+
+def _structured_examples():
+    out = []
+    for name in structure._ZERO_PRESERVING_UNARY:
+        params = {"dtype": np.dtype(np.float32)} if name == "cast" else {}
+        for a, b in _blocks(2):
+            out.append(Ex(name, [OH(3, 4, start=a, stop=b, positive=True)], **params))
+    for name in ("multiply", "divide", "add", "subtract"):
+        for a, b in _blocks(2):
+            for other in [(), (4,), (3, 1), (1,), (2, 3, 4), (2, 1, 1)]:
+                out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("u", P(*other))]))
+                out.append(Ex(name, [("u", P(*other)), OH(3, 4, start=a, stop=b)]))
+            out.append(Ex(name, [OH(3, 4, start=a, stop=b), OH(3, 4, start=a, stop=b, positive=True)]))
+            out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("s", F(3, 4))]))
+    out.append(Ex("multiply", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, np.inf, 0, 2]))]))
+    out.append(Ex("divide", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, 0.0, 3, 2]))]))
+    for name in ("zeros_like", "ones_like"):
+        out.append(Ex(name, [OH(3, 4, start=0, stop=1)]))
+    for a, b in _blocks(3):
+        for axes in [(0,), (1,), (2,), (0, 1), (1, 2), (0, 2), (0, 1, 2)]:
+            for keepdims in (False, True):
+                out.append(Ex("sum", [OH(4, 3, 2, start=a, stop=b)], axes=axes, keepdims=keepdims))
+        for shape in [(24,), (4, 6), (12, 2), (2, 2, 3, 2), (1, 4, 3, 2), (4, 3, 2, 1), (4, 1, 3, 2),
+                      (2, 12), (8, 3), (4, 3, 1, 2), (6, 4)]:
+            out.append(Ex("reshape", [OH(4, 3, 2, start=a, stop=b)], shape=shape))
+        for perm in itertools.permutations(range(3)):
+            out.append(Ex("transpose", [OH(4, 3, 2, start=a, stop=b)], perm=perm))
+        for key in _KEYS:
+            out.append(Ex("getitem", [OH(4, 5, 3, start=a, stop=b)], key=key))
+        out.append(Ex("matmul", [OH(2, 3, 4, start=a, stop=b), ("u", F(4, 2))]))
+    for a, b in _blocks(2):
+        out.append(Ex("broadcast_to", [OH(3, 1, start=a, stop=b)], shape=(2, 3, 1)))
+        out.append(Ex("broadcast_to", [OH(3, 1, start=a, stop=b)], shape=(2, 3, 4)))
+        out.append(Ex("matmul", [OH(3, 4, start=a, stop=b), ("u", F(4, 2))]))
+        out.append(Ex("matmul", [("u", F(2, 3)), OH(3, 4, start=a, stop=b)]))
+        out.append(Ex("matmul", [OH(3, 4, start=a, stop=b), ("s", F(4, 2))]))
+    out.append(Ex("broadcast_to", [OH(1, 3, start=1, stop=2)], shape=(4, 3)))
+    out += [Ex("matmul", [OH(4, start=0, stop=1), ("u", F(4, 2))]),
+            Ex("matmul", [("u", F(2, 4)), OH(4, start=0, stop=1)]),
+            Ex("matmul", [OH(4, start=0, stop=1), ("u", F(4))]),
+            Ex("matmul", [("u", F(3, 2, 4)), OH(4, 2, start=0, stop=1)]),
+            Ex("matmul", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([[1.0], [np.nan], [0], [2]]))]),
+            Ex("one_hot", [("index",)], depth=4, dtype=np.dtype(np.float64)),
+            Ex("one_hot", [("index",)], depth=1, dtype=np.dtype(np.float64)),
+            Ex("one_hot", [("s", I(lo=0, hi=3))], depth=3, dtype=np.dtype(np.float32))]
+    return out
+
+
+STRUCTURED_EXAMPLES = _structured_examples()
+
+
+def _structured_inputs(ex: Ex, lo: int, hi: int, seed: int):
+    """(converter args, stacked flags, per-iteration dense values or None if unstacked)."""
+    rng = np.random.default_rng(seed)
+    indices = pj.constant(np.arange(lo, hi, dtype=np.int32))
+    args, stacked, per_iter = [], [], []
+    for spec in ex.inputs:
+        if spec[0] == "oh":
+            _, maker, start, stop = spec
+            compact = maker(rng)
+            args.append(structure.OneHot(pj.constant(compact), start, stop, indices, (lo, hi)))
+            per_iter.append(_dense_one_hot(compact, start, stop, range(lo, hi)))
+        elif spec[0] == "index":
+            args.append(indices)
+            per_iter.append(indices.numpy())
+        elif spec[0] == "s":
+            value = np.stack([spec[1](rng) for _ in range(hi - lo)])
+            args.append(pj.constant(value))
+            per_iter.append(value)
+        else:
+            args.append(pj.constant(spec[1](rng)))
+            per_iter.append(None)
+        stacked.append(spec[0] != "u")
+    return args, stacked, per_iter, indices
+
+
+def test_densify_matches_the_definition():
+    rng = np.random.default_rng(0)
+    for shape in [(4,), (3, 4), (4, 3, 2), (2, 0, 3)]:
+        for a, b in _blocks(len(shape)):
+            if not np.prod(shape[a:b]):       # one_hot makes blocks of depth >= 2 only
+                continue
+            for lo, hi in INDEX_RANGES:
+                compact = rng.standard_normal(shape)
+                indices = pj.constant(np.arange(lo, hi, dtype=np.int32))
+                oh = structure.OneHot(pj.constant(compact), a, b, indices, (lo, hi))
+                got = structure.densify(oh).numpy()
+                np.testing.assert_array_equal(got, _dense_one_hot(compact, a, b, range(lo, hi)))
+
+
+@pytest.mark.parametrize("ex", STRUCTURED_EXAMPLES, ids=repr)
+def test_structured_converter_matches_stacked_iterations(ex):
+    prim = core.primitives[ex.op]
+    conv = structure.structured_converters[ex.op]
+    for lo, hi in INDEX_RANGES:
+        args, stacked, per_iter, indices = _structured_inputs(ex, lo, hi, zlib.crc32(repr(ex).encode()))
+        result = conv(prim, LoopContext(indices, (lo, hi)), args, stacked, **ex.params)
+        if result is None:                     # declined: the dense converter takes over
+            continue
+        out, out_stacked = result
+        want = []
+        for k in range(hi - lo):
+            ins = [pj.constant(p[k] if s else a.numpy())
+                   for p, a, s in zip(per_iter, args, stacked)]
+            want.append(core.bind(prim, *ins, **ex.params).numpy())
+        want = np.stack(want)
+        got = structure.densify(out)
+        got = got.numpy() if out_stacked else np.broadcast_to(got.numpy(), want.shape)
+        assert got.shape == want.shape and got.dtype == want.dtype, \
+            f"{ex} range={lo, hi}: {got.dtype}{got.shape} vs {want.dtype}{want.shape}"
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=f"{ex} range={lo, hi}")
+
+
+def test_every_structured_converter_has_an_accepted_example():
+    accepted = set()
+    for ex in STRUCTURED_EXAMPLES:
+        args, stacked, _, indices = _structured_inputs(ex, 0, 3, 0)
+        conv = structure.structured_converters[ex.op]
+        if conv(core.primitives[ex.op], LoopContext(indices, (0, 3)), args, stacked, **ex.params):
+            accepted.add(ex.op)
+    missing = sorted(set(structure.structured_converters) - accepted)
+    assert not missing, f"structured converters no example exercises: {missing}"
