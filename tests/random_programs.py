@@ -286,8 +286,9 @@ def gen_vmap(draw, a, s, pool):
 
 
 GENERATORS = [gen_unary, gen_binary, gen_binary, gen_reduce, gen_reshape, gen_transpose,
-              gen_slice, gen_gather, gen_concat, gen_matmul, gen_einsum, gen_layout, gen_softmax,
-              gen_vmap]
+              gen_slice, gen_gather, gen_concat, gen_matmul, gen_einsum, gen_layout, gen_softmax]
+# with loops inside the program (pfor, vectorized_map): opt-in, since they run extra loops
+WITH_LOOPS = GENERATORS + [gen_vmap]
 
 
 def x_shapes(max_size: int = 12, max_rank: int = 3):

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import pforjac as pj
-from random_programs import GENERATORS, random_programs, finite_program_value
+from random_programs import WITH_LOOPS, random_programs, finite_program_value
 
 PROFILE = settings.get_current_profile_name()
 # Read by conftest's terminal summary: examples each property actually ran.
@@ -113,7 +113,7 @@ def check_batch_jacobian_three_ways(f, xb_np) -> None:
 
 # -- the main property ----------------------------------------------------------------------
 @settings(max_examples=examples(ci=1000))
-@given(random_programs())
+@given(random_programs(generators=WITH_LOOPS))
 def test_jacobian_and_batch_jacobian_agree_three_ways(program):
     f = program.function()
     x = program.x()
@@ -129,7 +129,7 @@ def test_jacobian_and_batch_jacobian_agree_three_ways(program):
 
 # -- parallel_iterations ---------------------------------------------------------------------
 @settings(max_examples=examples(ci=150, long=5000))
-@given(random_programs(), st.sampled_from([1, 2, 3, 1000]), st.booleans())
+@given(random_programs(generators=WITH_LOOPS), st.sampled_from([1, 2, 3, 1000]), st.booleans())
 def test_parallel_iterations_chunks_agree(program, chunk, batch):
     batch = batch and program.x_shape != ()
     x_np = program.x((2,) + program.x_shape) if batch else program.x()
@@ -162,7 +162,7 @@ BODY_STARTS = [
 
 @st.composite
 def loop_bodies(draw):
-    program = draw(random_programs(generators=GENERATORS))
+    program = draw(random_programs(generators=WITH_LOOPS))
     start = draw(st.sampled_from(BODY_STARTS))
     last_dim = program.x_shape[-1] if program.x_shape else 1
     if "one_hot" in start and program.x_shape == ():
@@ -209,7 +209,7 @@ def _hessian(f, x_np, use_pfor: bool) -> np.ndarray:
 
 
 @settings(max_examples=examples(ci=150, long=5000))
-@given(random_programs(max_steps=4))
+@given(random_programs(max_steps=4, generators=WITH_LOOPS))
 def test_second_order_pfor_matches_while_loop(program):
     x = program.x()
     assume(program.x_shape == () or np.prod(program.x_shape) <= 6)
