@@ -148,11 +148,19 @@ def onehot_products(program: Program) -> Program:
         hot = producer.get(id(eqn.inputs[0])) if eqn.prim.name == "matmul" else None
         if hot is not None and hot.prim.name == "one_hot" and eqn.inputs[1].ndim == 2 \
                 and eqn.outputs[0].dtype == eqn.inputs[1].dtype \
-                and _indices_in_range(values.get(id(hot.inputs[0])), hot.params["depth"]):
+                and _indices_in_range(values.get(id(hot.inputs[0])), hot.params["depth"]) \
+                and _finite_constant(values.get(id(eqn.inputs[1]))):
             eqn = Equation(gather_p, [eqn.inputs[1], hot.inputs[0]], {"axis": 0}, eqn.outputs,
                            eqn.origin)
         kept.append(eqn)
     return eliminate_dead_code(replace(program, equations=kept))
+
+
+def _finite_constant(value) -> bool:
+    """0 * inf is NaN in the product but not in a row lookup: only finite constants qualify."""
+    if not isinstance(value, Tensor) or isinstance(value, (Variable, SymbolicTensor)):
+        return False
+    return bool(np.all(np.isfinite(value.numpy())))
 
 
 def _indices_in_range(value, depth: int) -> bool:

@@ -117,3 +117,37 @@ def test_functional_api_and_pfor_inside_a_compiled_function():
     def rows(x):
         return pj.pfor(lambda i: pj.exp(x[i]).sum(), x.shape[0])
     np.testing.assert_allclose(rows(x.reshape(5, 1)).numpy(), np.exp(x))
+
+
+# -- random programs: compiled jacobians equal eager ones ------------------------------
+from hypothesis import assume, given, settings  # noqa: E402
+
+from random_programs import finite_program_value, random_programs  # noqa: E402
+
+
+def _jacobians(f):
+    def both(x, xb):
+        with pj.GradientTape(persistent=True) as g:
+            g.watch([x, xb])
+            y = f(x)
+            yb = pj.stack([pj.reshape(f(xb[k]), (-1,)) for k in range(2)])
+        return g.jacobian(y, x, unconnected_gradients="zero"), \
+            g.batch_jacobian(yb, xb, unconnected_gradients="zero")
+    return both
+
+
+@settings(max_examples=120, deadline=None)
+@given(random_programs())
+def test_random_programs_compiled_equal_eager(program):
+    x_np, xb_np = program.x(), program.x((2,) + program.x_shape)
+    assume(program.x_shape != () and finite_program_value(program, x_np)
+           and all(finite_program_value(program, r) for r in xb_np))
+    both = _jacobians(program.function())
+    want = [t.numpy() for t in both(pj.constant(x_np), pj.constant(xb_np))]
+    compiled = pj.function(both)
+    for _ in range(2):
+        got = [t.numpy() for t in compiled(x_np, xb_np)]
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    assert compiled.trace_count == 1
