@@ -86,13 +86,8 @@ def jvp_program(program: Program, primals: Sequence, tangents: Sequence) -> tupl
 
 def _live_equations(program: Program) -> list:
     """The equations that some output depends on, in order (dead code is skipped)."""
-    live = {id(v) for v in program.outputs}
-    kept = []
-    for eqn in reversed(program.equations):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(v) for v in eqn.inputs)
-    return kept[::-1]
+    from .simplify import eliminate_dead_code
+    return eliminate_dead_code(program).equations
 
 
 def _input_tangent(var, t):

@@ -18,6 +18,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import core
+from .switch import Switch
 from .tensor import Tensor
 
 __all__ = ["run_cached", "clear_cache", "cache_info", "caching"]
@@ -29,24 +30,12 @@ _cache: "OrderedDict[tuple, object]" = OrderedDict()
 _lock = threading.Lock()
 
 
-class _Flag(threading.local):
-    enabled = True
+_caching = Switch(True)
 
 
-_flag = _Flag()
-
-
-class caching:
+def caching(enabled: bool):
     """Context manager: `with caching(False): ...` always takes the uncached path."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = bool(enabled)
-
-    def __enter__(self):
-        self._saved, _flag.enabled = _flag.enabled, self.enabled
-
-    def __exit__(self, *exc):
-        _flag.enabled = self._saved
+    return _caching.setting(enabled)
 
 
 def clear_cache() -> None:
@@ -82,7 +71,7 @@ def program_key(program, n: int) -> tuple:
 
 def _eligible() -> bool:
     state = core.current_state()
-    return _flag.enabled and not state.tapes and not state.traces and state.lifting is None
+    return _caching.enabled and not state.tapes and not state.traces and state.lifting is None
 
 
 def run_cached(program, n: int) -> list[Tensor] | None:

@@ -18,7 +18,6 @@ depends on it.
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from . import core, ops
 from .pfor import register_converter
+from .switch import Switch
 from .tensor import Tensor, constant
 
 __all__ = ["OneHot", "densify", "structured_converters", "structure_tracking", "tracking_enabled"]
@@ -72,28 +72,16 @@ class OneHot:
 
 
 # -- on/off switch (thread-local) for comparing against the dense path -------------------
-class _Flag(threading.local):
-    enabled = True
-
-
-_flag = _Flag()
+_tracking = Switch(True)
 
 
 def tracking_enabled() -> bool:
-    return _flag.enabled
+    return _tracking.enabled
 
 
-class structure_tracking:
+def structure_tracking(enabled: bool):
     """Context manager: `with structure_tracking(False): ...` runs pfor densely."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = bool(enabled)
-
-    def __enter__(self):
-        self._saved, _flag.enabled = _flag.enabled, self.enabled
-
-    def __exit__(self, *exc):
-        _flag.enabled = self._saved
+    return _tracking.setting(enabled)
 
 
 # -- dense forms ----------------------------------------------------------------------
