@@ -8,12 +8,15 @@ pass) and reports one of:
 - `Proof()`: every value's batch entry b comes from seed entry b only, so the
   per-example Jacobians are exact;
 - `Mixing(eqn)`: an equation combines different batch entries (a reduction or
-  a matmul over the batch axis, a slice or gather along it): the result would
-  be wrong, so batch_jacobian warns (or raises under strict=True) naming it;
+  a matmul over the batch axis, a gather along it, an elementwise op on values
+  whose batch axes disagree): the result would be wrong, so batch_jacobian
+  warns (or raises under strict=True) naming it;
 - `Unknown(eqn)`: an equation this pass has no rule for; nothing is claimed.
 
-What it can't see: mixing hidden inside a single op that has no rule here
-(it reports Unknown), and mixing through values computed outside the tape.
+What it can't see: mixing hidden inside a single op that has no rule here, or
+after rows are picked one by one (slicing single rows, as in
+`stack([f(x[b]) for b ...])`): it reports Unknown and says nothing; and mixing
+through values computed outside the tape.
 """
 from __future__ import annotations
 
@@ -168,8 +171,8 @@ def _getitem(eqn: Equation, a):
         if k is None:
             out_axis += 1
             continue
-        if axis == a:
-            return out_axis if isinstance(k, slice) and k == slice(None) else MIXED
+        if axis == a:   # picking some rows: mixing only if they meet other rows later
+            return out_axis if isinstance(k, slice) and k == slice(None) else None
         out_axis += 0 if isinstance(k, int) else 1
         axis += 1
     return out_axis + (a - axis)

@@ -167,3 +167,17 @@ def test_row_mixing_is_flagged_naming_the_op(name):
     importlib.import_module("pforjac.pfor")._warned.clear()
     with pytest.warns(RuntimeWarning, match="batch_jacobian assumes row b"):
         _batch_jac(f)
+
+
+def test_rows_built_one_by_one_are_not_flagged():
+    x = pj.constant(RNG.normal(size=(3, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pj.GradientTape() as outer:
+            outer.watch(x)
+            with pj.GradientTape() as inner:
+                inner.watch(x)
+                y = pj.stack([pj.sin(x[b]) * x[b].sum() for b in range(3)])
+            first = inner.batch_jacobian(y, x)
+        second = outer.batch_jacobian(first, x)
+    assert second.shape == (3, 4, 4, 4)
