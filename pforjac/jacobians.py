@@ -6,12 +6,14 @@ either vectorized over all `i` (pfor) or run once per `i` (the while-loop).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
 from . import ops
 from .memory import check_results_fit
+from .loopcache import cached_backward
 from .pfor import run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
@@ -21,11 +23,53 @@ from .tree import tree_flatten, tree_unflatten
 __all__ = ["jacobian", "batch_jacobian"]
 
 
-def _body_gradients(tape: GradientTape, target: Tensor, seed: Tensor, sources) -> list:
-    with tape._paused():
-        grads = backward(tape._entries, [target], [seed], sources)
+def _gradients(entries, target: Tensor, seed: Tensor, sources, tape=None) -> list:
+    """The loop body's work: vjp rules from `seed` at `target` back to `sources`."""
+    with (tape._paused() if tape is not None else contextlib.nullcontext()):
+        grads = backward(entries, [target], [seed], sources)
     return [None if g is None else _finish(g, s, UnconnectedGradients.NONE)
             for g, s in zip(grads, sources)]
+
+
+def _jacobian_core(entries, target, sources, parallel_iterations=None, use_pfor=True, tape=None):
+    """Per source: the dense Jacobian `target.shape + source.shape`, or None if unconnected."""
+    n = target.size
+
+    def body(i):
+        seed = ops.reshape(ops.one_hot(i, n, target.dtype), target.shape)
+        return _gradients(entries, target, seed, sources, tape)
+
+    program = make_program(body, [((), np.int32)])
+    stacked = tree_unflatten(program.out_tree, run_loop(program, n, parallel_iterations, use_pfor))
+    return [None if g is None else ops.reshape(g, tuple(target.shape) + tuple(s.shape))
+            for g, s in zip(stacked, sources)]
+
+
+def _batch_jacobian_core(entries, target, source, strict=False, parallel_iterations=None,
+                         use_pfor=True, tape=None):
+    """The per-example Jacobians [b, y..., x...], or None if unconnected."""
+    b, row_shape = target.shape[0], tuple(target.shape[1:])
+    m = math.prod(row_shape)
+    seeds = []
+
+    def body(i):
+        row_seed = ops.reshape(ops.one_hot(i, m, target.dtype), (1,) + row_shape)
+        seeds.append(ops.broadcast_to(row_seed, target.shape))
+        return _gradients(entries, target, seeds[0], [source], tape)
+
+    program = make_program(body, [((), np.int32)])
+    _check_rows_independent(program, seeds[0], target, source, strict)
+    (g,) = tree_unflatten(program.out_tree, run_loop(program, m, parallel_iterations, use_pfor))
+    if g is None:
+        return None
+    # g is [m, b, x...]: move the batch axis first, then split m into the row shape.
+    return ops.reshape(ops.moveaxis(g, 1, 0), (b,) + row_shape + tuple(source.shape[1:]))
+
+
+def _one_chunk(parallel_iterations, n: int) -> bool:
+    return parallel_iterations is None or (isinstance(parallel_iterations, int)
+                                           and not isinstance(parallel_iterations, bool)
+                                           and parallel_iterations >= n)
 
 
 def _check_loop_mode(tape: GradientTape, experimental_use_pfor: bool, what: str) -> None:
@@ -56,17 +100,15 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     n = target.size
     check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
 
-    def body(i):
-        seed = ops.reshape(ops.one_hot(i, n, target.dtype), target.shape)
-        return _body_gradients(self, target, seed, flat_sources)
-
-    program = make_program(body, [((), np.int32)])
-    stacked = tree_unflatten(program.out_tree,
-                             run_loop(program, n, parallel_iterations, experimental_use_pfor))
-    out = []
-    for g, s in zip(stacked, flat_sources):
-        shape = tuple(target.shape) + tuple(s.shape)
-        out.append(_unconnected_value(shape, s, unconnected) if g is None else ops.reshape(g, shape))
+    jac = None
+    if experimental_use_pfor and _one_chunk(parallel_iterations, n):
+        jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
+                              lambda e, t, s: _jacobian_core(e, t, s))
+    if jac is None:
+        jac = _jacobian_core(self._entries, target, flat_sources, parallel_iterations,
+                             experimental_use_pfor, self)
+    out = [_unconnected_value(tuple(target.shape) + tuple(s.shape), s, unconnected) if j is None
+           else j for j, s in zip(jac, flat_sources)]
     return tree_unflatten(tree, out)
 
 
@@ -108,27 +150,16 @@ def batch_jacobian(self: GradientTape, target, source,
     self._check_sources([source])
     _check_loop_mode(self, experimental_use_pfor, "batch_jacobian")
     self._check_usable()
-    b, row_shape = target.shape[0], tuple(target.shape[1:])
-    m = math.prod(row_shape)
-    result_shape = (b,) + row_shape + tuple(source.shape[1:])
+    row_shape = tuple(target.shape[1:])
+    result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
     check_results_fit([(result_shape, source.dtype)])
-
-    seeds = []
-
-    def body(i):
-        row_seed = ops.reshape(ops.one_hot(i, m, target.dtype), (1,) + row_shape)
-        seeds.append(ops.broadcast_to(row_seed, target.shape))
-        return _body_gradients(self, target, seeds[0], [source])
-
-    program = make_program(body, [((), np.int32)])
-    _check_rows_independent(program, seeds[0], target, source, strict)
-    (g,) = tree_unflatten(program.out_tree,
-                          run_loop(program, m, parallel_iterations, experimental_use_pfor))
-    if g is None:
-        return _unconnected_value(result_shape, source, unconnected)
-    # g is [m, b, x...]: move the batch axis first, then split m into the row shape.
-    g = ops.moveaxis(g, 1, 0)
-    return ops.reshape(g, result_shape)
+    cached = None
+    if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
+        cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target, [source],
+                                 lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
+    jac = cached[0] if cached is not None else _batch_jacobian_core(
+        self._entries, target, source, strict, parallel_iterations, experimental_use_pfor, self)
+    return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from . import core
 from .switch import Switch
 from .tensor import Tensor
+from .tree import tree_unflatten
 
 __all__ = ["run_cached", "clear_cache", "cache_info", "caching"]
 
@@ -76,9 +77,23 @@ def _eligible() -> bool:
 
 def run_cached(program, n: int) -> list[Tensor] | None:
     """The stacked outputs from compiled code, or None to take the ordinary path."""
-    if not _eligible() or n == 0:
+    if n == 0 or not _eligible():
         return None
-    key = program_key(program, n)
+    from .pfor import _stack_output, vectorize
+    from .tensor import constant
+
+    def body(*consts):
+        indices = constant(np.arange(n, dtype=np.int32))
+        return [_stack_output(v, s, n)
+                for v, s in vectorize(program, indices, (0, n), const_values=consts)]
+    return cached_call(program_key(program, n), list(program.const_values), body,
+                       "vectorized_body")
+
+
+def cached_call(key, inputs: list, fn, name: str):
+    """`fn(*inputs)` (a nested structure of tensors) from compiled code cached under `key`:
+    None the first time a key is seen (the caller computes it as usual), compiled the
+    second time, then reused. `fn` must depend only on the values of `inputs`."""
     with _lock:
         entry = _cache.get(key)
         if entry is None:
@@ -87,16 +102,16 @@ def run_cached(program, n: int) -> list[Tensor] | None:
             return None
         _cache.move_to_end(key)
     if entry is _SEEN_ONCE:
-        entry = _build(program, n)
+        entry = _build(fn, [(tuple(t.shape), t.dtype) for t in inputs], name)
         with _lock:
             _cache[key] = entry
     if entry is _UNCACHEABLE:
         return None
-    arrays = [v.numpy() for v in program.const_values]
+    arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
     if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor)
         outs = entry.dense.run(arrays)
-    return [Tensor._from_array(np.asarray(o)) for o in outs]
+    return tree_unflatten(entry.program.out_tree, [Tensor._from_array(np.asarray(o)) for o in outs])
 
 
 def _trim() -> None:
@@ -104,22 +119,57 @@ def _trim() -> None:
         _cache.popitem(last=False)
 
 
-def _build(program, n: int):
+def _build(fn, avals, name: str):
     from .diagnostics import private_report
     from .function import trace_compiled
-    from .pfor import ConversionError, _stack_output, vectorize
-    from .tensor import constant
-    avals = [(tuple(v.shape), v.dtype) for v in program.consts]
-
-    def body(*consts):
-        indices = constant(np.arange(n, dtype=np.int32))
-        return [_stack_output(v, s, n)
-                for v, s in vectorize(program, indices, (0, n), const_values=consts)]
-
+    from .pfor import ConversionError
     try:
         with private_report() as report:
-            compiled = trace_compiled(body, avals, True, "vectorized_body")
-            compiled.dense = trace_compiled(body, avals, False, "vectorized_body_dense")
+            compiled = trace_compiled(fn, avals, True, name)
+            compiled.dense = trace_compiled(fn, avals, False, name + "_dense")
     except ConversionError:
         return _UNCACHEABLE
     return _UNCACHEABLE if len(report) else compiled
+
+
+# -- jacobians: the backward pass and its vectorization, compiled per tape structure -----------
+def tape_key(entries, target, sources) -> tuple[tuple, list, list]:
+    """The entries on a path from a source to the target, a key for their structure and
+    the tensors they read (target and sources first)."""
+    from .tape import _depends_on_sources
+    reach = _depends_on_sources(entries, sources)
+    needed, kept = {id(target)}, []
+    for e in reversed(entries):
+        if any(id(o) in needed for o in e.outputs) and any(id(a) in reach for a in e.inputs):
+            kept.append(e)
+            needed.update(id(a) for a in e.inputs)
+    kept.reverse()
+    ids: dict[int, int] = {}
+    tensors: list = []
+
+    def name(t) -> int:
+        k = ids.get(id(t))
+        if k is None:
+            k = ids[id(t)] = len(tensors)
+            tensors.append(t)
+        return k
+    parts = [name(target), tuple(name(s) for s in sources)]
+    parts += [(e.prim, _param_key(e.params), tuple(name(a) for a in e.inputs),
+               tuple(name(o) for o in e.outputs)) for e in kept]
+    parts.append(tuple((tuple(t.shape), t.dtype.str) for t in tensors))
+    return tuple(parts), kept, tensors
+
+
+def cached_backward(what: tuple, entries, target, sources, core_fn):
+    """`core_fn(entries, target, sources)` compiled per tape structure (see `cached_call`)."""
+    if not _eligible():
+        return None
+    from .tape import _Entry
+    key, kept, tensors = tape_key(entries, target, sources)
+
+    def fn(*symbols):
+        sub = {id(t): s for t, s in zip(tensors, symbols)}
+        fake = [_Entry(e.prim, e.params, tuple(sub[id(a)] for a in e.inputs),
+                       [sub[id(o)] for o in e.outputs]) for e in kept]
+        return core_fn(fake, sub[id(target)], [sub[id(s)] for s in sources])
+    return cached_call((what, key), tensors, fn, what[0])

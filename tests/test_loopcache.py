@@ -103,3 +103,32 @@ def test_random_programs_cached_equal_uncached(program):
         empty = f(x).size == 0
     if not empty:             # an empty loop runs no body, so nothing is compiled
         assert loopcache.cache_info()["compiled"] == 1
+
+
+def test_cached_batch_jacobian_still_refuses_mixing_rows_under_strict():
+    loopcache.clear_cache()
+    a = pj.constant(RNG.normal(size=(4, 4)))
+    for _ in range(3):
+        x = pj.constant(RNG.normal(size=(4, 3)))
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = a @ x
+        with pytest.raises(ValueError, match="mixes rows"):
+            g.batch_jacobian(y, x, strict=True)
+
+
+def test_repeated_jacobians_of_new_tapes_run_compiled_code():
+    loopcache.clear_cache()
+    for _ in range(4):
+        x = pj.constant(RNG.normal(size=(4, 6)))
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = BODIES["mlp"](x)
+        got = g.batch_jacobian(y, x).numpy()
+        with loopcache.caching(False):
+            with pj.GradientTape() as g2:
+                g2.watch(x)
+                y2 = BODIES["mlp"](x)
+            want = g2.batch_jacobian(y2, x).numpy()
+        np.testing.assert_array_equal(got, want)
+    assert loopcache.cache_info()["compiled"] == 1

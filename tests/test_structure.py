@@ -82,9 +82,9 @@ def test_the_seed_stays_compact_through_the_seed_networks_backward_pass():
     with pj.GradientTape() as g:
         g.watch(x)
         y = BODIES["seed_network"](x)
-    from pforjac.jacobians import _body_gradients
-    program = make_program(lambda i: _body_gradients(
-        g, y, pj.reshape(pj.one_hot(i, y.size, y.dtype), y.shape), [x]), [((), np.int32)])
+    from pforjac.jacobians import _gradients
+    program = make_program(lambda i: _gradients(
+        g._entries, y, pj.reshape(pj.one_hot(i, y.size, y.dtype), y.shape), [x]), [((), np.int32)])
     P = importlib.import_module("pforjac.pfor")
     seen = []
     original = P._convert_structured
