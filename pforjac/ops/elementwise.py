@@ -63,7 +63,14 @@ def _unary(name: str, impl, deriv=None) -> core.Primitive:
 
 
 def _sigmoid_impl(x):
-    return np.exp(-np.logaddexp(np.zeros((), x.dtype), -x))
+    """exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + exp(-x)) without overflow, accurate in
+    both tails (e^x / (1 + e^x) for negative x)."""
+    return np.exp(np.minimum(x, 0)) / (1 + np.exp(-np.abs(x)))
+
+
+def _softplus_impl(x):
+    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
 neg_p = _unary("neg", np.negative)
@@ -78,7 +85,7 @@ cos_p = _unary("cos", np.cos, lambda ans, x: -sin(x))
 tan_p = _unary("tan", np.tan, lambda ans, x: square(ans) + 1.0)
 tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans))
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
-softplus_p = _unary("softplus", lambda x: np.logaddexp(np.zeros((), x.dtype), x),
+softplus_p = _unary("softplus", _softplus_impl,
                     lambda ans, x: sigmoid(x))
 sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans)
 square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
