@@ -71,8 +71,10 @@ def program_key(program, n: int) -> tuple:
 
 
 def _eligible() -> bool:
+    from .structure import tracking_enabled
     state = core.current_state()
-    return _caching.enabled and not state.tapes and not state.traces and state.lifting is None
+    return (_caching.enabled and tracking_enabled() and not state.tapes and not state.traces
+            and state.lifting is None)   # compiled bodies always track structure
 
 
 def run_cached(program, n: int) -> list[Tensor] | None:
