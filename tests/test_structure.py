@@ -72,7 +72,8 @@ def test_structure_on_and_off_agree(name, kind):
 
 def test_nan_and_inf_propagate_as_in_the_dense_path():
     x = pj.constant(np.array([[1.0, np.inf], [np.nan, 2.0]]))
-    a, b = _both(_jac(lambda v: pj.exp(v) * v, x))
+    with np.errstate(invalid="ignore"):      # inf * 0 in the dense path, as intended
+        a, b = _both(_jac(lambda v: pj.exp(v) * v, x))
     np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
     np.testing.assert_array_equal(np.nan_to_num(a), np.nan_to_num(b))
 
