@@ -25,29 +25,15 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine_header, markdown_table, mib, peak_memory, time_reps, write_result  # noqa: E402
 
-import pforjac as pj  # noqa: E402
+from loop_vs_pfor import seed_network as _loop_vs_pfor_network  # noqa: E402
 
 F32 = np.float32
 SETTINGS = (None, 64, 8)
 
 
 def seed_network(batch: int, seed: int = 0):
-    """Records the forward pass once; returns (tape, y, x)."""
-    rng = np.random.default_rng(seed)
-
-    def normal(shape, scale=1.0):
-        return (rng.standard_normal(shape) * scale).astype(F32)
-
-    x = pj.constant(normal((batch, 784)))
-    w1, b1 = pj.constant(normal((784, 256), 784 ** -0.5)), pj.constant(normal((256,)))
-    w2, b2 = pj.constant(normal((256, 128), 256 ** -0.5)), pj.constant(normal((128,)))
-    w3, b3 = pj.constant(normal((128, 1), 128 ** -0.5)), pj.constant(normal((1,)))
-    with pj.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        h1 = pj.sigmoid(pj.matmul(x, w1) + b1)
-        h2 = pj.sigmoid(pj.matmul(h1, w2) + b2)
-        y = pj.matmul(h2, w3) + b3
-    return tape, y, x
+    """Records the forward pass once (the same network as loop_vs_pfor.py); (tape, y, x)."""
+    return _loop_vs_pfor_network(batch, np.random.default_rng(seed))
 
 
 def measure(batch: int, reps: int, structured: bool) -> tuple[str, tuple]:
