@@ -9,6 +9,11 @@ simplified and compiled (function.py); from then on such bodies run as generated
 numpy code on the new constants. Results are those of the uncached path (the
 same numpy calls; structure guards fall back to a dense twin, as compiled
 functions do). Bodies whose vectorization fell back are never cached.
+
+`cached_backward` goes one step further for `jacobian`/`batch_jacobian`: keyed by
+the structure of the tape entries between sources and target, it compiles the
+backward pass together with its vectorization, so a repeated call on a new
+tape skips tracing too and runs on that tape's recorded values.
 """
 from __future__ import annotations
 
@@ -18,11 +23,12 @@ from collections import OrderedDict
 import numpy as np
 
 from . import core
+from .simplify import _param_key
 from .switch import Switch
 from .tensor import Tensor
 from .tree import tree_unflatten
 
-__all__ = ["run_cached", "clear_cache", "cache_info", "caching"]
+__all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching"]
 
 _MAX_ENTRIES = 128
 _UNCACHEABLE = object()
@@ -49,10 +55,6 @@ def cache_info() -> dict:
         values = list(_cache.values())
     return {"entries": len(values),
             "compiled": sum(1 for v in values if v not in (_UNCACHEABLE, _SEEN_ONCE))}
-
-
-def _param_key(params: dict) -> str:
-    return repr(sorted(params.items()))
 
 
 def program_key(program, n: int) -> tuple:
