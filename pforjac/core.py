@@ -26,6 +26,14 @@ __all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_r
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
 
 
+class Aval:
+    """An abstract value: what shape rules see (a shape and a dtype, no data)."""
+
+    def __init__(self, shape: tuple, dtype):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.ndim = len(self.shape)
+
+
 class Primitive:
     """A named op. Its behaviour is entirely in the rule tables."""
 

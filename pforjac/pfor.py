@@ -209,19 +209,13 @@ def _per_iteration(prim: core.Primitive):
             outs = core.bind(prim, *[a[k] if s else a for a, s in zip(args, stacked)], **params)
             per_iter.append(outs if prim.multiple_results else [outs])
         if n == 0:
-            outs = [ops.zeros((0,) + s, d)
-                    for s, d in core.abstract_eval(prim, [_unstack_aval(a, s) for a, s in zip(args, stacked)], params)]
+            avals = [core.Aval(a.shape[1:] if s else a.shape, a.dtype) for a, s in zip(args, stacked)]
+            outs = [ops.zeros((0,) + shape, dtype)
+                    for shape, dtype in core.abstract_eval(prim, avals, params)]
         else:
             outs = [ops.stack([it[j] for it in per_iter]) for j in range(len(per_iter[0]))]
         return (outs if prim.multiple_results else outs[0]), True
     return convert
-
-
-class _unstack_aval:
-    def __init__(self, a, stacked):
-        self.shape = tuple(a.shape[1:]) if stacked else tuple(a.shape)
-        self.dtype = a.dtype
-        self.ndim = len(self.shape)
 
 
 def _stack_output(value: Tensor, stacked: bool, n: int) -> Tensor:

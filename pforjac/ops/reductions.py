@@ -18,10 +18,10 @@ __all__ = ["sum", "max", "min", "prod", "mean", "logsumexp", "REDUCTIONS", "rest
 REDUCTIONS: dict[str, core.Primitive] = {}
 
 
-def _reduction_shape(x, axes, keepdims):
+def _reduction_shape(shape: tuple, axes, keepdims) -> tuple:
     if keepdims:
-        return tuple(1 if k in axes else d for k, d in enumerate(x.shape))
-    return tuple(d for k, d in enumerate(x.shape) if k not in axes)
+        return tuple(1 if k in axes else d for k, d in enumerate(shape))
+    return tuple(d for k, d in enumerate(shape) if k not in axes)
 
 
 def _reduction(name: str, impl) -> core.Primitive:
@@ -32,7 +32,7 @@ def _reduction(name: str, impl) -> core.Primitive:
         if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{name} of an empty axis has no identity")
         dtype = x.dtype if x.dtype != np.bool_ else np.dtype(np.int64)
-        return _reduction_shape(x, axes, keepdims), dtype
+        return _reduction_shape(x.shape, axes, keepdims), dtype
     prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),
                               shape_rule)
     REDUCTIONS[name] = prim
@@ -43,14 +43,8 @@ def restore_reduced(g, x_shape, axes, keepdims):
     """Broadcasts a reduction's cotangent `g` back to the input's shape."""
     from .shape import broadcast_to, reshape
     if not keepdims:
-        g = reshape(g, _reduction_shape(_Shape(x_shape), axes, True))
+        g = reshape(g, _reduction_shape(x_shape, axes, True))
     return broadcast_to(g, x_shape)
-
-
-class _Shape:
-    def __init__(self, shape):
-        self.shape = tuple(shape)
-        self.ndim = len(self.shape)
 
 
 sum_p = _reduction("sum", np.sum)
@@ -139,4 +133,4 @@ def logsumexp(x, axis=None, keepdims=False):
     if keepdims:
         return out
     from .shape import reshape
-    return reshape(out, _reduction_shape(x, axes, False))
+    return reshape(out, _reduction_shape(x.shape, axes, False))
