@@ -71,3 +71,23 @@ def test_second_order_through_a_new_axis_inside_a_tied_block():
     want[0, 0, 0, 0], want[0, 1, 1, 1] = -np.sin(x_np)
     np.testing.assert_allclose(hessian(True), want, rtol=1e-15)
     np.testing.assert_allclose(hessian(False), want, rtol=1e-15)
+
+
+def test_several_scalar_index_tensors_index_like_ints():
+    """`x[i, j]` in a loop body (reported while writing nested pfor tests)."""
+    x_np = np.arange(60.0).reshape(3, 4, 5)
+    x = pj.constant(x_np)
+    i, j = pj.constant(np.int32(2)), pj.constant(np.int32(1))
+    for key, np_key in [((i, j), (2, 1)), ((i, slice(None), j), (2, slice(None), 1)),
+                        ((None, i, Ellipsis, j), (None, 2, Ellipsis, 1))]:
+        np.testing.assert_array_equal(x[key].numpy(), x_np[np_key])
+    out = pj.pfor(lambda k: x[k, 3 - k], 3, fallback_to_while_loop=False)
+    np.testing.assert_array_equal(out.numpy(), np.stack([x_np[k, 3 - k] for k in range(3)]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sum(x[i, j] * 2.0)
+    want = np.zeros_like(x_np)
+    want[2, 1] = 2.0
+    np.testing.assert_array_equal(g.gradient(y, x).numpy(), want)
+    with pytest.raises(IndexError, match="only when all are scalars"):
+        x[pj.constant(np.array([0, 1])), pj.constant(np.array([0, 1]))]

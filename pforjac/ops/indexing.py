@@ -68,7 +68,8 @@ def _is_index_tensor(k) -> bool:
 
 
 def getitem(x, key):
-    """`x[key]` with numpy semantics for basic indexing and one integer index tensor."""
+    """`x[key]` with numpy semantics for basic indexing, any number of scalar (0-d)
+    integer index tensors (`x[i, j]` in a loop body), or one integer index tensor."""
     x = as_tensor(x)
     key = _normalize_key(key, x.ndim)
     arrays = [p for p, k in enumerate(key) if _is_index_tensor(k)]
@@ -76,21 +77,29 @@ def getitem(x, key):
         if all(isinstance(k, slice) and k == slice(None) for k in key):
             return x
         return getitem_p.bind(x, key=key)
-    if len(arrays) > 1:
-        raise IndexError("pforjac supports one index tensor per indexing expression; "
-                         "index twice, or use pforjac.gather")
-    p = arrays[0]
-    ints = [q for q, k in enumerate(key) if isinstance(k, int)]
-    if ints and any(isinstance(key[q], slice) or key[q] is None for q in range(min(ints + [p]), max(ints + [p]))):
-        raise IndexError("pforjac does not support an index tensor and integer indices separated "
-                         "by a slice (numpy moves such axes to the front); index in two steps")
-    index = as_tensor(key[p])
-    if index.dtype == np.bool_:
+    indices = {p: as_tensor(key[p]) for p in arrays}
+    if any(t.dtype == np.bool_ for t in indices.values()):
         raise IndexError("boolean mask indexing gives a data-dependent shape, which pforjac "
                          "does not support; use pforjac.where instead")
-    basic = key[:p] + (slice(None),) + key[p + 1:]
-    axis = sum(1 for k in key[:p] if isinstance(k, slice) or k is None)
-    return gather(getitem(x, basic), index, axis=axis)
+    if len(arrays) > 1 and any(t.ndim for t in indices.values()):
+        raise IndexError("pforjac supports several index tensors only when all are scalars "
+                         "(numpy would broadcast them together); index in steps, or use "
+                         "pforjac.gather")
+    if any(t.ndim for t in indices.values()):
+        p = arrays[0]
+        ints = [q for q, k in enumerate(key) if isinstance(k, int)]
+        span = range(min(ints + [p]), max(ints + [p]))
+        if ints and any(isinstance(key[q], slice) or key[q] is None for q in span):
+            raise IndexError("pforjac does not support an index tensor and integer indices "
+                             "separated by a slice (numpy moves such axes to the front); "
+                             "index in two steps")
+    # Basic indexing first, keeping the indexed axes; then one gather per index tensor,
+    # from the last axis to the first so the earlier axes keep their positions.
+    y = getitem(x, tuple(slice(None) if p in indices else k for p, k in enumerate(key)))
+    axes = [sum(1 for k in key[:p] if not isinstance(k, int)) for p in arrays]
+    for p, axis in sorted(zip(arrays, axes), key=lambda pa: -pa[1]):
+        y = gather(y, indices[p], axis=axis)
+    return y
 
 
 # -- gather / scatter_add --------------------------------------------------------------
