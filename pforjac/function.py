@@ -100,7 +100,7 @@ class Function:
     def _compiled(self, args, kwargs):
         leaves, structure = tree_flatten((args, kwargs))
         key, arrays = _signature(leaves)
-        key = (structure_key(structure), key)
+        key = (repr(structure), key)
         compiled = self._cache.get(key)
         if compiled is None:
             with self._lock:
@@ -113,13 +113,13 @@ class Function:
     def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
         if compiled.dense is None:
             leaves, structure = tree_flatten((args, kwargs))
-            with self._lock, structure_tracking(False):
+            with self._lock:
                 compiled.dense = compiled.dense or self._trace(leaves, structure, structured=False)
         return compiled.dense
 
     def _trace(self, leaves, structure, structured: bool) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
-        avals = [(tuple(np.shape(leaves[k])), _dtype(leaves[k])) for k in slots]
+        avals = [(tuple(np.shape(leaves[k])), leaves[k].dtype) for k in slots]
 
         def call(*symbols):
             filled = list(leaves)
@@ -160,16 +160,8 @@ def _first_of_pair(tree):
     return tree[1][0]
 
 
-def structure_key(structure) -> str:
-    return repr(structure)
-
-
 def _is_input(leaf) -> bool:
     return isinstance(leaf, np.ndarray) or (isinstance(leaf, Tensor) and not isinstance(leaf, Variable))
-
-
-def _dtype(leaf):
-    return leaf.dtype
 
 
 def _signature(leaves) -> tuple[tuple, list]:

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-__all__ = ["available_memory", "check_result_fits", "check_results_fit", "JacobianMemoryError"]
+__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError"]
 
 
 class JacobianMemoryError(MemoryError):
@@ -34,10 +34,6 @@ def _format_bytes(n: float) -> str:
             return f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} PiB"
-
-
-def check_result_fits(shape: tuple, dtype) -> None:
-    check_results_fit([(shape, dtype)])
 
 
 def check_results_fit(results) -> None:

@@ -28,12 +28,8 @@ __all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions",
 
 def _rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
     """A copy of `program` with `equations`, every use of an aliased var replaced."""
-    def look(v):
-        while id(v) in alias:
-            v = alias[id(v)]
-        return v
-    eqns = [replace(e, inputs=[look(v) for v in e.inputs]) for e in equations]
-    return replace(program, equations=eqns, outputs=[look(v) for v in program.outputs])
+    eqns = [replace(e, inputs=[_resolve(v, alias) for v in e.inputs]) for e in equations]
+    return replace(program, equations=eqns, outputs=[_resolve(v, alias) for v in program.outputs])
 
 
 def eliminate_dead_code(program: Program) -> Program:

@@ -101,15 +101,21 @@ def _safe_indices(oh: OneHot):
     return clipped, valid
 
 
+def _block_rows(oh: OneHot) -> Tensor:
+    """Each iteration's tied entry of `compact`: shape (outer, n, inner), zero where the
+    index falls outside the block."""
+    outer, size, inner = _split3(oh)
+    idx, valid = _safe_indices(oh)
+    rows = ops.gather(ops.reshape(oh.compact, (outer, size, inner)), idx, axis=1)
+    if valid is not None:
+        rows = rows * ops.cast(ops.reshape(valid, (1, oh.n, 1)), rows.dtype)
+    return rows
+
+
 def take_diagonal(oh: OneHot) -> Tensor:
     """The non-zero entries per iteration: shape (n, *compact.shape without the block)."""
-    outer, size, inner = _split3(oh)
     s = tuple(oh.compact.shape)
-    idx, valid = _safe_indices(oh)
-    rows = ops.gather(ops.reshape(oh.compact, (outer, size, inner)), idx, axis=1)  # (outer, n, inner)
-    rows = ops.moveaxis(rows, 1, 0)
-    if valid is not None:
-        rows = rows * ops.cast(ops.reshape(valid, (oh.n, 1, 1)), rows.dtype)
+    rows = ops.moveaxis(_block_rows(oh), 1, 0)
     return ops.reshape(rows, (oh.n,) + s[:oh.start] + s[oh.stop:])
 
 
@@ -124,12 +130,9 @@ def densify(value):
     oh = value
     outer, size, inner = _split3(oh)
     n, s = oh.n, tuple(oh.compact.shape)
-    idx, valid = _safe_indices(oh)
-    rows = ops.gather(ops.reshape(oh.compact, (outer, size, inner)), idx, axis=1)  # (outer, n, inner)
-    if valid is not None:
-        rows = rows * ops.cast(ops.reshape(valid, (1, n, 1)), rows.dtype)
+    idx, _ = _safe_indices(oh)
     flat = idx + constant(np.arange(n, dtype=idx.dtype) * idx.dtype.type(size))
-    dense = ops.scatter_add(rows, flat, axis=1, size=n * size)                 # (outer, n*size, inner)
+    dense = ops.scatter_add(_block_rows(oh), flat, axis=1, size=n * size)   # (outer, n*size, inner)
     dense = ops.moveaxis(ops.reshape(dense, (outer, n, size, inner)), 1, 0)
     return ops.reshape(dense, (n,) + s)
 
