@@ -172,8 +172,14 @@ def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]],
     leaves, tree = tree_flatten(result)
     from .tensor import as_tensor
     outputs = [trace.capture(as_tensor(leaf)) for leaf in leaves]
-    return Program(inputs, trace.consts, trace.const_values, trace.equations, outputs, tree,
-                   trace.level)
+    program = Program(inputs, trace.consts, trace.const_values, trace.equations, outputs, tree,
+                      trace.level)
+    # The symbolic values keep pointing at their (finished) trace; emptying it breaks the
+    # value -> trace -> equations -> value cycle, so a Program dropped is freed at once with
+    # its captured constants (often large arrays) instead of at the next gc run.
+    trace.equations, trace.consts, trace.const_values, trace.guards = [], [], [], []
+    trace._const_ids = {}
+    return program
 
 
 def run_program(program: Program, args: Sequence) -> list[Tensor]:
