@@ -66,7 +66,7 @@ from typing import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine_header, markdown_table, mib, time_reps, write_result  # noqa: E402
+from _common import machine_header, mapped_bytes, markdown_table, mib, time_reps, write_result  # noqa: E402
 from loop_vs_pfor import _normal  # noqa: E402
 
 import pforjac as pj  # noqa: E402
@@ -380,7 +380,7 @@ def measure_memory(fn, traced: bool):
         tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0]
         rss, out = rss_peak(fn)
-        peak = tracemalloc.get_traced_memory()[1] - base
+        peak = tracemalloc.get_traced_memory()[1] - base + mapped_bytes(out)
     finally:
         tracemalloc.stop()
     return peak, rss, out

@@ -5,10 +5,13 @@ Ellipsis); a single integer index tensor in the key becomes a `gather`.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
+from ..memory import pages_spanned, sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float
 from ._family import normalize_axes
 
@@ -115,7 +118,9 @@ gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indi
 
 def _scatter_add_impl(g, indices, axis, size):
     shape = g.shape[:axis] + (size,) + g.shape[axis + indices.ndim:]
-    out = np.zeros(shape, g.dtype)
+    inner = math.prod(g.shape[axis + indices.ndim:]) * g.dtype.itemsize
+    blocks = math.prod(g.shape[:axis + indices.ndim])
+    out = sparse_zeros(shape, g.dtype, pages_spanned(blocks, inner))
     index = (slice(None),) * axis + (indices,)
     wrapped = np.where(indices < 0, indices + size, indices).ravel()
     if np.unique(wrapped).size == wrapped.size:
