@@ -7,6 +7,8 @@ so every output entry counts, to finite differences of `sum(ct * fn(x))`.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -451,3 +453,29 @@ def test_third_derivative_of_power():
     np.testing.assert_allclose(d1.numpy(), 4 * x.numpy() ** 3)
     np.testing.assert_allclose(d2.numpy(), 12 * x.numpy() ** 2)
     np.testing.assert_allclose(d3.numpy(), 24 * x.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_and_softplus_tails_are_accurate_and_quiet(dtype):
+    """Far into both tails: no overflow warnings, values to a few ulps of the float64 (or
+    long double) formula, gradients finite."""
+    limit = 100.0 if dtype == np.float32 else 745.0
+    xs = np.concatenate([np.linspace(-limit, limit, 4001), [0.0, -1e-8, 1e-8]]).astype(dtype)
+    ref_x = xs.astype(np.longdouble)
+    ref_sig = 1 / (1 + np.exp(-ref_x))
+    ref_sp = np.logaddexp(ref_x, 0)
+    x = pj.constant(xs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pj.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            s, sp = pj.sigmoid(x), pj.softplus(x)
+        ds, dsp = tape.gradient(s, x).numpy(), tape.gradient(sp, x).numpy()
+    tiny = np.finfo(dtype).tiny
+    s = s.numpy()
+    normal = ref_sig > tiny
+    np.testing.assert_allclose(s[normal], ref_sig[normal].astype(dtype), rtol=4 * np.finfo(dtype).eps)
+    assert np.all((s[~normal] >= 0) & (s[~normal] <= tiny))
+    np.testing.assert_allclose(sp.numpy(), ref_sp.astype(dtype), rtol=4 * np.finfo(dtype).eps,
+                               atol=tiny)
+    assert np.isfinite(ds).all() and np.isfinite(dsp).all()

@@ -63,9 +63,15 @@ def _unary(name: str, impl, deriv=None) -> core.Primitive:
 
 
 def _sigmoid_impl(x):
-    """exp(min(x, 0)) / (1 + exp(-|x|)): 1 / (1 + exp(-x)) without overflow, accurate in
-    both tails (e^x / (1 + e^x) for negative x)."""
-    return np.exp(np.minimum(x, 0)) / (1 + np.exp(-np.abs(x)))
+    """1 / (1 + exp(-x)), in place in one buffer. Accurate to an ulp or two in both tails:
+    for very negative x, exp(-x) overflows to inf and the result is 0 (only where the true
+    value is below the dtype's smallest normal number)."""
+    x = np.asarray(x)
+    out = np.negative(x, out=np.empty(x.shape, x.dtype))
+    with np.errstate(over="ignore"):
+        np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
 
 
 def _softplus_impl(x):

@@ -122,12 +122,19 @@ def _scatter_add_impl(g, indices, axis, size):
     blocks = math.prod(g.shape[:axis + indices.ndim])
     out = sparse_zeros(shape, g.dtype, pages_spanned(blocks, inner))
     index = (slice(None),) * axis + (indices,)
-    wrapped = np.where(indices < 0, indices + size, indices).ravel()
-    if np.unique(wrapped).size == wrapped.size:
+    if _distinct(np.where(indices < 0, indices + size, indices).ravel()):
         out[index] = g                   # distinct targets: a plain (fast) assignment
     else:
         np.add.at(out, index, g)
     return out
+
+
+def _distinct(flat: np.ndarray) -> bool:
+    """No index repeats (strictly increasing, as a densified Jacobian's are, is checked
+    first: it is a single pass)."""
+    if flat.size < 2 or (flat[1:] > flat[:-1]).all():
+        return True
+    return np.unique(flat).size == flat.size
 
 
 def _scatter_add_shape(g, indices, axis, size):
