@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import core
+from .ops.shape import broadcast_to_p
 from .program import Equation, Program
 from .tensor import SymbolicTensor, Tensor, Variable
 
@@ -72,6 +73,7 @@ def _resolve(v, alias):
 
 
 _FOLD_LIMIT = 1 << 20   # elements: folding must not turn a broadcast into a huge constant
+_SHAPE_ONLY = ("ones_like", "zeros_like")    # outputs that depend on the input's shape alone
 
 
 def fold_constants(program: Program) -> Program:
@@ -81,7 +83,13 @@ def fold_constants(program: Program) -> Program:
     kept = []
     for eqn in program.equations:
         small = all(math.prod(v.shape) <= _FOLD_LIMIT for v in eqn.outputs)
-        if eqn.inputs and small and all(id(v) in fixed for v in eqn.inputs):
+        if small and eqn.prim.name in _SHAPE_ONLY:       # ones_like(h): ones, whatever h holds
+            like = Tensor._from_array(np.empty(eqn.inputs[0].shape, eqn.inputs[0].dtype))
+            outs = core.bind(eqn.prim, like, **eqn.params)
+            fixed[id(eqn.outputs[0])] = outs
+            consts.append(eqn.outputs[0])
+            values.append(outs)
+        elif eqn.inputs and small and all(id(v) in fixed for v in eqn.inputs):
             outs = core.bind(eqn.prim, *[fixed[id(v)] for v in eqn.inputs], **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
             for var, out in zip(eqn.outputs, outs):
@@ -169,19 +177,39 @@ def _indices_in_range(value, depth: int) -> bool:
 
 def drop_identities(program: Program) -> Program:
     """`x * ones` and `gather(x, arange(size))` on constants are `x` (the one-hot seed's
-    compact form is all ones, and an unchunked loop gathers every row in order)."""
+    compact form is all ones, and an unchunked loop gathers every row in order); an outer
+    product with ones is a broadcast."""
     values = {id(c): v for c, v in zip(program.consts, program.const_values)
               if not isinstance(v, (Variable, SymbolicTensor))}
     alias: dict[int, SymbolicTensor] = {}
+    results = {id(v) for v in program.outputs}
     kept = []
     for eqn in program.equations:
         eqn = replace(eqn, inputs=[_resolve(v, alias) for v in eqn.inputs])
         same = _identity_input(eqn, values)
         if same is not None:
             alias[id(eqn.outputs[0])] = same
-        else:
+        elif id(eqn.outputs[0]) in results:      # results stay fresh, writable arrays
             kept.append(eqn)
+        else:
+            kept.append(_outer_product_with_ones(eqn, values) or eqn)
     return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def _outer_product_with_ones(eqn: Equation, values: dict):
+    """`ones(n, 1) @ b(1, k)` (how a batch_jacobian's seed meets a (1, k) weight row) is
+    `b` broadcast to (n, k): the sum has one term, 1 * b, exact for every b."""
+    if eqn.prim.name != "matmul" or eqn.inputs[0].ndim != 2 or eqn.inputs[1].ndim != 2 \
+            or eqn.inputs[0].shape[1] != 1:
+        return None
+    a, b = eqn.inputs
+    out = eqn.outputs[0]
+    for ones, other in ((a, b), (b, a)):
+        c = values.get(id(ones))
+        if c is not None and other.dtype == out.dtype and np.all(np.asarray(c.numpy()) == 1):
+            return Equation(broadcast_to_p, [other], {"shape": tuple(out.shape)}, eqn.outputs,
+                            eqn.origin)
+    return None
 
 
 def _identity_input(eqn: Equation, values: dict):

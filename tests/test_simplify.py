@@ -110,6 +110,42 @@ def test_products_with_ones_and_ordered_gathers_are_dropped():
     _same(p, q, RNG.normal(size=(3, 4)))
 
 
+def test_ones_like_is_a_constant_whatever_its_input_holds():
+    p = make_program(lambda x: pj.exp(x) * pj.ones_like(pj.sin(x)) + pj.zeros_like(x),
+                     [((3, 4), np.float64)])
+    q = fold_constants(p)
+    assert "ones_like" in _names(p) and "zeros_like" in _names(p)
+    assert "ones_like" not in _names(q) and "zeros_like" not in _names(q) and "sin" not in _names(q)
+    x = RNG.normal(size=(3, 4))
+    x[0, 0] = np.nan                             # ones_like(nan) is still 1
+    _same(p, q, x)
+    assert _names(simplify(p)) == ["exp", "add"]
+
+
+@pytest.mark.parametrize("ones_first", [True, False])
+def test_outer_product_with_ones_is_a_broadcast(ones_first):
+    ones = pj.constant(np.ones((5, 1)) if ones_first else np.ones((1, 3)))
+
+    def f(x):
+        row = pj.reshape(pj.exp(x), (1, 3) if ones_first else (5, 1))
+        return ((ones @ row) if ones_first else (row @ ones)) * 2.0
+    shape = (3,) if ones_first else (5,)
+    p = make_program(f, [(shape, np.float64)])
+    q = drop_identities(p)
+    assert "matmul" in _names(p) and "matmul" not in _names(q) and "broadcast_to" in _names(q)
+    x = RNG.normal(size=shape)
+    x[0] = np.inf                                # 1 * inf: the same inf either way
+    _same(p, q, x)
+
+
+def test_a_result_is_never_replaced_by_a_broadcast_view():
+    ones = pj.constant(np.ones((5, 1)))
+    p = make_program(lambda x: ones @ pj.reshape(x, (1, 3)), [((3,), np.float64)])
+    q = drop_identities(p)
+    assert "matmul" in _names(q)
+    assert _run(q, RNG.normal(size=3))[0].flags.writeable
+
+
 @pytest.mark.parametrize("kind", ["jacobian", "batch_jacobian"])
 def test_all_passes_keep_jacobian_results(kind):
     w = pj.constant(RNG.normal(size=(4, 6)))
