@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -72,9 +73,12 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
         body.append(ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                                value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
                                                    ctx=ast.Load())))
-    for eqn in program.equations:
-        call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs],
-                     [(k, _literal(v)) for k, v in eqn.params.items()])
+    in_place = in_place_outputs(program)
+    for k, eqn in enumerate(program.equations):
+        keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
+        if k in in_place:
+            keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
+        call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs], keywords)
         outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
         target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
         body.append(ast.Assign(targets=[target], value=call))
@@ -86,6 +90,74 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                          type_params=[])
     module = ast.Module(body=[fn], type_ignores=[])
     return ast.fix_missing_locations(module)
+
+
+# -- buffer reuse ---------------------------------------------------------------------------
+_IN_PLACE_MIN = 1024             # elements: below this a fresh array is as cheap as reuse
+_VIEWS = ("reshape", "transpose")
+
+
+def in_place_outputs(program: Program) -> dict[int, int]:
+    """{equation index: input position} for elementwise ufunc equations that can write
+    their result into an input's buffer (`np.add(c, d, out=c)`), as XLA reuses dead buffers.
+
+    A buffer qualifies when a ufunc of this program made it (never an input, a constant
+    or anything an impl might share with them), nothing reads it or a view of it later,
+    it is not a result, and it has the output's shape and dtype, as do all operands (so
+    numpy computes in that dtype exactly as without `out=`). Each fresh allocation of a
+    large temporary costs page faults; reusing one costs nothing.
+    """
+    n = len(program.equations)
+    last_use: dict[int, int] = {}
+    for k, eqn in enumerate(program.equations):
+        for v in eqn.inputs:
+            last_use[id(v)] = k
+    for v in program.outputs:
+        last_use[id(v)] = n
+    parent: dict[int, int] = {}       # union-find over variables that may share memory
+    end: dict[int, int] = {}          # root -> last use of any variable in its group
+
+    def root(v) -> int:
+        k = id(v)
+        while parent.get(k, k) != k:
+            k = parent[k]
+        return k
+
+    def add(v) -> None:
+        end[id(v)] = last_use.get(id(v), -1)
+
+    def join(a, b) -> None:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[ra] = rb
+            end[rb] = max(end[rb], end.pop(ra))
+    for v in list(program.inputs) + list(program.consts):
+        add(v)
+    owned: set[int] = set()           # variables whose buffer a ufunc of this program made
+    chosen: dict[int, int] = {}
+    for k, eqn in enumerate(program.equations):
+        impl = core.impl_rules[eqn.prim]
+        ufunc = isinstance(impl, np.ufunc) and not eqn.prim.multiple_results
+        out = eqn.outputs[0]
+        for o in eqn.outputs:
+            add(o)
+        if ufunc and impl.signature is None and not eqn.params and out.ndim \
+                and math.prod(out.shape) >= _IN_PLACE_MIN \
+                and all(v.dtype == out.dtype for v in eqn.inputs):
+            for pos, v in enumerate(eqn.inputs):
+                if id(v) in owned and tuple(v.shape) == tuple(out.shape) and end[root(v)] <= k:
+                    chosen[k] = pos
+                    join(out, v)
+                    break
+        if ufunc:                                         # fresh, or a dead buffer reused
+            owned.update(id(o) for o in eqn.outputs if o.ndim)   # (0-d: numpy scalars)
+        else:                                             # may share memory with its inputs
+            for v in eqn.inputs:
+                for o in eqn.outputs:
+                    join(o, v)
+            if eqn.prim.name in _VIEWS and id(eqn.inputs[0]) in owned and out.ndim:
+                owned.add(id(out))
+    return chosen
 
 
 def program_to_source(program: Program, name: str = "program") -> str:

@@ -139,11 +139,30 @@ def _jacobians(f):
 @settings(max_examples=120, deadline=None)
 @given(random_programs())
 def test_random_programs_compiled_equal_eager(program):
+    _check_compiled_equals_eager(program)
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_programs())
+def test_random_programs_with_buffer_reuse_at_every_size_equal_eager(program):
+    """The generated code's in-place ufunc calls (normally only for arrays of 1024 elements
+    and more) turned on for every array: results must not change."""
+    import pforjac.codegen as codegen
+    saved, codegen._IN_PLACE_MIN = codegen._IN_PLACE_MIN, 1
+    try:
+        _check_compiled_equals_eager(program)
+    finally:
+        codegen._IN_PLACE_MIN = saved
+
+
+def _check_compiled_equals_eager(program):
+    from pforjac.loopcache import caching
     x_np, xb_np = program.x(), program.x((2,) + program.x_shape)
     assume(program.x_shape != () and finite_program_value(program, x_np)
            and all(finite_program_value(program, r) for r in xb_np))
     both = _jacobians(program.function())
-    want = [t.numpy() for t in both(pj.constant(x_np), pj.constant(xb_np))]
+    with caching(False):                     # the eager reference runs no generated code
+        want = [t.numpy() for t in both(pj.constant(x_np), pj.constant(xb_np))]
     compiled = pj.function(both)
     for _ in range(2):
         got = [t.numpy() for t in compiled(x_np, xb_np)]

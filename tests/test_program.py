@@ -76,3 +76,51 @@ def test_escaped_symbolic_value_is_a_clear_error():
     pj.make_program(lambda v: leaked.append(v) or v * 2.0, [((2,), np.float32)])
     with pytest.raises(RuntimeError, match="finished trace"):
         leaked[0] + 1.0
+
+
+# -- buffer reuse in generated code ------------------------------------------------------------
+def _in_place_lines(program):
+    return [line.strip() for line in program.to_source().splitlines() if "out=" in line]
+
+
+def test_dead_temporaries_are_reused_but_inputs_consts_and_live_views_never():
+    from pforjac.codegen import in_place_outputs
+    c = pj.constant(np.linspace(-1, 1, 64 * 64).reshape(64, 64))
+
+    def f(x):
+        a = x @ c                    # a fresh buffer ...
+        b = pj.tanh(a + 1.0)         # ... `a + 1.0` and then tanh reuse it: a is dead after
+        v = pj.reshape(b, (4096,))   # a view of b, read at the end: b must not be overwritten
+        d = b * x                    # so this one is fresh (x, the input, is never written)
+        e = d - c                    # d is dead: reused (c, a constant, never)
+        return e * 2.0, pj.sum(v)    # e is dead once doubled: the result takes its buffer
+    program = pj.make_program(f, [((64, 64), np.float64)])
+    chosen = in_place_outputs(program)
+    eqns = program.equations
+    assert [eqns[k].prim.name for k in sorted(chosen)] == ["add", "tanh", "subtract", "multiply"]
+    product = next(k for k, e in enumerate(eqns) if e.prim.name == "multiply")
+    assert product not in chosen                  # b * x: b has a live view, x is the input
+    written = {eqns[k].inputs[pos].name for k, pos in chosen.items()}
+    assert program.inputs[0].name not in written and not written & {v.name for v in program.consts}
+    assert len(_in_place_lines(program)) == 4
+    x = np.random.default_rng(0).standard_normal((64, 64))
+    x_copy, c_copy = x.copy(), c.numpy().copy()
+    got = compile_program(program)(x, [v.numpy() for v in program.const_values])
+    want = f(pj.constant(x))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b.numpy())
+    np.testing.assert_array_equal(x, x_copy)
+    np.testing.assert_array_equal(c.numpy(), c_copy)
+
+
+def test_no_reuse_across_dtypes_of_non_ufunc_results_or_for_small_arrays():
+    from pforjac.codegen import in_place_outputs
+
+    def f(x):
+        z = pj.cast(pj.exp(x), np.float64) + 1.0     # float64: exp's float32 buffer does not fit
+        w = pj.reshape(pj.exp(x), (64, 64)) + pj.ones((64, 64), np.float32)   # fits: reused
+        small = pj.exp(x[:10]) + 1.0                   # 10 elements: not worth it
+        return z, w, small
+    program = pj.make_program(f, [((4096,), np.float32)])
+    chosen = in_place_outputs(program)
+    assert [program.equations[k].outputs[0].shape for k in chosen] == [(64, 64)]
