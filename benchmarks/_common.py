@@ -15,6 +15,24 @@ import numpy as np
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
+def settle_allocator() -> None:
+    """Put glibc's malloc in the state of a process that has already used a large array.
+
+    In a fresh process glibc serves every allocation of 128 KiB or more with a new
+    mapping (and trims freed heap memory above 128 KiB), so each such numpy temporary
+    pays its page faults again: 3-4 us per 4 KiB page on this VM. The first time an array
+    of up to 32 MiB is freed, glibc raises both thresholds to its size and reuses heap
+    memory from then on. Without this, a workload's timings depended on which workloads
+    ran before it in the same process (the elementwise while-loop: 266 ms as the first
+    workload, 55 ms after any larger array had been freed; the Hessian's pfor: 0.58 vs
+    0.33 ms). Every script calls this once at start, for every library alike.
+    """
+    np.ones(4 << 20, np.float32)        # 16 MiB, allocated and freed at once
+
+
+settle_allocator()
+
+
 def time_reps(fn, reps: int, warmup: int = 1, min_time: float = 0.0,
               max_reps: int = 200) -> tuple[float, list[float]]:
     """Median wall time of `fn()` over at least `reps` runs (more, up to `max_reps`, until
@@ -22,15 +40,25 @@ def time_reps(fn, reps: int, warmup: int = 1, min_time: float = 0.0,
 
     The warm-up matters on VMs: the first touch of freshly mapped memory is
     much slower than later ones, and big Jacobians allocate hundreds of MiB.
+    As `timeit` does, the cyclic garbage collector is off while the reps run (one
+    collection before them): a collection before every rep walked the ~300k objects
+    TensorFlow, PyTorch and JAX keep alive and evicted the CPU caches, so the rep after
+    it ran cold (a 22 us call measured 290 us).
     """
     for _ in range(warmup):
         fn()
     times = []
-    while len(times) < reps or (sum(times) < min_time and len(times) < max_reps):
-        gc.collect()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while len(times) < reps or (sum(times) < min_time and len(times) < max_reps):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+    finally:
+        if was_enabled:
+            gc.enable()
     return statistics.median(times), times
 
 
@@ -99,7 +127,8 @@ def machine_header() -> str:
     blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
             f"Python {platform.python_version()}; numpy {np.__version__}; "
-            f"OPENBLAS_NUM_THREADS={blas}; load average at start {load}")
+            f"OPENBLAS_NUM_THREADS={blas}; load average at start {load}; "
+            f"allocator settled (benchmarks/_common.py)")
 
 
 def mib(nbytes: float) -> str:

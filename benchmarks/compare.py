@@ -476,7 +476,7 @@ def main(argv=None) -> int:
     wanted_fw = [{"tf": "tensorflow"}.get(s.strip(), s.strip()) for s in args.frameworks.split(",")]
 
     fws, notes = load_frameworks(wanted_fw)
-    # time_reps runs gc.collect() before every rep; with TF + torch + JAX loaded that walks ~475k
+    # time_reps collects once per variant; with TF + torch + JAX loaded that walks ~475k
     # module-level objects (0.25 s a time). Freeze them into the permanent generation.
     gc.collect()
     gc.freeze()
