@@ -74,10 +74,15 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                                value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
                                                    ctx=ast.Load())))
     in_place = in_place_outputs(program)
+    reshaped = {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
     for k, eqn in enumerate(program.equations):
         keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
         if k in in_place:
             keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
+        elif id(eqn.outputs[0]) in reshaped and eqn.outputs[0].ndim >= 2 and _elementwise(eqn):
+            # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
+            # reshape of that would copy it, so make it C-contiguous in the first place
+            keywords.append(("order", ast.Constant(value="C")))
         call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs], keywords)
         outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
         target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
@@ -90,6 +95,12 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                          type_params=[])
     module = ast.Module(body=[fn], type_ignores=[])
     return ast.fix_missing_locations(module)
+
+
+def _elementwise(eqn) -> bool:
+    impl = core.impl_rules[eqn.prim]
+    return isinstance(impl, np.ufunc) and impl.signature is None and not eqn.params \
+        and not eqn.prim.multiple_results
 
 
 # -- buffer reuse ---------------------------------------------------------------------------
@@ -141,7 +152,7 @@ def in_place_outputs(program: Program) -> dict[int, int]:
         out = eqn.outputs[0]
         for o in eqn.outputs:
             add(o)
-        if ufunc and impl.signature is None and not eqn.params and out.ndim \
+        if _elementwise(eqn) and out.ndim \
                 and math.prod(out.shape) >= _IN_PLACE_MIN \
                 and all(v.dtype == out.dtype for v in eqn.inputs):
             for pos, v in enumerate(eqn.inputs):

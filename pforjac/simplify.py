@@ -192,8 +192,22 @@ def drop_identities(program: Program) -> Program:
         elif id(eqn.outputs[0]) in results:      # results stay fresh, writable arrays
             kept.append(eqn)
         else:
-            kept.append(_outer_product_with_ones(eqn, values) or eqn)
+            kept.append(_broadcast_by_ones(eqn, values) or _outer_product_with_ones(eqn, values)
+                        or eqn)
     return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def _broadcast_by_ones(eqn: Equation, values: dict):
+    """`x * ones` whose ones only stretch `x` (to the shape the one-hot seed spans) is a
+    broadcast of `x`: no multiply, no array of that shape."""
+    if eqn.prim.name != "multiply":
+        return None
+    out = eqn.outputs[0]
+    for x, other in (eqn.inputs, eqn.inputs[::-1]):
+        c = values.get(id(other))
+        if c is not None and x.dtype == out.dtype and np.all(np.asarray(c.numpy()) == 1):
+            return Equation(broadcast_to_p, [x], {"shape": tuple(out.shape)}, eqn.outputs, eqn.origin)
+    return None
 
 
 def _outer_product_with_ones(eqn: Equation, values: dict):

@@ -124,3 +124,17 @@ def test_no_reuse_across_dtypes_of_non_ufunc_results_or_for_small_arrays():
     program = pj.make_program(f, [((4096,), np.float32)])
     chosen = in_place_outputs(program)
     assert [program.equations[k].outputs[0].shape for k in chosen] == [(64, 64)]
+
+
+def test_an_elementwise_result_that_is_reshaped_is_made_c_contiguous():
+    w = pj.constant(np.ones((6, 4)))
+
+    def f(x):
+        y = pj.transpose(w) * x              # numpy would lay this out like w.T (F order)
+        return pj.reshape(y, (24,)) + 0.0
+    program = pj.make_program(f, [((4, 6), np.float64)])
+    src = program.to_source()
+    assert "order='C'" in src
+    x = np.random.default_rng(1).standard_normal((4, 6))
+    got = compile_program(program)(x, [v.numpy() for v in program.const_values])[0]
+    np.testing.assert_array_equal(got, f(pj.constant(x)).numpy())

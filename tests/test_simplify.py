@@ -138,6 +138,18 @@ def test_outer_product_with_ones_is_a_broadcast(ones_first):
     _same(p, q, x)
 
 
+def test_a_product_with_ones_that_only_stretches_is_a_broadcast():
+    ones = pj.constant(np.ones((4, 3, 1)))
+    p = make_program(lambda x: pj.sin(pj.reshape(x, (4, 1, 5)) * ones) * 2.0, [((20,), np.float64)])
+    q = drop_identities(p)
+    assert "multiply" in _names(p) and _names(q).count("multiply") == 1   # only the `* 2.0`
+    assert "broadcast_to" in _names(q)
+    x = RNG.normal(size=20)
+    x[3] = np.nan                                # nan * 1 is nan either way
+    with np.errstate(invalid="ignore"):
+        _same(p, q, x)
+
+
 def test_a_result_is_never_replaced_by_a_broadcast_view():
     ones = pj.constant(np.ones((5, 1)))
     p = make_program(lambda x: ones @ pj.reshape(x, (1, 3)), [((3,), np.float64)])
