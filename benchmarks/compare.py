@@ -40,11 +40,17 @@ def _preparse_threads(argv) -> int:
     a, _ = p.parse_known_args(argv)
     if a.threads is not None:
         return a.threads
-    return int(os.environ.get("OPENBLAS_NUM_THREADS", "1"))
+    return os.cpu_count() or 1
 
 
 # Thread settings must be in the environment before numpy / the frameworks load their runtimes.
+# With fewer threads than cores the process is also pinned to that many cores: XLA's CPU
+# runtime (JAX 0.10) ignores its thread flags and used both cores of a "one-thread" run.
 THREADS = _preparse_threads(sys.argv[1:])
+PINNED = False
+if THREADS < (os.cpu_count() or 1) and hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:THREADS]))
+    PINNED = True
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
     os.environ[_var] = str(THREADS)
 os.environ["TF_NUM_INTEROP_THREADS"] = "1"
@@ -434,6 +440,8 @@ def thread_settings() -> str:
     s = (f"threads {THREADS}: OPENBLAS/OMP/MKL_NUM_THREADS={THREADS}, TF intra-op {THREADS} inter-op 1, "
          f"torch.set_num_threads({THREADS})")
     s += ", XLA_FLAGS=" + (os.environ.get("XLA_FLAGS") or "(default: Eigen pool over all cores)")
+    if PINNED:
+        s += f"; process pinned to {THREADS} of {os.cpu_count()} cores (sched_setaffinity)"
     return s
 
 
@@ -465,7 +473,8 @@ def main(argv=None) -> int:
     p.add_argument("--frameworks", default="jax,tensorflow,torch",
                    help="comma-separated subset of jax,tensorflow,torch (default: all that import)")
     p.add_argument("--threads", type=int, default=None,
-                   help="threads for every library (default: $OPENBLAS_NUM_THREADS or 1)")
+                   help="threads for every library (default: all cores); fewer than the cores "
+                        "also pins the process to that many cores")
     p.add_argument("--no-write", action="store_true", help="don't write results/compare*.md")
     args = p.parse_args(argv)
     mode = "quick" if args.quick else "full"
@@ -607,8 +616,8 @@ def main(argv=None) -> int:
                 "numpy) and the rise of VmHWM over VmRSS during one untimed call (all; approximate, see "
                 "compare.py).\n\n## Summary\n\n" + summary +
                 "\n\n## Targets (issues 5 and 7)\n\n" + targets + "\n\n## All variants\n\n" + detail + "\n")
-        name = "compare.md" if mode == "full" and not args.only else f"compare_{mode}" + \
-            ("_only" if args.only else "") + ".md"
+        name = "compare" + ("" if mode == "full" and not args.only else f"_{mode}") + \
+            ("_only" if args.only else "") + (f"_threads{THREADS}" if PINNED else "") + ".md"
         print("wrote", write_result(name, text))
     return 0 if all_ok else 1
 

@@ -79,7 +79,8 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
         keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
         if k in in_place:
             keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
-        elif id(eqn.outputs[0]) in reshaped and eqn.outputs[0].ndim >= 2 and _elementwise(eqn):
+        elif id(eqn.outputs[0]) in reshaped and eqn.outputs[0].ndim >= 2 and _elementwise(eqn) \
+                and isinstance(core.impl_rules[eqn.prim], np.ufunc):
             # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
             # reshape of that would copy it, so make it C-contiguous in the first place
             keywords.append(("order", ast.Constant(value="C")))
@@ -98,9 +99,12 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
 
 
 def _elementwise(eqn) -> bool:
+    """An elementwise numpy ufunc, or an impl that behaves like one: it returns a fresh
+    array and takes `out=` (it says so with `impl.elementwise_out = True`)."""
     impl = core.impl_rules[eqn.prim]
-    return isinstance(impl, np.ufunc) and impl.signature is None and not eqn.params \
-        and not eqn.prim.multiple_results
+    return (isinstance(impl, np.ufunc) and impl.signature is None
+            or getattr(impl, "elementwise_out", False)) \
+        and not eqn.params and not eqn.prim.multiple_results
 
 
 # -- buffer reuse ---------------------------------------------------------------------------
@@ -109,10 +113,11 @@ _VIEWS = ("reshape", "transpose")
 
 
 def in_place_outputs(program: Program) -> dict[int, int]:
-    """{equation index: input position} for elementwise ufunc equations that can write
+    """{equation index: input position} for elementwise equations that can write
     their result into an input's buffer (`np.add(c, d, out=c)`), as XLA reuses dead buffers.
 
-    A buffer qualifies when a ufunc of this program made it (never an input, a constant
+    A buffer qualifies when a ufunc (or an impl marked `elementwise_out`) of this
+    program made it (never an input, a constant
     or anything an impl might share with them), nothing reads it or a view of it later,
     it is not a result, and it has the output's shape and dtype, as do all operands (so
     numpy computes in that dtype exactly as without `out=`). Each fresh allocation of a
@@ -144,11 +149,12 @@ def in_place_outputs(program: Program) -> dict[int, int]:
             end[rb] = max(end[rb], end.pop(ra))
     for v in list(program.inputs) + list(program.consts):
         add(v)
-    owned: set[int] = set()           # variables whose buffer a ufunc of this program made
+    owned: set[int] = set()           # variables whose buffer this program's ufuncs made
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
         impl = core.impl_rules[eqn.prim]
-        ufunc = isinstance(impl, np.ufunc) and not eqn.prim.multiple_results
+        fresh = (isinstance(impl, np.ufunc) or getattr(impl, "elementwise_out", False)) \
+            and not eqn.prim.multiple_results
         out = eqn.outputs[0]
         for o in eqn.outputs:
             add(o)
@@ -160,7 +166,7 @@ def in_place_outputs(program: Program) -> dict[int, int]:
                     chosen[k] = pos
                     join(out, v)
                     break
-        if ufunc:                                         # fresh, or a dead buffer reused
+        if fresh:                                         # fresh, or a dead buffer reused
             owned.update(id(o) for o in eqn.outputs if o.ndim)   # (0-d: numpy scalars)
         else:                                             # may share memory with its inputs
             for v in eqn.inputs:

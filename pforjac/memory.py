@@ -61,7 +61,7 @@ def check_results_fit(results) -> None:
 # write into each 2 MiB page then zeroes all of it. For a result that is mostly zeros and
 # written in scattered places (a full Jacobian whose only non-zeros are the per-example
 # blocks) that zeroes the whole array: 750 MB for the seed network's (500, 1, 500, 784)
-# Jacobian, 15x the time of the gradients themselves. A plain anonymous mapping is zeroed a
+# Jacobian, about 8 times as long as computing its non-zero blocks. A plain anonymous mapping is zeroed a
 # 4 KiB page at a time, on first touch, so only the pages written cost anything. Each such
 # small-page fault costs about as much as zeroing 8 pages' worth in bulk, so the plain
 # mapping is used only when fewer than one page in eight is written.

@@ -204,8 +204,7 @@ def _broadcast_by_ones(eqn: Equation, values: dict):
         return None
     out = eqn.outputs[0]
     for x, other in (eqn.inputs, eqn.inputs[::-1]):
-        c = values.get(id(other))
-        if c is not None and x.dtype == out.dtype and np.all(np.asarray(c.numpy()) == 1):
+        if x.dtype == out.dtype and _all_ones(values.get(id(other))):
             return Equation(broadcast_to_p, [x], {"shape": tuple(out.shape)}, eqn.outputs, eqn.origin)
     return None
 
@@ -219,8 +218,7 @@ def _outer_product_with_ones(eqn: Equation, values: dict):
     a, b = eqn.inputs
     out = eqn.outputs[0]
     for ones, other in ((a, b), (b, a)):
-        c = values.get(id(ones))
-        if c is not None and other.dtype == out.dtype and np.all(np.asarray(c.numpy()) == 1):
+        if other.dtype == out.dtype and _all_ones(values.get(id(ones))):
             return Equation(broadcast_to_p, [other], {"shape": tuple(out.shape)}, eqn.outputs,
                             eqn.origin)
     return None
@@ -230,8 +228,7 @@ def _identity_input(eqn: Equation, values: dict):
     out = eqn.outputs[0]
     if eqn.prim.name == "multiply":
         for x, other in (eqn.inputs, eqn.inputs[::-1]):
-            c = values.get(id(other))
-            if c is not None and _fits(x, out) and np.all(np.asarray(c.numpy()) == 1):
+            if _fits(x, out) and _all_ones(values.get(id(other))):
                 return x
     if eqn.prim.name == "gather":
         x, idx = eqn.inputs
@@ -241,6 +238,10 @@ def _identity_input(eqn: Equation, values: dict):
                 np.asarray(c.numpy()), np.arange(x.shape[axis])):
             return x
     return None
+
+
+def _all_ones(constant) -> bool:
+    return constant is not None and bool(np.all(np.asarray(constant.numpy()) == 1))
 
 
 def _fits(x, out) -> bool:

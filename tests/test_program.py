@@ -138,3 +138,19 @@ def test_an_elementwise_result_that_is_reshaped_is_made_c_contiguous():
     x = np.random.default_rng(1).standard_normal((4, 6))
     got = compile_program(program)(x, [v.numpy() for v in program.const_values])[0]
     np.testing.assert_array_equal(got, f(pj.constant(x)).numpy())
+
+
+def test_sigmoid_reuses_a_dead_buffer_and_is_never_given_a_layout_argument():
+    w = pj.constant(np.ones((6, 64)))
+
+    def f(x):
+        s = pj.sigmoid(x @ w)                    # x @ w is dead after: sigmoid writes into it
+        t = pj.sigmoid(pj.transpose(s) * 2.0)    # reshaped below; sigmoid takes no `order`
+        return pj.reshape(t, (-1,)) + 0.0
+    program = pj.make_program(f, [((32, 6), np.float64)])
+    src = program.to_source()
+    assert "sigmoid_impl(" in src and ", out=" in src.split("sigmoid_impl(", 1)[1].split("\n")[0]
+    assert "order=" not in "".join(line for line in src.splitlines() if "sigmoid_impl" in line)
+    x = np.random.default_rng(2).standard_normal((32, 6))
+    got = compile_program(program)(x, [v.numpy() for v in program.const_values])[0]
+    np.testing.assert_array_equal(got, f(pj.constant(x)).numpy())

@@ -62,16 +62,19 @@ def _unary(name: str, impl, deriv=None) -> core.Primitive:
     return prim
 
 
-def _sigmoid_impl(x):
-    """1 / (1 + exp(-x)), in place in one buffer. Accurate to an ulp or two in both tails:
-    for very negative x, exp(-x) overflows to inf and the result is 0 (only where the true
-    value is below the dtype's smallest normal number)."""
+def _sigmoid_impl(x, out=None):
+    """1 / (1 + exp(-x)), in place in one buffer (`out`, which may be `x`, as for a ufunc).
+    Accurate to an ulp or two in both tails: for very negative x, exp(-x) overflows to inf
+    and the result is 0 (only where the true value is below the dtype's smallest normal)."""
     x = np.asarray(x)
-    out = np.negative(x, out=np.empty(x.shape, x.dtype))
+    out = np.negative(x, out=np.empty(x.shape, x.dtype) if out is None else out)
     with np.errstate(over="ignore"):
         np.exp(out, out=out)
     out += 1
     return np.reciprocal(out, out=out)
+
+
+_sigmoid_impl.elementwise_out = True     # generated code may pass `out=` (see codegen)
 
 
 def _softplus_impl(x):
