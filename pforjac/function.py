@@ -38,9 +38,15 @@ class _Compiled:
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
+        # Constants are read once; Variables on every run (updating weights needs no re-trace).
+        values = program.const_values
+        self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
+        self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
 
     def run(self, arrays: list) -> tuple:
-        consts = [v.numpy() for v in self.program.const_values]
+        consts = list(self._consts)
+        for k, v in self._variables:
+            consts[k] = v.numpy()
         outs = self.code(*arrays, consts)
         if self.n_guards:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
@@ -98,6 +104,11 @@ class Function:
 
     # -- signatures and tracing ---------------------------------------------------------
     def _compiled(self, args, kwargs):
+        quick = None if kwargs else _quick_key(args)     # positional arrays: the common call
+        if quick is not None:
+            compiled = self._cache.get(quick)
+            if compiled is not None:
+                return compiled, [a if type(a) is np.ndarray else a.numpy() for a in args]
         leaves, structure = tree_flatten((args, kwargs))
         key, arrays = _signature(leaves)
         key = (repr(structure), key)
@@ -108,6 +119,8 @@ class Function:
                 if compiled is None:
                     compiled = self._trace(leaves, structure, structured=True)
                     self._cache[key] = compiled
+        if quick is not None:
+            self._cache[quick] = compiled
         return compiled, arrays
 
     def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
@@ -162,6 +175,21 @@ def _first_of_pair(tree):
 
 def _is_input(leaf) -> bool:
     return isinstance(leaf, np.ndarray) or (isinstance(leaf, Tensor) and not isinstance(leaf, Variable))
+
+
+def _quick_key(args: tuple):
+    """The signature of positional numpy arrays / constant Tensors alone (no flattening),
+    or None for any other call."""
+    key = ["quick"]
+    for a in args:
+        if type(a) is np.ndarray:
+            key.append((a.shape, a.dtype.str))
+        elif type(a) is Tensor:
+            arr = a.numpy()
+            key.append((arr.shape, arr.dtype.str))
+        else:
+            return None
+    return tuple(key)
 
 
 def _signature(leaves) -> tuple[tuple, list]:

@@ -7,7 +7,10 @@ import os
 
 import numpy as np
 
-__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError", "sparse_zeros"]
+from .switch import Switch
+
+__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError", "sparse_zeros",
+           "sparse_results"]
 
 
 class JacobianMemoryError(MemoryError):
@@ -69,17 +72,25 @@ _HUGE_PAGE_ARRAY = 4 << 20
 _PAGE = 4096
 
 
-def sparse_zeros(shape, dtype, pages_written: int) -> np.ndarray:
-    """A zero array of `shape` and `dtype` into which the caller will write about
-    `pages_written` 4 KiB pages; zero pages never written cost nothing (no huge pages)."""
+_mapping = Switch(True)
+
+
+def sparse_results(enabled: bool):
+    """Context manager: `with sparse_results(False)` makes `sparse_zeros` plain `np.zeros`,
+    for results that are read in full at once (a chunk copied into a larger result would
+    fault in every untouched page of a mapping, one 4 KiB page at a time)."""
+    return _mapping.setting(enabled)
+
+
+def sparse_zeros(shape, dtype, blocks: int, block_bytes: int) -> np.ndarray:
+    """A zero array of `shape` and `dtype` into which the caller will write `blocks`
+    separate runs of `block_bytes` bytes each; zero pages never written cost nothing."""
     dtype = np.dtype(dtype)
-    size = math.prod(int(d) for d in shape)
+    size = math.prod(shape)
     nbytes = size * dtype.itemsize
-    if nbytes < _HUGE_PAGE_ARRAY or pages_written * _PAGE * 8 >= nbytes:
+    if nbytes < _HUGE_PAGE_ARRAY or not _mapping.enabled:
+        return np.zeros(shape, dtype)
+    pages_written = blocks * (block_bytes // _PAGE + (2 if block_bytes % _PAGE else 1))
+    if pages_written * _PAGE * 8 >= nbytes:
         return np.zeros(shape, dtype)
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=size).reshape(shape)
-
-
-def pages_spanned(blocks: int, block_bytes: int) -> int:
-    """About how many 4 KiB pages `blocks` separate runs of `block_bytes` bytes touch."""
-    return blocks * (block_bytes // _PAGE + (2 if block_bytes % _PAGE else 1))

@@ -35,6 +35,7 @@ from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
 from .loopcache import run_cached
 from .diagnostics import record_fallback
+from .memory import sparse_results
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
            "run_loop", "vectorize", "while_loop"]
@@ -249,12 +250,13 @@ def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
         parts = [values for _, _, values in pieces]
         return [join(list(column)) for column in zip(*parts)]
     out = None
-    for start, stop, values in pieces:
-        if out is None:
-            out = [np.empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
-                   for v in values]
-        _copy_into(out, start, stop, values)
-        del values  # not alive while the next piece is made
+    with sparse_results(False):       # each piece is read in full when copied
+        for start, stop, values in pieces:
+            if out is None:
+                out = [np.empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
+                       for v in values]
+            _copy_into(out, start, stop, values)
+            del values  # not alive while the next piece is made
     return [Tensor._from_array(buf) for buf in out]
 
 

@@ -209,11 +209,11 @@ def _root(a):
 
 def test_sparse_zeros_maps_only_for_mostly_untouched_results():
     from pforjac.memory import sparse_zeros
-    small = sparse_zeros((10, 10), np.float32, pages_written=1)
+    small = sparse_zeros((10, 10), np.float32, blocks=1, block_bytes=4)
     assert isinstance(_root(small), np.ndarray) and not small.any()  # small: plain np.zeros
-    dense = sparse_zeros((1024, 1024, 2), np.float32, pages_written=2048)
+    dense = sparse_zeros((1024, 1024, 2), np.float32, blocks=1024, block_bytes=8192)
     assert isinstance(_root(dense), np.ndarray)                                      # all pages written
-    sparse = sparse_zeros((1024, 1024, 2), np.float32, pages_written=16)
+    sparse = sparse_zeros((1024, 1024, 2), np.float32, blocks=8, block_bytes=4096)
     assert isinstance(_root(sparse), memoryview) and sparse.flags.writeable
     assert sparse.shape == (1024, 1024, 2) and sparse.dtype == np.float32 and not sparse.any()
 

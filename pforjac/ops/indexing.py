@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
-from ..memory import pages_spanned, sparse_zeros
+from ..memory import sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float
 from ._family import normalize_axes
 
@@ -117,10 +117,10 @@ gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indi
 
 
 def _scatter_add_impl(g, indices, axis, size):
-    shape = g.shape[:axis] + (size,) + g.shape[axis + indices.ndim:]
-    inner = math.prod(g.shape[axis + indices.ndim:]) * g.dtype.itemsize
-    blocks = math.prod(g.shape[:axis + indices.ndim])
-    out = sparse_zeros(shape, g.dtype, pages_spanned(blocks, inner))
+    split = axis + indices.ndim
+    shape = g.shape[:axis] + (size,) + g.shape[split:]
+    out = sparse_zeros(shape, g.dtype, blocks=math.prod(g.shape[:split]),
+                       block_bytes=math.prod(g.shape[split:]) * g.dtype.itemsize)
     index = (slice(None),) * axis + (indices,)
     if _distinct(np.where(indices < 0, indices + size, indices).ravel()):
         out[index] = g                   # distinct targets: a plain (fast) assignment
