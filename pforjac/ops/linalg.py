@@ -102,23 +102,45 @@ einsum_p = core.new_primitive(
 
 def _einsum_vjp(g, ans, *xs, subscripts):
     """Operand k's cotangent contracts g with the other operands onto k's axes; an
-    axis that only operand k has was summed away, so its cotangent is broadcast along it."""
+    axis that only operand k has was summed away, so its cotangent is broadcast along it.
+    An axis an operand repeats ('ii->i' reads a diagonal) gets its cotangent on that
+    diagonal: computed over the distinct axes, then embedded with identity matrices."""
     from .shape import broadcast_to, reshape
     ins, out = parse_einsum(subscripts, [x.ndim for x in xs])
     cts = []
     for k, (s, x) in enumerate(zip(ins, xs)):
-        if len(set(s)) != len(s):
-            raise ValueError(f"einsum '{subscripts}': gradients need distinct axes within an "
-                             f"operand, '{s}' repeats one")
+        distinct = "".join(dict.fromkeys(s))
+        size = dict(zip(s, x.shape))
         others = [(out, g)] + [(ins[j], xs[j]) for j in range(len(xs)) if j != k]
         have = set("".join(o for o, _ in others))
-        kept = "".join(c for c in s if c in have)
+        kept = "".join(c for c in distinct if c in have)
         ct = einsum(",".join(o for o, _ in others) + "->" + kept, *[v for _, v in others])
-        if kept != s:
-            ct = broadcast_to(reshape(ct, tuple(x.shape[i] if c in have else 1
-                                                for i, c in enumerate(s))), x.shape)
+        if kept != distinct:
+            ct = broadcast_to(reshape(ct, tuple(size[c] if c in have else 1 for c in distinct)),
+                              tuple(size[c] for c in distinct))
+        if distinct != s:
+            ct = _onto_diagonals(ct, distinct, s, size, subscripts)
         cts.append(ct)
     return cts
+
+
+def _onto_diagonals(ct, distinct: str, s: str, size: dict, subscripts: str):
+    """`ct` over the distinct axes of `s`, placed where the repeated axes of `s` agree
+    (zero elsewhere): einsum with one identity matrix per repeated occurrence."""
+    free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                if c not in subscripts)
+    seen: set = set()
+    renamed, eyes = "", []
+    for c in s:
+        if c in seen:
+            fresh = next(free)
+            renamed += fresh
+            eyes.append((c + fresh, np.eye(size[c], dtype=ct.dtype)))
+        else:
+            seen.add(c)
+            renamed += c
+    spec = ",".join([distinct] + [e for e, _ in eyes]) + "->" + renamed
+    return einsum(spec, ct, *[e for _, e in eyes])
 
 
 defvjp_all(einsum_p, _einsum_vjp)
