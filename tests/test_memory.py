@@ -210,9 +210,9 @@ def _root(a):
 def test_sparse_zeros_maps_only_for_mostly_untouched_results():
     from pforjac.memory import sparse_zeros
     small = sparse_zeros((10, 10), np.float32, blocks=1, block_bytes=4)
-    assert isinstance(_root(small), np.ndarray) and not small.any()  # small: plain np.zeros
+    assert isinstance(_root(small), np.ndarray) and not small.any()     # small: np.zeros
     dense = sparse_zeros((1024, 1024, 2), np.float32, blocks=1024, block_bytes=8192)
-    assert isinstance(_root(dense), np.ndarray)                                      # all pages written
+    assert isinstance(_root(dense), np.ndarray)                         # every page written
     sparse = sparse_zeros((1024, 1024, 2), np.float32, blocks=8, block_bytes=4096)
     assert isinstance(_root(sparse), memoryview) and sparse.flags.writeable
     assert sparse.shape == (1024, 1024, 2) and sparse.dtype == np.float32 and not sparse.any()
