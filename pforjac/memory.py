@@ -64,27 +64,34 @@ def check_results_fit(results) -> None:
 # write into each 2 MiB page then zeroes all of it. For a result that is mostly zeros and
 # written in scattered places (a full Jacobian whose only non-zeros are the per-example
 # blocks) that zeroes the whole array: 750 MB for the seed network's (500, 1, 500, 784)
-# Jacobian, about 8 times as long as computing its non-zero blocks. A plain anonymous mapping is zeroed a
-# 4 KiB page at a time, on first touch, so only the pages written cost anything. Each such
-# small-page fault costs about as much as zeroing 8 pages' worth in bulk, so the plain
-# mapping is used only when fewer than one page in eight is written.
+# Jacobian, 55 ms here, about 8 times as long as computing its non-zero blocks. A plain
+# anonymous mapping is zeroed a 4 KiB page at a time, on first touch, so making the result
+# costs only the pages written (3.5 ms) -- but every later first read of an untouched page
+# is a fault too, so reading the whole result once then takes 600 ms instead of 33 ms.
+# Which is cheaper depends on what the caller does with the result, so the mapping is
+# opt-in: `with pforjac.memory.sparse_results(True): ...` for code that reads only the
+# non-zero blocks (or little of the result). Even then it is used only for arrays of 4 MiB
+# and more of which fewer than one page in eight is written.
 _HUGE_PAGE_ARRAY = 4 << 20
 _PAGE = 4096
 
 
-_mapping = Switch(True)
+_mapping = Switch(False)
 
 
-def sparse_results(enabled: bool):
-    """Context manager: `with sparse_results(False)` makes `sparse_zeros` plain `np.zeros`,
-    for results that are read in full at once (a chunk copied into a larger result would
-    fault in every untouched page of a mapping, one 4 KiB page at a time)."""
+def sparse_results(enabled: bool = True):
+    """Context manager: inside `with sparse_results():` a mostly-zero Jacobian result is
+    placed in a plain memory mapping whose untouched zero pages cost nothing to make (the
+    seed network's full Jacobian: 3.5 ms instead of 55 ms for its 750 MB of zeros) but
+    cost a page fault each when first read (reading all of it: 600 ms instead of 33 ms).
+    Use it when the caller reads only the non-zero blocks. Off by default; thread-local."""
     return _mapping.setting(enabled)
 
 
 def sparse_zeros(shape, dtype, blocks: int, block_bytes: int) -> np.ndarray:
     """A zero array of `shape` and `dtype` into which the caller will write `blocks`
-    separate runs of `block_bytes` bytes each; zero pages never written cost nothing."""
+    separate runs of `block_bytes` bytes each: `np.zeros`, or under `sparse_results()` a
+    lazily zeroed mapping when that array is large and mostly left untouched."""
     dtype = np.dtype(dtype)
     size = math.prod(shape)
     nbytes = size * dtype.itemsize

@@ -208,7 +208,14 @@ def _root(a):
 
 
 def test_sparse_zeros_maps_only_for_mostly_untouched_results():
-    from pforjac.memory import sparse_zeros
+    from pforjac.memory import sparse_results, sparse_zeros
+    default = sparse_zeros((1024, 1024, 2), np.float32, blocks=8, block_bytes=4096)
+    assert isinstance(_root(default), np.ndarray)                       # opt-in only
+    with sparse_results():
+        _sparse_zeros_cases(sparse_zeros)
+
+
+def _sparse_zeros_cases(sparse_zeros):
     small = sparse_zeros((10, 10), np.float32, blocks=1, block_bytes=4)
     assert isinstance(_root(small), np.ndarray) and not small.any()     # small: np.zeros
     dense = sparse_zeros((1024, 1024, 2), np.float32, blocks=1024, block_bytes=8192)
@@ -218,9 +225,10 @@ def test_sparse_zeros_maps_only_for_mostly_untouched_results():
     assert sparse.shape == (1024, 1024, 2) and sparse.dtype == np.float32 and not sparse.any()
 
 
-def test_full_jacobian_of_independent_rows_maps_its_zeros():
-    """The seed-shaped full jacobian (only the per-example blocks are non-zero) lands in a
-    plain mapping, and is exactly the while-loop's result."""
+def test_full_jacobian_of_independent_rows_maps_its_zeros_on_request():
+    """Under sparse_results(), the seed-shaped full jacobian (only the per-example blocks
+    are non-zero) lands in a plain mapping, and is exactly the while-loop's result."""
+    from pforjac.memory import sparse_results
     rng = np.random.default_rng(1)
     x = pj.constant(rng.standard_normal((64, 300)).astype(np.float32))
     w1 = pj.constant(rng.standard_normal((300, 16)).astype(np.float32))
@@ -228,6 +236,8 @@ def test_full_jacobian_of_independent_rows_maps_its_zeros():
     with pj.GradientTape(persistent=True) as g:
         g.watch(x)
         y = pj.sigmoid(x @ w1) @ w2
-    j = g.jacobian(y, x).numpy()                                      # (64, 1, 64, 300): 4.7 MiB
+    assert isinstance(_root(g.jacobian(y, x).numpy()), np.ndarray)   # default: np.zeros
+    with sparse_results():
+        j = g.jacobian(y, x).numpy()                                  # (64, 1, 64, 300): 4.7 MiB
     assert isinstance(_root(j), memoryview)
     np.testing.assert_array_equal(j, g.jacobian(y, x, experimental_use_pfor=False).numpy())
