@@ -20,7 +20,7 @@ import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 import pforjac as pj
-from random_programs import WITH_LOOPS, random_programs, finite_program_value
+from random_programs import WITH_LOOPS, C, finite_program_value, random_programs
 
 PROFILE = settings.get_current_profile_name()
 # Read by conftest's terminal summary: examples each property actually ran.
@@ -141,8 +141,8 @@ def test_parallel_iterations_chunks_agree(program, chunk, batch):
         tape.watch(x)
         y = pj.stack([pj.reshape(f(x[b]), (-1,)) for b in range(2)]) if batch else f(x)
     jac = tape.batch_jacobian if batch else tape.jacobian
-    whole = jac(y, x, unconnected_gradients="zero").numpy()
-    for use_pfor in (True, False):
+    for use_pfor in (True, False):          # each mode against itself, unchunked
+        whole = jac(y, x, unconnected_gradients="zero", experimental_use_pfor=use_pfor).numpy()
         chunked = jac(y, x, unconnected_gradients="zero", parallel_iterations=chunk,
                       experimental_use_pfor=use_pfor).numpy()
         np.testing.assert_array_equal(chunked, whole, f"parallel_iterations={chunk}, pfor={use_pfor}")
@@ -222,3 +222,22 @@ def test_second_order_pfor_matches_while_loop(program):
     finally:
         ctx.__exit__(None, None, None)
     _close(by_pfor, _hessian(f, x, False), "jacobian of jacobian, pfor vs while-loop")
+
+
+def test_a_chunk_of_one_iteration_is_bit_identical():
+    """Found by the long profile: a stacked row times a matrix is one gemm over all rows,
+    and with a single row numpy used gemv, whose sum rounds differently."""
+    rng = np.random.default_rng(0)
+    x = pj.constant(np.random.default_rng(0).standard_normal(()))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = pj.softmax(pj.neg(x * C((2,), 0)) @ C((2, 2), 0), axis=0)
+    whole = tape.jacobian(y, x).numpy()
+    for chunk in (1, 2):
+        np.testing.assert_array_equal(tape.jacobian(y, x, parallel_iterations=chunk).numpy(), whole)
+    v = pj.constant(rng.standard_normal((3, 4)))
+    with pj.GradientTape(persistent=True) as tape:    # the stacked operand on the right
+        tape.watch(v)
+        z = pj.tanh(pj.constant(rng.standard_normal((5, 3))) @ v)
+    whole = tape.jacobian(z, v).numpy()
+    np.testing.assert_array_equal(tape.jacobian(z, v, parallel_iterations=1).numpy(), whole)
