@@ -1,6 +1,8 @@
 """matmul (numpy's batched semantics, 1-D operands included) and einsum."""
 from __future__ import annotations
 
+import string
+
 import numpy as np
 
 from .. import core
@@ -127,8 +129,7 @@ def _einsum_vjp(g, ans, *xs, subscripts):
 def _onto_diagonals(ct, distinct: str, s: str, size: dict, subscripts: str):
     """`ct` over the distinct axes of `s`, placed where the repeated axes of `s` agree
     (zero elsewhere): einsum with one identity matrix per repeated occurrence."""
-    free = iter(c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                if c not in subscripts)
+    free = iter(c for c in string.ascii_letters if c not in subscripts)
     seen: set = set()
     renamed, eyes = "", []
     for c in s:
