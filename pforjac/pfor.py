@@ -35,7 +35,7 @@ from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
 from .loopcache import run_cached
 from .diagnostics import record_fallback
-from .memory import sparse_results
+from .memory import result_empty, sparse_results
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
            "run_loop", "vectorize", "while_loop"]
@@ -253,7 +253,7 @@ def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
     with sparse_results(False):       # each piece is read in full when copied
         for start, stop, values in pieces:
             if out is None:
-                out = [np.empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
+                out = [result_empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
                        for v in values]
             _copy_into(out, start, stop, values)
             del values  # not alive while the next piece is made

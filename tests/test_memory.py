@@ -241,3 +241,123 @@ def test_full_jacobian_of_independent_rows_maps_its_zeros_on_request():
         j = g.jacobian(y, x).numpy()                                  # (64, 1, 64, 300): 4.7 MiB
     assert isinstance(_root(j), memoryview)
     np.testing.assert_array_equal(j, g.jacobian(y, x, experimental_use_pfor=False).numpy())
+
+
+# -- reused result buffers ---------------------------------------------------------------
+@pytest.fixture
+def small_cache(monkeypatch):
+    """Results of 1 MiB and more go through the cache (instead of 32 MiB), at most 4 MiB idle."""
+    from pforjac import memory
+    monkeypatch.setattr(memory, "_CACHE_MIN", 1 << 20)
+    monkeypatch.setattr(memory._cache, "limit", 4 << 20)
+    memory.clear_result_cache()
+    yield memory
+    memory.clear_result_cache()
+
+
+def test_a_dead_result_is_reused_and_cleared(small_cache):
+    a = small_cache.result_zeros((512, 1024), np.float32)               # 2 MiB
+    assert isinstance(_root(a), small_cache.ctypes.Array) and not a.any() and a.flags.writeable
+    a[:] = np.nan
+    address = a.ctypes.data
+    del a
+    assert small_cache._cache.idle_bytes() == 2 << 20
+    b = small_cache.result_zeros((1024, 512), np.float32)               # same size, other shape
+    assert b.ctypes.data == address and b.shape == (1024, 512) and not b.any()
+    assert small_cache._cache.idle_bytes() == 0
+    b[:] = 7
+    del b
+    c = small_cache.result_empty((256, 256, 8), np.float32)             # empty: not cleared
+    assert c.ctypes.data == address
+
+
+def test_a_live_view_keeps_the_buffer(small_cache):
+    a = small_cache.result_zeros((512, 1024), np.float32)
+    a[:] = 5
+    view = a[100:200].T
+    del a
+    assert small_cache._cache.idle_bytes() == 0                         # still in use by the view
+    b = small_cache.result_zeros((512, 1024), np.float32)
+    assert (view == 5).all() and not b.any()
+    del view
+    assert small_cache._cache.idle_bytes() == 2 << 20
+
+
+def test_idle_buffers_are_capped_and_can_be_freed(small_cache):
+    arrays = [small_cache.result_zeros((1 << 18,), np.float32) for _ in range(7)]   # 1 MiB each
+    del arrays
+    assert small_cache._cache.idle_bytes() == 4 << 20                   # the limit, oldest dropped
+    huge = small_cache.result_zeros((1 << 21,), np.float32)             # 8 MiB: above the limit
+    assert isinstance(_root(huge), np.ndarray)
+    assert small_cache.clear_result_cache() == 4 << 20
+    assert small_cache._cache.idle_bytes() == 0
+    with small_cache.result_cache(False):
+        plain = small_cache.result_zeros((1 << 18,), np.float32)
+    assert isinstance(_root(plain), np.ndarray) and plain.flags.owndata
+
+
+def test_tracemalloc_counts_a_cached_result(small_cache):
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        a = small_cache.result_zeros((512, 1024), np.float32)
+        assert tracemalloc.get_traced_memory()[0] - before >= 2 << 20
+        del a
+        assert tracemalloc.get_traced_memory()[0] - before < 1 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_jacobians_on_reused_dirty_buffers_are_exact(small_cache):
+    """Every result path (pfor scatter, while-loop stacking, chunking, compiled) on buffers
+    that earlier results left full of garbage gives exactly the uncached result."""
+    rng = np.random.default_rng(3)
+    x = pj.constant(rng.standard_normal((16, 128)).astype(np.float32))   # (16,128,128): 1 MiB
+
+    def batch(**kw):
+        with pj.GradientTape(persistent=True) as g:
+            g.watch(x)
+            y = pj.sin(x) * pj.exp(x) + x ** 2
+        return g.batch_jacobian(y, x, **kw).numpy()
+
+    compiled = pj.function(lambda x: _batch_of(x))
+    calls = [lambda: batch(), lambda: batch(experimental_use_pfor=False),
+             lambda: batch(parallel_iterations=5), lambda: compiled(x).numpy()]
+    with small_cache.result_cache(False):
+        expected = [call() for call in calls]
+    assert not isinstance(_root(expected[0]), small_cache.ctypes.Array)
+    for _ in range(3):
+        for call, want in zip(calls, expected):
+            got = call()
+            np.testing.assert_array_equal(got, want)
+            got[...] = np.nan                                            # garbage for the next one
+            del got
+    assert small_cache._cache.idle_bytes() > 0
+
+
+def _batch_of(x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sin(x) * pj.exp(x) + x ** 2
+    return g.batch_jacobian(y, x)
+
+
+def test_result_cache_is_thread_safe(small_cache):
+    import threading
+    errors = []
+
+    def work(seed):
+        for k in range(30):
+            a = small_cache.result_zeros((1 << 18,), np.float32)
+            if a.any():
+                errors.append("not zero")
+            a[:] = seed * 100 + k
+            if not (a == seed * 100 + k).all():
+                errors.append("shared")
+            del a
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
-from ..memory import sparse_zeros
+from ..memory import result_zeros, sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float
 from ._family import normalize_axes
 
@@ -31,7 +31,7 @@ getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape)
 
 
 def _setitem_zeros_impl(g, key, shape):
-    out = np.zeros(shape, g.dtype)
+    out = result_zeros(shape, g.dtype)
     out[key] = g
     return out
 
