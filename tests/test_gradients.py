@@ -411,7 +411,8 @@ def test_max_splits_gradient_among_ties():
 # -- second derivatives through nested tapes -------------------------------------------------
 SECOND_ORDER = ["exp", "tanh", "sigmoid", "multiply", "multiply_bcast", "matmul", "matmul_vec_vec",
                 "softmax", "logsumexp_axis", "power", "power_const_exp", "divide", "divide_bcast",
-                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "prod_one_zero_per_row", "max_axis", "mlp",
+                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "prod_one_zero_per_row", "prod_all_two_zeros", "prod_zeros_mixed",
+                "max_axis", "mlp",
                 "cross_entropy", "gather", "slice_mixed", "pad", "tile", "concat", "where_bcast"]
 _BY_NAME = {c[0]: c for c in CASES}
 
@@ -495,3 +496,69 @@ def test_sigmoid_and_softplus_tails_are_accurate_and_quiet(dtype):
     np.testing.assert_allclose(sp.numpy(), ref_sp.astype(dtype), rtol=4 * np.finfo(dtype).eps,
                                atol=tiny)
     assert np.isfinite(ds).all() and np.isfinite(dsp).all()
+
+
+# -- prod: exact derivatives of every order at zeros ------------------------------------------
+def _prod_derivative(x: np.ndarray, idx: tuple) -> float:
+    """d^k prod(x) / dx_i dx_j ...: the product of the entries not in `idx` (0 if an index
+    repeats: prod is linear in each entry)."""
+    if len(set(idx)) < len(idx):
+        return 0.0
+    return float(np.prod(np.delete(x, list(idx))))
+
+
+@pytest.mark.parametrize("zeros", [(), (2,), (0, 3), (1, 2, 4)])
+@pytest.mark.parametrize("use_pfor", [True, False])
+def test_prod_derivatives_up_to_third_order_are_exact_at_zeros(zeros, use_pfor):
+    """With 0 to 3 zeros in the slice: gradient, Hessian and third derivatives against
+    the closed form (the product of the other entries), through pfor and the while-loop."""
+    x0 = np.array([1.5, -2.0, 0.5, 3.0, -1.25])
+    x0[list(zeros)] = 0.0
+    n = x0.size
+    x = pj.constant(x0)
+    with pj.GradientTape(persistent=True) as t3:
+        t3.watch(x)
+        with pj.GradientTape(persistent=True) as t2:
+            t2.watch(x)
+            with pj.GradientTape() as t1:
+                t1.watch(x)
+                y = pj.prod(x)
+            g = t1.gradient(y, x)
+        h = t2.jacobian(g, x, experimental_use_pfor=use_pfor)
+    third = t3.jacobian(h, x, experimental_use_pfor=use_pfor).numpy()
+    np.testing.assert_array_equal(g.numpy(), [_prod_derivative(x0, (i,)) for i in range(n)])
+    np.testing.assert_array_equal(h.numpy(), [[_prod_derivative(x0, (i, j)) for j in range(n)]
+                                              for i in range(n)])
+    expected = np.array([[[_prod_derivative(x0, (i, j, k)) for k in range(n)] for j in range(n)]
+                         for i in range(n)])
+    np.testing.assert_array_equal(third, expected)
+
+
+@pytest.mark.parametrize("axis,keepdims", [(1, False), (0, True), ((0, 2), False), (None, True)])
+def test_prod_hessian_over_axes_with_several_zeros(axis, keepdims):
+    """Reductions over some axes (the tree runs over the moved, flattened axes) with two
+    zeros in some slices: the Hessian of sum(ct * prod) against brute force."""
+    rng = np.random.default_rng(7)
+    x0 = rng.uniform(0.5, 1.5, (3, 4, 2)) * rng.choice([-1.0, 1.0], (3, 4, 2))
+    x0[0, 1, 0] = x0[0, 2, 0] = x0[2, 3, 1] = x0[1, 0, 0] = 0.0
+    x = pj.constant(x0)
+    y0 = np.prod(x0, axis=axis, keepdims=keepdims)
+    ct = rng.standard_normal(np.shape(y0))
+    with pj.GradientTape() as outer:
+        outer.watch(x)
+        with pj.GradientTape() as inner:
+            inner.watch(x)
+            y = pj.sum(pj.constant(ct) * pj.prod(x, axis=axis, keepdims=keepdims))
+        g = inner.gradient(y, x)
+    hess = outer.jacobian(g, x).numpy().reshape(x0.size, x0.size)
+
+    def f(v):
+        return float(np.sum(ct * np.prod(v.reshape(x0.shape), axis=axis, keepdims=keepdims)))
+    flat, expected = x0.ravel(), np.zeros((x0.size, x0.size))
+    for i in range(x0.size):            # multilinear: a mixed difference of step 1 is exact
+        for j in range(x0.size):
+            if i == j:
+                continue
+            e_i, e_j = np.eye(x0.size)[i], np.eye(x0.size)[j]
+            expected[i, j] = f(flat + e_i + e_j) - f(flat + e_i) - f(flat + e_j) + f(flat)
+    np.testing.assert_allclose(hess, expected, rtol=1e-12, atol=1e-12)

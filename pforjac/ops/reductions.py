@@ -70,23 +70,45 @@ for _p in (max_p, min_p):
 prod_p = _reduction("prod", np.prod)
 
 
-def _prod_of_others(ans, x, axes, keepdims):
-    """Each entry's d prod / d x, the product of the others: `prod / x` away from zeros; at
-    the only zero of a reduced slice, the product of the nonzeros; at one of many zeros, 0."""
-    from .elementwise import cast, equal, ones_like, where, zeros_like
-    is_zero = equal(x, 0.0)
-    safe = where(is_zero, ones_like(x), x)
-    nonzero_prod = restore_reduced(prod_p.bind(safe, axes=axes, keepdims=True), x.shape, axes, True)
-    zeros = restore_reduced(sum_p.bind(cast(is_zero, x.dtype), axes=axes, keepdims=True),
-                            x.shape, axes, True)
-    at_zero = where(equal(zeros, 1.0), nonzero_prod, zeros_like(x))
-    return where(is_zero, at_zero, restore_reduced(ans, x.shape, axes, keepdims) / safe)
+def _prod_of_others(x, axes):
+    """Each entry's d prod / d x: the product of the other entries of its reduced slice.
+
+    Made from a pairwise tree of products (the slice's entries multiplied two by two,
+    then the pairs, ...), walked back down: an entry's others are its sibling times its
+    parent's others. No division, so it is exact at any number of zeros, and built of
+    multiply, getitem, stack and reshape alone, so every higher derivative is as well
+    (with `prod / x` guarded at zeros, the second derivative at two zeros was 0)."""
+    from .elementwise import ones_like
+    from .shape import pad, reshape, stack, transpose
+    keep = [a for a in range(x.ndim) if a not in axes]
+    perm = tuple(keep) + tuple(axes)
+    xt = transpose(x, perm) if perm != tuple(range(x.ndim)) else x
+    lead = tuple(xt.shape[:len(keep)])
+    every = (slice(None),) * len(lead)
+    v = reshape(xt, lead + (math.prod(x.shape[a] for a in axes),))
+    levels = []
+    while v.shape[-1] > 1:
+        m = v.shape[-1]
+        if m % 2:
+            v = pad(v, [(0, 0)] * len(lead) + [(0, 1)], constant_values=1.0)
+        pairs = reshape(v, lead + ((m + 1) // 2, 2))
+        left, right = pairs[every + (slice(None), 0)], pairs[every + (slice(None), 1)]
+        levels.append((left, right, m))
+        v = left * right
+    others = ones_like(v)
+    for left, right, m in reversed(levels):
+        both = stack([others * right, others * left], axis=-1)
+        others = reshape(both, lead + (2 * left.shape[-1],))
+        if others.shape[-1] != m:
+            others = others[every + (slice(0, m),)]
+    others = reshape(others, xt.shape)
+    return transpose(others, tuple(np.argsort(perm))) if xt is not x else others
 
 
 defvjp(prod_p, lambda g, ans, x, axes, keepdims:
-       restore_reduced(g, x.shape, axes, keepdims) * _prod_of_others(ans, x, axes, keepdims))
+       restore_reduced(g, x.shape, axes, keepdims) * _prod_of_others(x, axes))
 defjvp(prod_p, lambda t, ans, x, axes, keepdims:
-       sum_p.bind(t * _prod_of_others(ans, x, axes, keepdims), axes=axes, keepdims=keepdims))
+       sum_p.bind(t * _prod_of_others(x, axes), axes=axes, keepdims=keepdims))
 
 
 def _reduce(prim, x, axis, keepdims):
@@ -110,7 +132,8 @@ def min(x, axis=None, keepdims=False):
 
 
 def prod(x, axis=None, keepdims=False):
-    """Product over `axis`; its gradient is exact at zeros (the product of the others)."""
+    """Product over `axis`; its derivatives of every order are exact at zeros (the
+    gradient is the product of the others, made without division)."""
     return _reduce(prod_p, x, axis, keepdims)
 
 
