@@ -114,7 +114,7 @@ def sparse_zeros(shape, dtype, blocks: int, block_bytes: int) -> np.ndarray:
 # glibc serves an allocation of 32 MiB or more with a fresh mapping and unmaps it when it
 # is freed, so every large Jacobian result starts on pages the kernel must find and zero
 # again: 6-7 ms for the 64 MiB of a (64, 512, 512) float32 batch_jacobian on this VM, where
-# clearing already-mapped pages takes 2 ms. A result made here lives in a mapping of its
+# libc's memset clears already-mapped pages in 1 ms. A result made here lives in a mapping of its
 # own; when the result (with every view of it) is gone, the mapping is kept for the next
 # result of the same size instead of being returned to the system. At most
 # `_CACHE_BYTES` of such idle mappings are kept (oldest dropped first); smaller results
@@ -212,9 +212,13 @@ def _cached_array(shape, dtype) -> tuple[np.ndarray, object] | None:
     dtype = np.dtype(dtype)
     size = math.prod(shape)
     nbytes = size * dtype.itemsize
-    if nbytes < _CACHE_MIN or nbytes > _cache.limit or not _cache.enabled.enabled:
+    if nbytes < _CACHE_MIN or nbytes > _cache.limit or dtype.hasobject \
+            or not _cache.enabled.enabled:
         return None
-    raw, fresh = _cache.take(nbytes)
+    try:
+        raw, fresh = _cache.take(nbytes)
+    except OSError:                     # no mapping to be had: numpy's allocator says why
+        return None
     owner = _byte_array_type(nbytes).from_buffer(raw)   # the array's base: dies with its last view
     address = ctypes.addressof(owner)
     _trace_track(_NUMPY_TRACE_DOMAIN, address, nbytes)
