@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import pforjac as pj
 from pforjac import core
@@ -562,3 +563,54 @@ def test_prod_hessian_over_axes_with_several_zeros(axis, keepdims):
             e_i, e_j = np.eye(x0.size)[i], np.eye(x0.size)[j]
             expected[i, j] = f(flat + e_i + e_j) - f(flat + e_i) - f(flat + e_j) + f(flat)
     np.testing.assert_allclose(hess, expected, rtol=1e-12, atol=1e-12)
+
+
+@st.composite
+def _prods_with_zeros(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    size = int(np.prod(shape))
+    axes = draw(st.one_of(st.none(), st.lists(st.integers(0, len(shape) - 1), min_size=1,
+                                              max_size=len(shape), unique=True).map(tuple)))
+    keepdims = draw(st.booleans())
+    seed = draw(st.integers(0, 2 ** 16))
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 1.5, shape) * rng.choice([-1.0, 1.0], shape)
+    zeros = draw(st.lists(st.integers(0, size - 1), max_size=min(size, 4), unique=True))
+    x.reshape(-1)[zeros] = 0.0
+    return x, axes, keepdims, rng.standard_normal(np.shape(np.prod(x, axis=axes, keepdims=keepdims)))
+
+
+@given(_prods_with_zeros())
+@settings(max_examples={"ci": 60, "long": 2000}.get(settings.get_current_profile_name(),
+                                                   settings.default.max_examples))
+def test_prod_hessian_with_random_zeros_every_mode(case):
+    """Random shapes, axes and zero patterns: the Hessian of sum(ct * prod(x, axes)) by
+    reverse-over-reverse with pfor and with the while-loop, and by forward-over-reverse,
+    all equal the exact mixed differences of the multilinear product."""
+    x0, axes, keepdims, ct = case
+    n = x0.size
+
+    def f(v):
+        return pj.sum(pj.constant(ct) * pj.prod(v, axis=axes, keepdims=keepdims))
+
+    def f_np(v):
+        return float(np.sum(ct * np.prod(v.reshape(x0.shape), axis=axes, keepdims=keepdims)))
+    flat, eye, expected = x0.ravel(), np.eye(n), np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                expected[i, j] = f_np(flat + eye[i] + eye[j]) - f_np(flat + eye[i]) \
+                    - f_np(flat + eye[j]) + f_np(flat)
+    x = pj.constant(x0)
+    with pj.GradientTape(persistent=True) as outer:
+        outer.watch(x)
+        with pj.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+    for use_pfor in (True, False):
+        got = outer.jacobian(g, x, experimental_use_pfor=use_pfor,     # one entry: unconnected
+                             unconnected_gradients=pj.UnconnectedGradients.ZERO).numpy().reshape(n, n)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+    fwd = pj.hessian(f, x0, vectorize=True, outer_jacobian_strategy="forward-mode").numpy()
+    np.testing.assert_allclose(fwd.reshape(n, n), expected, rtol=1e-12, atol=1e-12)
