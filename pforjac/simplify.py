@@ -6,7 +6,8 @@ and never changes what the Program computes.
 - `fold_constants`: evaluates equations whose inputs are all fixed constants (not
   Variables, which are read when the program runs).
 - `cancel_reshapes`: reshape-of-reshape, transpose-of-transpose, no-op reshapes,
-  transposes and broadcasts.
+  transposes and broadcasts, and any chain of reshapes and transposes that leaves the
+  elements in order (one reshape).
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
   product with the Jacobian's one-hot seed is a row lookup, not a dense product.
 - `drop_identities`: products with constant ones and gathers of every row in order.
@@ -119,6 +120,14 @@ def cancel_reshapes(program: Program) -> Program:
             from .ops.shape import reshape_p
             eqn = replace(eqn, prim=reshape_p, params={"shape": tuple(out.shape)})
             name = "reshape"
+        root = _in_order_root(eqn, producer) if name in ("reshape", "transpose") else None
+        if root is not None:
+            if tuple(root.shape) == tuple(out.shape):
+                alias[id(out)] = root
+                continue
+            from .ops.shape import reshape_p
+            eqn = replace(eqn, prim=reshape_p, inputs=[root], params={"shape": tuple(out.shape)})
+            name, x = "reshape", root
         inner = producer.get(id(x))
         if name == "reshape" and inner is not None and inner.prim.name == "reshape":
             eqn = replace(eqn, inputs=[inner.inputs[0]])
@@ -134,6 +143,81 @@ def cancel_reshapes(program: Program) -> Program:
         producer[id(out)] = eqn
         kept.append(eqn)
     return eliminate_dead_code(_rename(program, kept, alias))
+
+
+def _in_order_root(eqn: Equation, producer: dict) -> SymbolicTensor | None:
+    """The earliest value before `eqn` in its chain of reshapes and transposes from which
+    the chain is one reshape (elements stay in C order), if there is one further back than
+    `eqn`'s own input."""
+    chain = [eqn]
+    while True:
+        inner = producer.get(id(chain[0].inputs[0]))
+        if inner is None or inner.prim.name not in ("reshape", "transpose"):
+            break
+        chain.insert(0, inner)
+    for start in range(len(chain) - 1):       # longest first; a lone eqn is handled as before
+        if view_chain_in_order(tuple(chain[start].inputs[0].shape),
+                               [(e.prim.name, e.params) for e in chain[start:]]):
+            return chain[start].inputs[0]
+    return None
+
+
+def view_chain_in_order(shape: tuple, steps) -> bool:
+    """Whether reshapes and transposes `steps` ([("reshape", {"shape": ...}) or
+    ("transpose", {"perm": ...})]) applied to a C-ordered array of `shape` give a view
+    whose elements are in C order, i.e. whether the chain equals one reshape. Follows the
+    strides as numpy would, without touching memory; a reshape that numpy could only make
+    with a copy ends the check (False)."""
+    if math.prod(shape) == 0:
+        return False
+    strides = _c_strides(shape)
+    for name, params in steps:
+        if name == "transpose":
+            perm = params["perm"]
+            shape, strides = tuple(shape[p] for p in perm), tuple(strides[p] for p in perm)
+        else:
+            new_shape = tuple(params["shape"])
+            strides = _reshaped_strides(shape, strides, new_shape)
+            if strides is None:
+                return False
+            shape = new_shape
+    return all(s == c for d, s, c in zip(shape, strides, _c_strides(shape)) if d != 1)
+
+
+def _c_strides(shape) -> tuple:
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+def _reshaped_strides(shape, strides, new_shape):
+    """Strides (in elements) viewing the same elements as `new_shape` without a copy, or
+    None when the axes that must merge are not laid out one after another."""
+    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    new_strides = [0] * len(new_shape)
+    live = [k for k, d in enumerate(new_shape) if d != 1]
+    oi = ni = 0
+    while oi < len(old) and ni < len(live):
+        oj, nj = oi + 1, ni + 1
+        o_size, n_size = old[oi][0], new_shape[live[ni]]
+        while o_size != n_size:
+            if n_size < o_size:
+                n_size *= new_shape[live[nj]]
+                nj += 1
+            else:
+                o_size *= old[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):              # merged old axes must be contiguous
+            if old[k][1] != old[k + 1][0] * old[k + 1][1]:
+                return None
+        step = old[oj - 1][1]
+        for k in range(nj - 1, ni - 1, -1):
+            new_strides[live[k]] = step
+            step *= new_shape[live[k]]
+        oi, ni = oj, nj
+    return tuple(new_strides)
 
 
 def _moves_only_unit_axes(shape, perm) -> bool:

@@ -1,12 +1,14 @@
 """Each simplification pass on its own: it does its job and never changes a result."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import pforjac as pj
 from pforjac.codegen import compile_program
 from pforjac.program import make_program
 from pforjac.simplify import (PASSES, cancel_reshapes, drop_identities, eliminate_common_subexpressions,
-                              eliminate_dead_code, fold_constants, onehot_products, simplify)
+                              eliminate_dead_code, fold_constants, onehot_products, simplify,
+                              view_chain_in_order)
 
 RNG = np.random.default_rng(5)
 C = pj.constant(RNG.normal(size=(3, 4)))
@@ -76,6 +78,78 @@ def test_reshape_and_transpose_chains_cancel():
     q = cancel_reshapes(p)
     assert _names(q) == ["multiply", "add"], _names(q)
     _same(p, q, RNG.normal(size=(3, 4)))
+
+
+def test_a_chain_that_keeps_the_element_order_is_one_reshape():
+    """batch_jacobian's tail: split an axis, swap the loop axis out and back in: one reshape.
+    A chain that really permutes keeps its transpose."""
+    def f(x):
+        y = pj.reshape(x, (2, 3, 4, 1))
+        y = pj.transpose(y, (1, 0, 2, 3))
+        y = pj.reshape(y, (3, 2, 4))
+        back = pj.transpose(y, (1, 0, 2))                       # in order again: (2, 3, 4)
+        swapped = pj.reshape(pj.transpose(pj.reshape(x, (2, 3, 4)), (0, 2, 1)), (2, 12))
+        return back, swapped
+    p = make_program(f, [((6, 4), np.float64)])
+    q = cancel_reshapes(p)
+    assert _names(q) == ["reshape", "reshape", "transpose", "reshape"], _names(q)
+    assert q.equations[0].inputs[0] is q.inputs[0] and q.equations[0].params["shape"] == (2, 3, 4)
+    _same(p, q, RNG.normal(size=(6, 4)))
+
+
+def _ground_truth_in_order(shape, steps):
+    """By index arrays: the chain's elements in C order, and whether numpy copied."""
+    idx = np.arange(int(np.prod(shape))).reshape(shape)
+    copied = False
+    for name, params in steps:
+        if name == "transpose":
+            idx = idx.transpose(params["perm"])
+        else:
+            before = idx
+            idx = idx.reshape(params["shape"])
+            copied |= not np.shares_memory(idx, before)
+    return bool(np.array_equal(idx.ravel(), np.arange(idx.size))), copied
+
+
+@st.composite
+def _view_chains(draw):
+    dims = draw(st.lists(st.sampled_from([1, 2, 3, 4]), min_size=1, max_size=4))
+    shape, steps = tuple(dims), []
+    current = shape
+    for _ in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            perm = tuple(draw(st.permutations(range(len(current)))))
+            steps.append(("transpose", {"perm": perm}))
+            current = tuple(current[p] for p in perm)
+        else:                                    # regroup the factors, with unit axes sprinkled
+            factors = [f for d in current for f in _prime_factors(d)]
+            factors = draw(st.permutations(factors)) if draw(st.booleans()) else factors
+            cuts = sorted(draw(st.lists(st.integers(0, len(factors)), max_size=3)))
+            new, start = [], 0
+            for c in cuts + [len(factors)]:
+                new.append(int(np.prod(factors[start:c])))
+                start = c
+            current = tuple(new)
+            steps.append(("reshape", {"shape": current}))
+    return shape, steps
+
+
+def _prime_factors(d):
+    return [2, 2] if d == 4 else ([d] if d > 1 else [])
+
+
+@given(_view_chains())
+@settings(max_examples={"ci": 300, "long": 20000}.get(settings.get_current_profile_name(),
+                                                     settings.default.max_examples))
+def test_view_chain_order_agrees_with_index_arrays(chain):
+    """Never says 'in order' when the elements moved; always does when they did not and
+    numpy made every reshape without a copy (with a copy the check gives up)."""
+    shape, steps = chain
+    in_order, copied = _ground_truth_in_order(shape, steps)
+    got = view_chain_in_order(shape, steps)
+    assert not got or in_order
+    if in_order and not copied:
+        assert got
 
 
 def test_product_with_a_one_hot_becomes_a_gather():
