@@ -126,7 +126,8 @@ _CACHE_BYTES = 256 << 20
 class _BufferCache:
     """Idle anonymous mappings by size. A buffer comes back through `_returned` (a deque:
     appending is atomic, so a finalizer that runs in any thread, even inside `take`, never
-    needs the lock)."""
+    waits for the lock); it is filed, and the limit enforced, at once if the lock is free,
+    else by whoever holds it next."""
 
     def __init__(self, limit: int):
         self.limit = limit
@@ -154,6 +155,11 @@ class _BufferCache:
 
     def give_back(self, raw: mmap.mmap) -> None:
         self._returned.append(raw)
+        if self._lock.acquire(blocking=False):   # enforce the limit now, not at the next take
+            try:
+                self._drain()
+            finally:
+                self._lock.release()
 
     def _drain(self) -> None:
         while self._returned:
