@@ -113,10 +113,10 @@ def sparse_zeros(shape, dtype, blocks: int, block_bytes: int) -> np.ndarray:
 # -- reused result buffers ---------------------------------------------------------------
 # glibc serves an allocation of 32 MiB or more with a fresh mapping and unmaps it when it
 # is freed, so every large Jacobian result starts on pages the kernel must find and zero
-# again: 6-7 ms for the 64 MiB of a (64, 512, 512) float32 batch_jacobian on this VM, where
-# libc's memset clears already-mapped pages in 1 ms. A result made here lives in a mapping of its
-# own; when the result (with every view of it) is gone, the mapping is kept for the next
-# result of the same size instead of being returned to the system. At most
+# again: 6-7 ms for the 64 MiB of a (64, 512, 512) float32 batch_jacobian on this VM,
+# where libc's memset clears already-mapped pages in 1 ms. A result made here lives in a
+# mapping of its own; when the result (with every view of it) is gone, the mapping is kept
+# for the next result of the same size instead of being returned to the system. At most
 # `_CACHE_BYTES` of such idle mappings are kept (oldest dropped first); smaller results
 # take numpy's allocator, which already reuses freed memory.
 _CACHE_MIN = 32 << 20
