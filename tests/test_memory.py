@@ -286,7 +286,7 @@ def test_a_live_view_keeps_the_buffer(small_cache):
 def test_idle_buffers_are_capped_and_can_be_freed(small_cache):
     arrays = [small_cache.result_zeros((1 << 18,), np.float32) for _ in range(7)]   # 1 MiB each
     del arrays
-    cache = small_cache._cache                                          # kept, before any other call:
+    cache = small_cache._cache                          # what is kept, before any other call:
     assert cache._idle_bytes + sum(len(r) for r in cache._returned) == 4 << 20
     assert cache.idle_bytes() == 4 << 20                                # the limit, oldest dropped
     huge = small_cache.result_zeros((1 << 21,), np.float32)             # 8 MiB: above the limit
