@@ -363,3 +363,39 @@ def test_result_cache_is_thread_safe(small_cache):
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_the_cache_limit_can_be_set(small_cache):
+    arrays = [small_cache.result_zeros((1 << 18,), np.float32) for _ in range(3)]
+    del arrays
+    assert small_cache._cache.idle_bytes() == 3 << 20
+    assert small_cache.set_result_cache_limit(1 << 20) == 4 << 20     # returns the previous limit
+    assert small_cache._cache.idle_bytes() == 1 << 20                   # evicted at once
+    small_cache.set_result_cache_limit(0)
+    assert small_cache._cache.idle_bytes() == 0
+    a = small_cache.result_zeros((1 << 18,), np.float32)                 # above the limit: numpy's
+    assert isinstance(_root(a), np.ndarray)
+    for bad in (-1, 1.5, True, "1 GiB"):
+        with pytest.raises(ValueError, match="set_result_cache_limit"):
+            small_cache.set_result_cache_limit(bad)
+    small_cache.set_result_cache_limit(4 << 20)
+
+
+def test_default_cache_limit_is_a_sixteenth_of_memory_within_bounds():
+    from pforjac import memory
+    limit = memory._default_cache_limit()
+    assert 256 << 20 <= limit <= 2 << 30
+
+
+def test_idle_cached_results_are_freed_before_a_result_is_refused(small_cache, monkeypatch):
+    """check_results_fit counts idle cached pages as reclaimable: it frees them and looks
+    again before refusing a Jacobian."""
+    arrays = [small_cache.result_zeros((1 << 18,), np.float32) for _ in range(3)]
+    del arrays
+    assert small_cache._cache.idle_bytes() == 3 << 20
+    monkeypatch.setattr(small_cache, "available_memory",
+                        lambda: (200 << 20) if small_cache._cache.idle_bytes() == 0 else (80 << 20))
+    small_cache.check_results_fit([((100 << 18,), np.float32)])          # 100 MiB: fits once freed
+    assert small_cache._cache.idle_bytes() == 0
+    with pytest.raises(JacobianMemoryError):
+        small_cache.check_results_fit([((300 << 18,), np.float32)])
