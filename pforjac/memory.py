@@ -135,6 +135,15 @@ def _default_cache_limit() -> int:
     return min(max(physical // 16, 256 << 20), 2 << 30)
 
 
+class _Mapping:
+    """One anonymous mapping: `fresh` until first handed out again, `all_touched` once
+    every page is known to be in memory (a full clear or a full overwrite happened)."""
+    __slots__ = ("raw", "fresh", "all_touched")
+
+    def __init__(self, raw: mmap.mmap):
+        self.raw, self.fresh, self.all_touched = raw, True, False
+
+
 class _BufferCache:
     """Idle anonymous mappings by size. A buffer comes back through `_returned` (a deque:
     appending is atomic, so a finalizer that runs in any thread, even inside `take`, never
@@ -149,24 +158,25 @@ class _BufferCache:
         self._lock = threading.Lock()
         self.enabled = Switch(True)
 
-    def take(self, nbytes: int) -> tuple[mmap.mmap, bool]:
-        """A mapping of `nbytes` and whether it is fresh (all zeros)."""
+    def take(self, nbytes: int) -> _Mapping:
+        """A mapping of `nbytes`: an idle one, or a fresh one (all zeros)."""
         with self._lock:
             self._drain()
             stack = self._idle.get(nbytes)
             if stack:
-                raw = stack.pop()
+                mapping = stack.pop()
                 self._idle_bytes -= nbytes
                 if not stack:
                     del self._idle[nbytes]
-                return raw, False
+                mapping.fresh = False
+                return mapping
         raw = mmap.mmap(-1, nbytes)
         if hasattr(mmap, "MADV_HUGEPAGE"):
             raw.madvise(mmap.MADV_HUGEPAGE)      # as numpy asks for its large arrays
-        return raw, True
+        return _Mapping(raw)
 
-    def give_back(self, raw: mmap.mmap) -> None:
-        self._returned.append(raw)
+    def give_back(self, mapping: _Mapping) -> None:
+        self._returned.append(mapping)
         if self._lock.acquire(blocking=False):   # enforce the limit now, not at the next take
             try:
                 self._drain()
@@ -175,11 +185,11 @@ class _BufferCache:
 
     def _drain(self) -> None:
         while self._returned:
-            raw = self._returned.popleft()
-            n = len(raw)
+            mapping = self._returned.popleft()
+            n = len(mapping.raw)
             if n > self.limit:
                 continue
-            self._idle.setdefault(n, []).append(raw)
+            self._idle.setdefault(n, []).append(mapping)
             self._idle.move_to_end(n)
             self._idle_bytes += n
         while self._idle_bytes > self.limit:
@@ -220,9 +230,9 @@ _trace_untrack = ctypes.pythonapi.PyTraceMalloc_Untrack
 _trace_untrack.argtypes = [ctypes.c_uint, ctypes.c_size_t]
 
 
-def _release(raw: mmap.mmap, address: int) -> None:
+def _release(mapping: _Mapping, address: int) -> None:
     _trace_untrack(_NUMPY_TRACE_DOMAIN, address)
-    _cache.give_back(raw)
+    _cache.give_back(mapping)
 
 
 @functools.lru_cache(maxsize=64)
@@ -230,9 +240,9 @@ def _byte_array_type(nbytes: int) -> type:
     return ctypes.c_char * nbytes        # a new ctypes type each time otherwise
 
 
-def _cached_array(shape, dtype) -> tuple[np.ndarray, object] | None:
-    """A large array on a cached mapping and, if the mapping was used before, its ctypes
-    owner (to clear it); None when the array is for numpy's allocator."""
+def _cached_array(shape, dtype) -> tuple[np.ndarray, _Mapping, int] | None:
+    """A large array on a cached mapping, the mapping and the array's address; None when
+    the array is for numpy's allocator."""
     dtype = np.dtype(dtype)
     size = math.prod(shape)
     nbytes = size * dtype.itemsize
@@ -240,15 +250,35 @@ def _cached_array(shape, dtype) -> tuple[np.ndarray, object] | None:
             or not _cache.enabled.enabled:
         return None
     try:
-        raw, fresh = _cache.take(nbytes)
+        mapping = _cache.take(nbytes)
     except OSError:                     # no mapping to be had: numpy's allocator says why
         return None
-    owner = _byte_array_type(nbytes).from_buffer(raw)   # the array's base: dies with its last view
+    owner = _byte_array_type(nbytes).from_buffer(mapping.raw)   # the base: dies with the last view
     address = ctypes.addressof(owner)
     _trace_track(_NUMPY_TRACE_DOMAIN, address, nbytes)
-    done = weakref.finalize(owner, _release, raw, address)
+    done = weakref.finalize(owner, _release, mapping, address)
     done.atexit = False
-    return np.frombuffer(owner, dtype, count=size).reshape(shape), (owner if not fresh else None)
+    return np.frombuffer(owner, dtype, count=size).reshape(shape), mapping, address
+
+
+def _touched_runs(address: int, nbytes: int):
+    """[(start, stop)] byte ranges of the pages in `address`..+`nbytes` that were ever
+    written or read in, from /proc/self/pagemap (a page neither present nor swapped out
+    was never touched, so it still reads as zero); None when that can't be read."""
+    first, count = address // _PAGE, -(-nbytes // _PAGE)
+    try:
+        fd = os.open("/proc/self/pagemap", os.O_RDONLY)   # per call: a forked child is
+        try:                                             # another process
+            data = os.pread(fd, count * 8, first * 8)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    if len(data) != count * 8:
+        return None
+    touched = (np.frombuffer(data, np.uint64) >> np.uint64(62)) != 0   # present | swapped
+    edges = np.flatnonzero(np.diff(touched.astype(np.int8), prepend=0, append=0))
+    return [(int(a) * _PAGE, min(int(b) * _PAGE, nbytes)) for a, b in zip(edges[::2], edges[1::2])]
 
 
 def result_zeros(shape, dtype) -> np.ndarray:
@@ -257,9 +287,21 @@ def result_zeros(shape, dtype) -> np.ndarray:
     made = _cached_array(shape, dtype)
     if made is None:
         return np.zeros(shape, dtype)
-    out, used = made
-    if used is not None:      # libc's memset: twice as fast as ndarray.fill on 64 MiB here
-        ctypes.memset(ctypes.addressof(used), 0, ctypes.sizeof(used))
+    out, mapping, address = made
+    if mapping.fresh:
+        return out
+    nbytes = out.nbytes
+    # A result that was written sparsely into a fresh mapping left most pages untouched
+    # (still zero, not even in memory; numpy's lazily zeroed np.zeros behaves the same);
+    # clearing those with memset would fault every one of them in. Clear only the pages
+    # that were touched: from the page map, until one full clear made them all present.
+    runs = None if mapping.all_touched else _touched_runs(address, nbytes)
+    if runs is None or runs == [(0, nbytes)]:
+        ctypes.memset(address, 0, nbytes)   # libc's memset: 2x ndarray.fill on 64 MiB here
+        mapping.all_touched = True
+    else:
+        for start, stop in runs:
+            ctypes.memset(address + start, 0, stop - start)
     return out
 
 
@@ -267,7 +309,10 @@ def result_empty(shape, dtype) -> np.ndarray:
     """`np.empty(shape, dtype)` for a result the caller overwrites in full; a large one
     reuses an earlier dead result's pages."""
     made = _cached_array(shape, dtype)
-    return np.empty(shape, dtype) if made is None else made[0]
+    if made is None:
+        return np.empty(shape, dtype)
+    made[1].all_touched = True          # the caller writes every page
+    return made[0]
 
 
 def result_cache(enabled: bool = True):

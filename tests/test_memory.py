@@ -271,6 +271,41 @@ def test_a_dead_result_is_reused_and_cleared(small_cache):
     assert c.ctypes.data == address
 
 
+def test_a_sparsely_written_result_is_cleared_where_it_was_written(small_cache, monkeypatch):
+    """A fresh mapping written in a few places keeps its other pages untouched; reusing it
+    clears only the touched pages (from the page map) and the result is all zeros, with or
+    without the page map."""
+    for pagemap in (True, False):
+        if not pagemap:
+            monkeypatch.setattr(small_cache, "_touched_runs", lambda address, nbytes: None)
+        small_cache.clear_result_cache()
+        a = small_cache.result_zeros((1024, 1024), np.float32)          # 4 MiB, fresh
+        a[::97, ::13] = np.nan                                           # scattered garbage
+        a[-1, -1] = 7.0                                                  # the very last entry
+        address = a.ctypes.data
+        del a
+        b = small_cache.result_zeros((1024, 1024), np.float32)
+        assert b.ctypes.data == address and not b.any() and not np.isnan(b).any()
+        b[5, 5] = 1.0
+        del b
+        c = small_cache.result_zeros((1024, 1024), np.float32)
+        assert c.ctypes.data == address and not c.any()
+
+
+def test_touched_runs_follow_the_written_pages(small_cache):
+    a = small_cache.result_zeros((1 << 20,), np.float32)                 # 4 MiB, fresh
+    runs = small_cache._touched_runs(a.ctypes.data, a.nbytes)
+    if runs is None:
+        pytest.skip("no /proc/self/pagemap here")
+    a[[0, 300000, (1 << 20) - 1]] = 1.0
+    runs = small_cache._touched_runs(a.ctypes.data, a.nbytes)
+    written = [0, 300000 * 4, a.nbytes - 4]
+    assert all(any(s <= w < e for s, e in runs) for w in written)        # every write covered
+    assert all(e <= a.nbytes and s < e for s, e in runs)
+    a[:] = 2.0
+    assert small_cache._touched_runs(a.ctypes.data, a.nbytes) == [(0, a.nbytes)]
+
+
 def test_a_live_view_keeps_the_buffer(small_cache):
     a = small_cache.result_zeros((512, 1024), np.float32)
     a[:] = 5
