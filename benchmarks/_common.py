@@ -25,7 +25,8 @@ def settle_allocator() -> None:
     memory from then on. Without this, a workload's timings depended on which workloads
     ran before it in the same process (the elementwise while-loop: 266 ms as the first
     workload, 55 ms after any larger array had been freed; the Hessian's pfor: 0.58 vs
-    0.33 ms). Every script calls this once at start, for every library alike.
+    0.33 ms). It runs once when this module is imported (every script imports it before
+    its workloads), for every library alike.
     """
     np.ones(4 << 20, np.float32)        # 16 MiB, allocated and freed at once
 

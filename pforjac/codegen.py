@@ -98,13 +98,19 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
     return ast.fix_missing_locations(module)
 
 
-def _elementwise(eqn) -> bool:
-    """An elementwise numpy ufunc, or an impl that behaves like one: it returns a fresh
-    array and takes `out=` (it says so with `impl.elementwise_out = True`)."""
+def _fresh_result(eqn) -> bool:
+    """The impl is a numpy ufunc, or says it behaves like one (`impl.elementwise_out =
+    True`): its result is a new array (or the `out=` buffer it was given), never a view."""
     impl = core.impl_rules[eqn.prim]
-    return (isinstance(impl, np.ufunc) and impl.signature is None
-            or getattr(impl, "elementwise_out", False)) \
-        and not eqn.params and not eqn.prim.multiple_results
+    return (isinstance(impl, np.ufunc) or getattr(impl, "elementwise_out", False)) \
+        and not eqn.prim.multiple_results
+
+
+def _elementwise(eqn) -> bool:
+    """A fresh-result impl that works elementwise and takes `out=`: no parameters, and
+    for a ufunc no core signature."""
+    impl = core.impl_rules[eqn.prim]
+    return _fresh_result(eqn) and not eqn.params and getattr(impl, "signature", None) is None
 
 
 # -- buffer reuse ---------------------------------------------------------------------------
@@ -152,9 +158,6 @@ def in_place_outputs(program: Program) -> dict[int, int]:
     owned: set[int] = set()           # variables whose buffer this program's ufuncs made
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
-        impl = core.impl_rules[eqn.prim]
-        fresh = (isinstance(impl, np.ufunc) or getattr(impl, "elementwise_out", False)) \
-            and not eqn.prim.multiple_results
         out = eqn.outputs[0]
         for o in eqn.outputs:
             add(o)
@@ -166,7 +169,7 @@ def in_place_outputs(program: Program) -> dict[int, int]:
                     chosen[k] = pos
                     join(out, v)
                     break
-        if fresh:                                         # fresh, or a dead buffer reused
+        if _fresh_result(eqn):                            # fresh, or a dead buffer reused
             owned.update(id(o) for o in eqn.outputs if o.ndim)   # (0-d: numpy scalars)
         else:                                             # may share memory with its inputs
             for v in eqn.inputs:

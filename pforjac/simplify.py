@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import core
-from .ops.shape import broadcast_to_p
+from .ops.shape import broadcast_to_p, reshape_p
 from .program import Equation, Program
 from .tensor import SymbolicTensor, Tensor, Variable
 
@@ -117,7 +117,6 @@ def cancel_reshapes(program: Program) -> Program:
             alias[id(out)] = x
             continue
         if name == "transpose" and _moves_only_unit_axes(x.shape, eqn.params["perm"]):
-            from .ops.shape import reshape_p
             eqn = replace(eqn, prim=reshape_p, params={"shape": tuple(out.shape)})
             name = "reshape"
         root = _in_order_root(eqn, producer) if name in ("reshape", "transpose") else None
@@ -125,7 +124,6 @@ def cancel_reshapes(program: Program) -> Program:
             if tuple(root.shape) == tuple(out.shape):
                 alias[id(out)] = root
                 continue
-            from .ops.shape import reshape_p
             eqn = replace(eqn, prim=reshape_p, inputs=[root], params={"shape": tuple(out.shape)})
             name, x = "reshape", root
         inner = producer.get(id(x))
