@@ -75,6 +75,7 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                                                    ctx=ast.Load())))
     in_place = in_place_outputs(program)
     reshaped = {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
+    contiguous = broadcast_transposes(program)
     for k, eqn in enumerate(program.equations):
         keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
         if k in in_place:
@@ -85,6 +86,8 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
             # reshape of that would copy it, so make it C-contiguous in the first place
             keywords.append(("order", ast.Constant(value="C")))
         call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs], keywords)
+        if k in contiguous:
+            call = _call("np.ascontiguousarray", [call])
         outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
         target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
         body.append(ast.Assign(targets=[target], value=call))
@@ -111,6 +114,38 @@ def _elementwise(eqn) -> bool:
     for a ufunc no core signature."""
     impl = core.impl_rules[eqn.prim]
     return _fresh_result(eqn) and not eqn.params and getattr(impl, "signature", None) is None
+
+
+# -- layout of small broadcast operands -----------------------------------------------------
+_BROADCAST_RATIO = 8             # operand at most 1/8 of the ufunc's result: copying it is cheap
+
+
+def broadcast_transposes(program: Program) -> set[int]:
+    """Indices of transposes whose (small) result some ufunc broadcasts against a much
+    larger operand, through reshapes and broadcast_to's only: those are emitted as a
+    C-contiguous copy (`np.ascontiguousarray(transpose_impl(w, perm=(1, 0)))`).
+
+    numpy's inner loop runs along the result's last axis; when the broadcast operand steps
+    through memory with a stride there (a transposed weight matrix, as a jacobian's
+    one-hot rows make of the last layer), the loop cannot use SIMD loads and runs 2x
+    slower over the whole large result (the MLP's (10, 256, 128) product: 135 -> 67 us).
+    The copy reads only the small operand; the values are the same."""
+    source: dict[int, int] = {}   # variable -> index of the transpose it is a view of
+    chosen: set[int] = set()
+    for k, eqn in enumerate(program.equations):
+        name = eqn.prim.name
+        if name == "transpose":
+            source[id(eqn.outputs[0])] = k
+        elif name in ("reshape", "broadcast_to") and id(eqn.inputs[0]) in source:
+            source[id(eqn.outputs[0])] = source[id(eqn.inputs[0])]
+        elif _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc):
+            size = math.prod(eqn.outputs[0].shape)
+            for v in eqn.inputs:
+                t = source.get(id(v))
+                if t is not None and \
+                        math.prod(program.equations[t].outputs[0].shape) * _BROADCAST_RATIO <= size:
+                    chosen.add(t)
+    return chosen
 
 
 # -- buffer reuse ---------------------------------------------------------------------------

@@ -154,3 +154,20 @@ def test_sigmoid_reuses_a_dead_buffer_and_is_never_given_a_layout_argument():
     x = np.random.default_rng(2).standard_normal((32, 6))
     got = compile_program(program)(x, [v.numpy() for v in program.const_values])[0]
     np.testing.assert_array_equal(got, f(pj.constant(x)).numpy())
+
+
+def test_a_small_transposed_operand_broadcast_by_a_ufunc_is_made_contiguous_first():
+    def f(x, w):
+        wt = pj.reshape(pj.transpose(w), (5, 1, 8))      # strided along the last axis
+        big = wt * x                                     # (5, 64, 8): broadcast 8x and more
+        same_size = pj.transpose(x[:8, :5]) + 1.0        # not broadcast: stays a view
+        return big, same_size
+    program = pj.make_program(f, [((64, 8), np.float64), ((8, 5), np.float64)])
+    src = program.to_source()
+    lines = [line.strip() for line in src.splitlines() if "ascontiguousarray" in line]
+    assert len(lines) == 1 and "transpose_impl(" in lines[0] and "perm=(1, 0)" in lines[0]
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((64, 8)), rng.standard_normal((8, 5))
+    got = compile_program(program)(x, w, [v.numpy() for v in program.const_values])
+    for a, b in zip(got, f(pj.constant(x), pj.constant(w))):
+        np.testing.assert_array_equal(a, b.numpy())
