@@ -24,6 +24,7 @@ from typing import Callable
 import numpy as np
 
 from . import core, ops
+from .ops.indexing import scatter_add_p
 from .pfor import register_converter
 from .switch import Switch
 from .tensor import Tensor, constant
@@ -132,7 +133,9 @@ def densify(value):
     n, s = oh.n, tuple(oh.compact.shape)
     idx, _ = _safe_indices(oh)
     flat = idx + constant(np.arange(n, dtype=idx.dtype) * idx.dtype.type(size))
-    dense = ops.scatter_add(_block_rows(oh), flat, axis=1, size=n * size)   # (outer, n*size, inner)
+    # row i's index lies in [i*size, (i+1)*size): no position repeats, whatever idx holds
+    dense = scatter_add_p.bind(_block_rows(oh), flat, axis=1, size=n * size,
+                               unique=True)                           # (outer, n*size, inner)
     dense = ops.moveaxis(ops.reshape(dense, (outer, n, size, inner)), 1, 0)
     return ops.reshape(dense, (n,) + s)
 

@@ -93,6 +93,24 @@ def test_program_and_source_show_what_runs():
     ast.parse(src)
 
 
+def test_a_densified_jacobian_is_scattered_without_checking_for_repeats():
+    """Its rows land in disjoint ranges, so the scatter is told so (`unique=True`) and skips
+    the check on every call; a scatter_add the user writes keeps checking (repeats add)."""
+    def f(x):
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = x * x
+        return tape.batch_jacobian(y, x), pj.scatter_add(x[0], np.array([1, 1]), 0, 3)
+    compiled = pj.function(f)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]])
+    src = compiled.source(x)
+    lines = [line for line in src.splitlines() if "scatter_add_impl(" in line]
+    assert len(lines) == 2 and sum("unique=True" in line for line in lines) == 1
+    jac, scattered = compiled(x)
+    np.testing.assert_array_equal(jac.numpy(), [np.diag([2.0, 4.0]), np.diag([6.0, 8.0])])
+    np.testing.assert_array_equal(scattered.numpy(), [0.0, 3.0, 0.0])
+
+
 def test_nan_inputs_give_the_dense_answer():
     f = pj.function(lambda x: _net(x, W1, W2, "batch_jacobian"))
     x = RNG.normal(size=(4, 5))

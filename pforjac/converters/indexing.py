@@ -57,10 +57,10 @@ def _wrap(indices, size: int):
 
 
 @register_converter("scatter_add")
-def _convert_scatter_add(n, args, stacked, axis, size):
+def _convert_scatter_add(n, args, stacked, axis, size, unique=None):
     (g, indices), (g_stacked, i_stacked) = args, stacked
     if not i_stacked:
-        return ix.scatter_add_p.bind(g, indices, axis=axis + 1, size=size), True
+        return ix.scatter_add_p.bind(g, indices, axis=axis + 1, size=size, unique=unique), True
     g = to_stacked(n, g, g_stacked)                        # [n, ..., *s, ...]
     moved = ops.moveaxis(g, 0, axis)                       # [..., n, *s, ...]
     idx = _positions(n, indices, size)          # [n, *s]

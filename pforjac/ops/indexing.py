@@ -116,28 +116,34 @@ gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indi
                               _gather_shape)
 
 
-def _scatter_add_impl(g, indices, axis, size):
+def _scatter_add_impl(g, indices, axis, size, unique=None):
+    """`unique=True`: the caller knows no position repeats (pforjac's own densified
+    Jacobian rows), so the check is skipped; None: checked on every call."""
     split = axis + indices.ndim
     shape = g.shape[:axis] + (size,) + g.shape[split:]
     out = sparse_zeros(shape, g.dtype, blocks=math.prod(g.shape[:split]),
                        block_bytes=math.prod(g.shape[split:]) * g.dtype.itemsize)
     index = (slice(None),) * axis + (indices,)
-    if _distinct(np.where(indices < 0, indices + size, indices).ravel()):
+    if unique is None:
+        unique = distinct_indices(indices, size)
+    if unique:
         out[index] = g                   # distinct targets: a plain (fast) assignment
     else:
         np.add.at(out, index, g)
     return out
 
 
-def _distinct(flat: np.ndarray) -> bool:
-    """No index repeats (strictly increasing, as a densified Jacobian's are, is checked
-    first: it is a single pass)."""
+def distinct_indices(indices: np.ndarray, size: int) -> bool:
+    """Whether no position repeats among `indices` (negative ones counting from the end of
+    `size`). Strictly increasing, as a densified Jacobian's are, is checked first: it is a
+    single pass."""
+    flat = np.where(indices < 0, indices + size, indices).ravel()
     if flat.size < 2 or (flat[1:] > flat[:-1]).all():
         return True
     return np.unique(flat).size == flat.size
 
 
-def _scatter_add_shape(g, indices, axis, size):
+def _scatter_add_shape(g, indices, axis, size, unique=None):
     return tuple(g.shape[:axis]) + (size,) + tuple(g.shape[axis + len(indices.shape):]), g.dtype
 
 
@@ -145,9 +151,10 @@ scatter_add_p = core.new_primitive("scatter_add", _scatter_add_impl, _scatter_ad
 defvjp(gather_p, lambda g, ans, x, indices, axis:
        scatter_add(g, indices, axis, x.shape[axis]), None)
 defjvp(gather_p, lambda t, ans, x, indices, axis: gather_p.bind(t, indices, axis=axis), None)
-defvjp(scatter_add_p, lambda g, ans, x, indices, axis, size: gather_p.bind(g, indices, axis=axis), None)
-defjvp(scatter_add_p, lambda t, ans, x, indices, axis, size:
-       scatter_add_p.bind(t, indices, axis=axis, size=size), None)
+defvjp(scatter_add_p, lambda g, ans, x, indices, axis, size, unique=None:
+       gather_p.bind(g, indices, axis=axis), None)
+defjvp(scatter_add_p, lambda t, ans, x, indices, axis, size, unique=None:
+       scatter_add_p.bind(t, indices, axis=axis, size=size, unique=unique), None)
 
 
 def gather(x, indices, axis: int = 0):
