@@ -170,6 +170,8 @@ def bind(prim: Primitive, *args, **params):
     if lifting is not None and (trace is None or trace.level < lifting.level) \
             and any(isinstance(a, Variable) for a in args):
         trace = lifting      # compiled functions read Variables when they run, not when traced
+    if _state.tapes:
+        trace = _trace_for_tapes(args, trace)
     if trace is None:
         outs = _eager(prim, args, params)
         level = 0
@@ -181,6 +183,18 @@ def bind(prim: Primitive, *args, **params):
             if tape._level == level:
                 tape._record(prim, args, params, outs)
     return outs if prim.multiple_results else outs[0]
+
+
+def _trace_for_tapes(args, trace):
+    """A tape opened inside a trace records that trace's ops only. An op on values it tracks
+    that would run eagerly or in an outer trace (a closure constant the tape watches inside
+    a compiled function or a pfor body) is traced at the tape's level instead, so the tape
+    sees it (as its eager twin would)."""
+    level = 0 if trace is None else trace.level
+    for tape in _state.tapes:
+        if level < tape._level <= len(_state.traces) and any(id(a) in tape._tracked for a in args):
+            level, trace = tape._level, _state.traces[tape._level - 1]
+    return trace
 
 
 def _eager(prim: Primitive, args, params):

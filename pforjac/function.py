@@ -22,6 +22,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .codegen import compile_program
+from .core import current_state
 from .program import Program, make_program
 from .simplify import simplify
 from .structure import structure_tracking
@@ -86,6 +87,12 @@ class Function:
         return self.trace_count
 
     def __call__(self, *args, **kwargs):
+        state = current_state()
+        if state.tapes or state.traces:
+            # A recording GradientTape must see every op (to differentiate through this call),
+            # and an enclosing trace (another compiled function, a pfor body) records them
+            # into its own Program: run the Python body itself, as a nested tf.function is.
+            return self._fn(*args, **kwargs)
         compiled, arrays = self._compiled(args, kwargs)
         outs = compiled.run(arrays)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
@@ -155,7 +162,6 @@ def trace_compiled(fn: Callable, avals, structured: bool, name: str,
     guards: list = []
 
     def traced(*symbols):
-        from .core import current_state
         result = fn(*symbols)
         guards.extend(current_state().lifting.guards)
         return result, list(guards)
