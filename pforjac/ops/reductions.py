@@ -5,6 +5,7 @@ and `keepdims` as a bool, so the converters and rules never re-normalize.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -24,6 +25,12 @@ def _reduction_shape(shape: tuple, axes, keepdims) -> tuple:
     return tuple(d for k, d in enumerate(shape) if k not in axes)
 
 
+@functools.lru_cache(maxsize=None)
+def _result_dtype(impl, dtype: np.dtype) -> np.dtype:
+    """numpy's own result dtype (sum of int32 or bool is int64, max of bool is bool)."""
+    return impl(np.zeros(1, dtype)).dtype
+
+
 def _reduction(name: str, impl) -> core.Primitive:
     def shape_rule(x, axes, keepdims):
         for a in axes:
@@ -31,8 +38,7 @@ def _reduction(name: str, impl) -> core.Primitive:
                 raise ValueError(f"axis {a} is out of range for rank {x.ndim}")
         if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{name} of an empty axis has no identity")
-        dtype = x.dtype if x.dtype != np.bool_ else np.dtype(np.int64)
-        return _reduction_shape(x.shape, axes, keepdims), dtype
+        return _reduction_shape(x.shape, axes, keepdims), _result_dtype(impl, np.dtype(x.dtype))
     prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),
                               shape_rule)
     REDUCTIONS[name] = prim
@@ -146,12 +152,15 @@ def mean(x, axis=None, keepdims=False):
 
 
 def logsumexp(x, axis=None, keepdims=False):
-    """`log(sum(exp(x)))` over `axis`, computed stably (shifted by the max)."""
+    """`log(sum(exp(x)))` over `axis`, computed stably (shifted by the max; by 0 where
+    the max is not finite, so all -inf gives -inf and any +inf gives inf, as numpy's
+    unshifted formula does)."""
     from ..tensor import as_tensor
-    from .elementwise import exp, log, stop_gradient
+    from .elementwise import abs as abs_, exp, less, log, stop_gradient, where, zeros_like
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim)
-    shift = stop_gradient(max_p.bind(x, axes=axes, keepdims=True))
+    top = max_p.bind(x, axes=axes, keepdims=True)
+    shift = stop_gradient(where(less(abs_(top), np.inf), top, zeros_like(top)))
     out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift
     if keepdims:
         return out
