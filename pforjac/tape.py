@@ -9,7 +9,7 @@ import numpy as np
 
 from . import core
 from .tensor import Tensor, Variable, is_float
-from .tree import tree_flatten, tree_unflatten
+from .tree import flatten_like, tree_flatten, tree_unflatten
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
@@ -178,9 +178,9 @@ class GradientTape:
         unconnected = _unconnected(unconnected_gradients)
         self._check_usable(mark_used=False)  # a call with wrong arguments leaves the tape usable
         flat_sources, source_tree = tree_flatten(sources)
-        flat_targets, _ = tree_flatten(target)
+        flat_targets, target_tree = tree_flatten(target)
         self._check_sources(flat_sources)
-        seeds = self._seeds(flat_targets, output_gradients)
+        seeds = self._seeds(flat_targets, target_tree, output_gradients)
         self._used = True
         with self._paused():
             grads = backward(self._entries, flat_targets, seeds, flat_sources)
@@ -205,13 +205,13 @@ class GradientTape:
                     f"was never watched by this tape nor computed under it; call tape.watch(x) "
                     f"inside the `with` block before using x (Variables are watched automatically)")
 
-    def _seeds(self, flat_targets, output_gradients) -> list:
+    def _seeds(self, flat_targets, target_tree, output_gradients) -> list:
         from . import ops
-        if output_gradients is None:
-            return [ops.ones_like(t) for t in flat_targets]
-        flat_og, _ = tree_flatten(output_gradients)
-        if len(flat_og) != len(flat_targets):
-            raise ValueError(f"output_gradients has {len(flat_og)} tensors for {len(flat_targets)} targets")
+        try:       # the target's structure; None stands for ones (as for no output_gradients)
+            flat_og = flatten_like(target_tree, output_gradients)
+        except ValueError as e:
+            raise ValueError(f"output_gradients must have the structure of target "
+                             f"({len(flat_targets)} tensors): {e}") from None
         seeds = []
         for t, g in zip(flat_targets, flat_og):
             g = ops.ones_like(t) if g is None else ops.cast(g, t.dtype)

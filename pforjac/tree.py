@@ -58,6 +58,43 @@ def _build(node, it):
     return kind(*values)
 
 
+def flatten_like(structure: Any, tree: Any) -> list:
+    """The leaves of `tree` at the leaf positions of `structure` (from `tree_flatten`), where
+    a `None` in `tree` stands for `None` at every leaf below it (TensorFlow's
+    `output_gradients=[None, g]`). Raises ValueError where the two structures differ."""
+    out: list = []
+    _like(structure, tree, out)
+    return out
+
+
+def _like(node, value, out: list) -> None:
+    if node is None:
+        return
+    if value is None:
+        out.extend([None] * _count(node))
+    elif node is _LEAF:
+        out.append(value)
+    elif node[0] is dict:
+        if not isinstance(value, dict) or sorted(value, key=repr) != node[1]:
+            raise ValueError(f"expected a dict with keys {node[1]}, got {value!r:.80}")
+        for k, child in zip(node[1], node[2]):
+            _like(child, value[k], out)
+    else:
+        children = node[1]
+        if not isinstance(value, (list, tuple)) or len(value) != len(children):
+            raise ValueError(f"expected a list or tuple of {len(children)}, got {value!r:.80}")
+        for child, v in zip(children, value):
+            _like(child, v, out)
+
+
+def _count(node) -> int:
+    if node is None:
+        return 0
+    if node is _LEAF:
+        return 1
+    return sum(_count(c) for c in node[-1])
+
+
 def tree_map(fn, tree: Any) -> Any:
     leaves, structure = tree_flatten(tree)
     return tree_unflatten(structure, [fn(x) for x in leaves])

@@ -176,8 +176,12 @@ def test_output_gradients(x):
     close(g, [5.0, 7.0, 9.0])
     with pytest.raises(ValueError, match="does not match the target's shape"):
         tape.gradient(y, x, output_gradients=pj.constant([1.0, 1.0]))
-    with pytest.raises(ValueError, match="output_gradients has 1 tensors for 2 targets"):
+    with pytest.raises(ValueError, match=r"structure of target \(2 tensors\).*list or tuple of 2"):
         tape.gradient([y, y2], x, output_gradients=[pj.constant([1.0, 1.0, 1.0])])
+    # None in place of a target's gradient means ones, as TensorFlow's does
+    close(tape.gradient([y, y2], x, output_gradients=[None, pj.constant(3.0)]), [5.0, 7.0, 9.0])
+    close(tape.gradient({"a": y, "b": [y2]}, x, output_gradients={"a": pj.constant([1.0, 0.0, 0.0]),
+                                                                   "b": None}), [3.0, 1.0, 1.0])
 
 
 def test_gradient_dtype_follows_source():
