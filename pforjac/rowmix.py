@@ -123,10 +123,12 @@ def _rule(eqn: Equation, ins):
     if name in ("gather", "scatter_add"):
         if ins[1] is not None or a == UNIFORM:
             return None if ins[1] is not None else UNIFORM
-        axis = p["axis"]
-        if a == axis:
+        axis, k = p["axis"], eqn.inputs[1].ndim
+        # gather takes entries along `axis`; scatter_add spreads its k index axes there
+        along = 1 if name == "gather" else k
+        if axis <= a < axis + along:
             return MIXED
-        shift = eqn.inputs[1].ndim - 1 if name == "gather" else 1 - eqn.inputs[1].ndim
+        shift = k - 1 if name == "gather" else 1 - k
         return a if a < axis else a + shift
     return None
 

@@ -141,8 +141,15 @@ def _attention(x):
 A = pj.constant(RNG.normal(size=(6, 6)))
 W = pj.constant(RNG.normal(size=(4, 3)))
 INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(x @ W, axis=-1),
-               "layer_norm": _layer_norm, "attention": _attention}
-MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul")}
+               "layer_norm": _layer_norm, "attention": _attention,
+               # gathers of features, with a 2-d index and with a scalar one (whose gradient
+               # scatters the batch axis to a new position, mixing nothing)
+               "gather_2d_index": lambda x: pj.gather(x, np.array([[3, 0], [1, 1]]), axis=1),
+               "gather_scalar_index": lambda x: pj.gather(pj.stack([x, 2.0 * x]), np.array(1), axis=0)}
+MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul"),
+          # batch rows permuted by a gather with a 2-d index (its gradient scatters along them)
+          "gather_rows_2d_index": (lambda x: pj.transpose(
+              pj.gather(pj.transpose(x), np.array([[5, 0, 1, 2, 3, 4]]), axis=1), (2, 0, 1)), "gather")}
 
 
 def _batch_jac(f, **kw):
