@@ -37,6 +37,15 @@ def declare_elementwise(name: str, impl, differentiable: bool = True) -> core.Pr
     return core.new_primitive(name, impl, shape_rule, differentiable=differentiable)
 
 
+def axis_index(axis, ndim: int, op: str) -> int:
+    """One axis (negative counts from the end) as a non-negative int, or a ValueError naming
+    `op`, as numpy's AxisError does (never wrapped around)."""
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {ndim}")
+    return a % ndim
+
+
 def normalize_axes(axis, ndim: int) -> tuple:
     """`axis` (None, int or tuple) as a sorted tuple of non-negative ints; errors name the rank."""
     if axis is None:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
 from ..tensor import Tensor, as_tensor
-from ._family import normalize_axes
+from ._family import axis_index, normalize_axes
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
            "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten"]
@@ -66,7 +66,13 @@ defjvp(transpose_p, lambda t, ans, x, perm: transpose(t, perm))
 def transpose(x, axes=None):
     """Permutes axes (reverses them when `axes` is None), as `np.transpose`."""
     x = as_tensor(x)
-    perm = tuple(reversed(range(x.ndim))) if axes is None else tuple(int(a) % max(x.ndim, 1) for a in axes)
+    if axes is None:
+        perm = tuple(reversed(range(x.ndim)))
+    else:
+        perm = tuple(axis_index(a, x.ndim, "transpose") for a in axes)
+        if sorted(perm) != list(range(x.ndim)):
+            raise ValueError(f"transpose: perm={tuple(axes)} is not a permutation of the "
+                             f"{x.ndim} axes of a tensor of shape {tuple(x.shape)}")
     if perm == tuple(range(x.ndim)):
         return x
     return transpose_p.bind(x, perm=perm)
@@ -74,6 +80,7 @@ def transpose(x, axes=None):
 
 def swapaxes(x, a: int, b: int):
     x = as_tensor(x)
+    a, b = axis_index(a, x.ndim, "swapaxes"), axis_index(b, x.ndim, "swapaxes")
     perm = list(range(x.ndim))
     perm[a], perm[b] = perm[b], perm[a]
     return transpose(x, perm)
@@ -81,8 +88,10 @@ def swapaxes(x, a: int, b: int):
 
 def moveaxis(x, source: int, destination: int):
     x = as_tensor(x)
-    perm = [k for k in range(x.ndim) if k != source % x.ndim]
-    perm.insert(destination % x.ndim, source % x.ndim)
+    source = axis_index(source, x.ndim, "moveaxis (source)")
+    destination = axis_index(destination, x.ndim, "moveaxis (destination)")
+    perm = [k for k in range(x.ndim) if k != source]
+    perm.insert(destination, source)
     return transpose(x, perm)
 
 
@@ -185,8 +194,12 @@ def split(x, indices_or_sections, axis: int = 0) -> list:
         if k <= 0 or n % k:
             raise ValueError(f"split: axis {axis} of size {n} can't be split into {k} equal sections")
         indices = tuple(range(n // k, n, n // k)) if n else (0,) * (k - 1)
-    else:
-        indices = tuple(int(i) for i in indices_or_sections)
+    else:      # slice bounds, as np.split's: negative ones count from the end, clipped to n
+        indices = tuple(min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
+                        for i in indices_or_sections)
+        if any(b < a for a, b in zip(indices, indices[1:])):
+            raise ValueError(f"split: indices {tuple(indices_or_sections)} (as positions "
+                             f"{indices} on axis {axis} of size {n}) must not decrease")
     return split_p.bind(x, indices=indices, axis=axis)
 
 
@@ -243,7 +256,7 @@ def pad(x, pad_width, constant_values=0.0):
 # -- composites -------------------------------------------------------------------------
 def expand_dims(x, axis: int):
     x = as_tensor(x)
-    axis = axis % (x.ndim + 1)
+    axis = axis_index(axis, x.ndim + 1, "expand_dims")
     return reshape(x, tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:]))
 
 
