@@ -14,7 +14,7 @@ import numpy as np
 from . import ops
 from .memory import check_results_fit
 from .loopcache import cached_backward
-from .pfor import run_loop
+from .pfor import check_parallel_iterations, run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
 from .tensor import Tensor, as_tensor, is_float
@@ -96,9 +96,10 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     self._check_sources(flat_sources)
     _check_loop_mode(self, experimental_use_pfor, "jacobian")
     target = as_tensor(target)
-    self._check_usable()
+    check_parallel_iterations(parallel_iterations)
     n = target.size
     check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
+    self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
     jac = None
     if experimental_use_pfor and _one_chunk(parallel_iterations, n):
@@ -149,10 +150,11 @@ def batch_jacobian(self: GradientTape, target, source,
                          f"{target.shape} vs source {source.shape}")
     self._check_sources([source])
     _check_loop_mode(self, experimental_use_pfor, "batch_jacobian")
-    self._check_usable()
+    check_parallel_iterations(parallel_iterations)
     row_shape = tuple(target.shape[1:])
     result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
     check_results_fit([(result_shape, source.dtype)])
+    self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
     cached = None
     if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
         cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target, [source],

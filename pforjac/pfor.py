@@ -265,12 +265,17 @@ def _copy_into(out: list[np.ndarray], start: int, stop: int, values) -> None:
         buf[start:stop] = v.numpy()
 
 
+def check_parallel_iterations(parallel_iterations) -> None:
+    if parallel_iterations is not None and (
+            isinstance(parallel_iterations, bool)
+            or not isinstance(parallel_iterations, (int, np.integer)) or parallel_iterations < 1):
+        raise ValueError(f"parallel_iterations must be a positive int or None, got {parallel_iterations!r}")
+
+
 def _chunks(n: int, parallel_iterations: int | None) -> list[tuple[int, int]]:
+    check_parallel_iterations(parallel_iterations)
     if parallel_iterations is None:
         return [(0, n)]
-    if isinstance(parallel_iterations, bool) or not isinstance(parallel_iterations, (int, np.integer)) \
-            or parallel_iterations < 1:
-        raise ValueError(f"parallel_iterations must be a positive int or None, got {parallel_iterations!r}")
     k = int(parallel_iterations)
     return [(s, min(n, s + k)) for s in range(0, n, k)] or [(0, 0)]
 
