@@ -193,6 +193,12 @@ class Variable(Tensor):
         return self._snapshot
 
     def assign(self, value) -> "Variable":
+        from .core import current_state
+        if current_state().traces:
+            raise RuntimeError(
+                f"Variable.assign on '{self.name}' inside a traced function (pforjac.function, a "
+                f"pfor or jacobian loop body) would run once, while tracing, not on every call; "
+                f"return the new value from the function and assign it outside")
         new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
         if new.shape != self.shape:
             raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
@@ -223,6 +229,9 @@ def constant(value: Any, dtype=None) -> Tensor:
         >>> pj.constant([1., 2.]).dtype
         dtype('float32')
     """
+    if isinstance(value, Variable):      # its value now (read when run, in a compiled function)
+        from . import ops
+        value = ops.stop_gradient(value)
     if isinstance(value, Tensor):
         if dtype is None or np.dtype(dtype) == value.dtype:
             return value

@@ -1,0 +1,144 @@
+"""Public-API behaviour an exploratory hunt found wrong (session 4), kept as tests: each
+compares with numpy's or TensorFlow's semantics, eagerly, under pfor and compiled."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+
+# -- logsumexp at non-finite values --------------------------------------------------------
+@pytest.mark.parametrize("row, want", [([-np.inf, -np.inf], -np.inf), ([np.inf, 1.0], np.inf),
+                                       ([np.inf, -np.inf], np.inf), ([np.nan, 1.0], np.nan),
+                                       ([1.0, 2.0], np.log(np.exp(1.0) + np.exp(2.0)))])
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log")
+def test_logsumexp_of_non_finite_rows_is_what_the_unshifted_formula_gives(row, want):
+    x = np.array([row, [0.5, -0.5]])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", "invalid value")    # none from the shift (log(0)
+        #                                                    may warn, as numpy's does)
+        eager = pj.logsumexp(pj.constant(x), axis=1).numpy()
+        mapped = pj.vectorized_map(lambda r: pj.logsumexp(r), pj.constant(x),
+                                   fallback_to_while_loop=False).numpy()
+    compiled = pj.function(lambda t: pj.logsumexp(t, axis=1))(x).numpy()
+    for got in (eager, mapped, compiled):
+        np.testing.assert_allclose(got, [want, np.log(np.exp(0.5) + np.exp(-0.5))], rtol=1e-15)
+
+
+# -- tapes inside traces, and traces around compiled functions ------------------------------
+W = np.array([1.0, 2.0, 3.0])
+
+
+def _gradient_of_watched_constant(x):
+    w = pj.constant(W)
+    with pj.GradientTape() as g:
+        g.watch(w)
+        y = pj.sum(w * w) * x            # w * w alone has no symbolic input
+    return g.gradient(y, w)
+
+
+def _jacobian_of_watched_constant(x):
+    w = pj.constant(W)
+    with pj.GradientTape() as g:
+        g.watch(w)
+        y = pj.sin(w) * x
+    return g.jacobian(y, w)
+
+
+@pytest.mark.parametrize("f, want", [
+    (_gradient_of_watched_constant, lambda x: 2.0 * W * x),
+    (_jacobian_of_watched_constant, lambda x: np.diag(np.cos(W)) * x)])
+def test_a_tape_in_a_trace_records_ops_on_the_constants_it_watches(f, want):
+    """Such ops ran eagerly, below the tape's trace level: the compiled gradient was None."""
+    np.testing.assert_allclose(f(pj.constant(2.0)).numpy(), want(2.0), rtol=1e-15)
+    np.testing.assert_allclose(pj.function(f)(np.array(2.0)).numpy(), want(2.0), rtol=1e-15)
+    rows = pj.pfor(lambda i: f(pj.cast(i, np.float64) + 1.0), 3).numpy()
+    np.testing.assert_allclose(rows, [want(k + 1.0) for k in range(3)], rtol=1e-15)
+
+
+def test_an_outer_tape_differentiates_through_a_compiled_function():
+    square = pj.function(lambda a: a * pj.sin(a))
+    x = pj.constant(np.array([0.5, 2.0]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = square(x)
+    np.testing.assert_allclose(g.gradient(y, x).numpy(), np.sin([0.5, 2.0]) + [0.5, 2.0] * np.cos([0.5, 2.0]))
+    assert square.trace_count == 0                    # run as Python, for the tape to see
+    outer = pj.function(lambda a: square(a) + 1.0)    # nested: inlined into the outer trace
+    np.testing.assert_allclose(outer(np.array([0.5])).numpy(), 0.5 * np.sin(0.5) + 1.0)
+    assert outer.trace_count == 1 and square.trace_count == 0
+
+
+# -- dtypes, axes, split ---------------------------------------------------------------------
+@pytest.mark.parametrize("reduce", [pj.sum, pj.prod, pj.max])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.bool_, np.float32])
+def test_reductions_give_numpys_dtype_on_every_path(reduce, dtype):
+    x = np.array([[1, 2], [3, 1]]).astype(dtype)
+    want = getattr(np, reduce.__name__)(x, axis=1)
+    mapped = pj.vectorized_map(lambda r: reduce(r), pj.constant(x), fallback_to_while_loop=False)
+    compiled = pj.function(lambda t: reduce(t, axis=1))(x)
+    traced = pj.make_program(lambda t: reduce(t, axis=1), [(x.shape, x.dtype)]).outputs[0]
+    for got in (reduce(pj.constant(x), axis=1), mapped, compiled, traced):
+        assert got.dtype == want.dtype
+    for got in (mapped, compiled):
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: pj.transpose(x, (2, 1)), "transpose: axis 2 is out of range"),
+    (lambda x: pj.transpose(x, (0, 0)), "not a permutation"),
+    (lambda x: pj.expand_dims(x, 5), "expand_dims: axis 5"),
+    (lambda x: pj.moveaxis(x, 5, 0), r"moveaxis \(source\): axis 5"),
+    (lambda x: pj.swapaxes(x, 0, -3), "swapaxes: axis -3"),
+    (lambda x: pj.split(x, [2, 1], axis=1), "must not decrease")])
+def test_out_of_range_axes_raise_instead_of_wrapping(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(pj.constant(np.arange(6.0).reshape(2, 3)))
+
+
+def test_split_at_negative_and_large_indices_as_numpy_on_every_path():
+    x = np.arange(6.0)
+    for indices in ([-2], [1, -1], [10], [-10, 3]):
+        want = np.split(x, indices)
+        f = lambda t, indices=indices: pj.split(t, indices)   # noqa: E731
+        for got in (f(pj.constant(x)), pj.function(f)(x)):
+            assert [p.shape for p in got] == [p.shape for p in want]
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a.numpy(), b)
+
+
+# -- tapes stay usable after a refused call; Variables --------------------------------------
+@pytest.mark.parametrize("what", ["jacobian", "batch_jacobian"])
+def test_a_refused_jacobian_call_leaves_a_non_persistent_tape_usable(what):
+    x = pj.constant(np.array([[1.0, 2.0]]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sin(x)
+    with pytest.raises(ValueError, match="parallel_iterations must be a positive int"):
+        getattr(g, what)(y, x, parallel_iterations=0)
+    np.testing.assert_allclose(getattr(g, what)(y, x).numpy().reshape(2, 2), np.diag(np.cos([1.0, 2.0])))
+
+
+def test_constant_of_a_variable_is_its_value_now_and_read_when_a_compiled_function_runs():
+    v = pj.Variable(np.array([1.0, 2.0]))
+    snapshot = pj.constant(v)
+    scaled = pj.function(lambda x: x * pj.constant(v))
+    np.testing.assert_array_equal(scaled(np.ones(2)).numpy(), [1.0, 2.0])
+    v.assign([5.0, 6.0])
+    np.testing.assert_array_equal(snapshot.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(scaled(np.ones(2)).numpy(), [5.0, 6.0])
+    assert scaled.trace_count == 1
+
+
+def test_assigning_a_variable_while_tracing_raises_and_leaves_no_state():
+    v = pj.Variable(1.0)
+    f = pj.function(lambda x: (v.assign_add(1.0), x * v))
+    with pytest.raises(RuntimeError, match="would run once, while tracing"):
+        f(np.array(2.0))
+    with pytest.raises(RuntimeError, match="would run once, while tracing"):
+        pj.pfor(lambda i: v.assign(2.0) and i, 3)
+    state = pj.core.current_state()
+    assert v.numpy() == 1.0 and not state.traces and not state.tapes and state.lifting is None
