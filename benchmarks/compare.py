@@ -10,6 +10,8 @@ ones are skipped with a note. For every workload each variant is one call from
 an input array (already converted to the framework's tensor type) to the
 finished Jacobian: the forward pass AND the Jacobian are timed (unlike
 loop_vs_pfor.py, which records the forward pass once outside the timing).
+The variants of a workload are timed in interleaved rounds (every variant in
+turn, `--rounds` times), so the ratios are taken under the same conditions.
 Weights are held the way a user would hold trainable parameters
 (pj.Variable / tf.Variable; function arguments for jax.jit; closed-over tensors
 in PyTorch), so no compiler can constant-fold them.
@@ -62,6 +64,7 @@ if THREADS == 1:
 
 import ctypes  # noqa: E402
 import gc  # noqa: E402
+import statistics  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 import warnings  # noqa: E402
@@ -392,14 +395,30 @@ def measure_memory(fn, traced: bool):
     return peak, rss, out
 
 
-def run_variant(fn, reps: int, slow: bool, traced: bool) -> dict:
+def first_call(fn, traced: bool) -> dict:
+    """The untimed part of a variant: its first call (tracing / compiling), its peak memory
+    during one more call, and its result."""
     t0 = time.perf_counter()
-    fn()                                     # first call: traces / compiles; also the warm-up
+    fn()
     first = time.perf_counter() - t0
-    med, times = time_reps(fn, reps, warmup=0, min_time=0 if slow else 0.5)
     peak, rss, out = measure_memory(fn, traced)
-    return {"first": first, "median": med, "times": times, "peak": peak, "rss": rss,
-            "out": _to_numpy(out)}
+    return {"first": first, "times": [], "peak": peak, "rss": rss, "out": _to_numpy(out)}
+
+
+def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[float]]:
+    """Times every function of `fns` in `rounds` interleaved rounds (each round: a block of
+    each in turn, >= 0.5 s / rounds and >= reps / rounds calls; one call a round for the slow
+    workload) and returns each one's times. The shared VM has slow and fast phases lasting
+    seconds; interleaving puts every variant in each phase alike, so their ratios hold
+    where one block each did not."""
+    times: list[list[float]] = [[] for _ in fns]
+    per_round = 1 if slow else -(-reps // rounds)
+    for _ in range(reps if slow else rounds):
+        for k, fn in enumerate(fns):
+            _, t = time_reps(fn, per_round, warmup=0 if slow else 1,
+                             min_time=0 if slow else 0.5 / rounds)
+            times[k] += t
+    return times
 
 
 def load_frameworks(wanted: list[str]) -> tuple[dict, list[str]]:
@@ -469,6 +488,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="seed batch 200 instead of 500, 3+ reps")
     p.add_argument("--reps", type=int, default=None, help="timed repetitions per variant (median), default 7")
+    p.add_argument("--rounds", type=int, default=5,
+                   help="interleaved timing rounds per workload (each round times every variant in turn)")
     p.add_argument("--only", default=None, help="comma-separated workload names or prefixes")
     p.add_argument("--frameworks", default="jax,tensorflow,torch",
                    help="comma-separated subset of jax,tensorflow,torch (default: all that import)")
@@ -494,8 +515,9 @@ def main(argv=None) -> int:
     header = machine_header()
     vers = versions(fws)
     threads = thread_settings()
-    print(f"pforjac compare ({mode} mode; median of >= {reps} reps after one warm-up/first call, "
-          f"fast variants repeat until 0.5 s; {slow_reps} reps for the full seed jacobian)")
+    print(f"pforjac compare ({mode} mode; median of >= {reps} reps after one untimed first call, "
+          f"timed in {args.rounds} interleaved rounds (each variant >= 0.5 s in all); {slow_reps} "
+          f"rounds of one call for the full seed jacobian)")
     print(header)
     print(vers)
     print(threads)
@@ -523,13 +545,12 @@ def main(argv=None) -> int:
                 variants += [(fw_name, n, fn, False) for n, fn in builders[fw_name](w, module).items()]
             except Exception as e:  # noqa: BLE001
                 print(f"    {fw_name}: could not build variants: {type(e).__name__}: {e}")
-        ref, results = None, []
+        ref, results, timed = None, [], []
         for fw_name, vname, fn, traced in variants:
-            slow = w.slow
             try:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
-                    r = run_variant(fn, slow_reps if slow else reps, slow, traced)
+                    r = first_call(fn, traced)
             except Exception as e:  # noqa: BLE001  (e.g. an op XLA can't compile)
                 msg = f"{type(e).__name__}: {str(e).splitlines()[0][:100] if str(e) else ''}"
                 print(f"    {fw_name:10} {vname:44} FAILED {msg}", flush=True)
@@ -544,11 +565,21 @@ def main(argv=None) -> int:
             r["check"] = check
             all_ok &= check[0]
             results.append((fw_name, vname, r, None))
+            timed.append((r, fn))
+            del out
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # shown once above, at the first call
+            all_times = time_in_rounds([fn for _, fn in timed], slow_reps if w.slow else reps,
+                                       args.rounds, w.slow)
+        for (r, _), t in zip(timed, all_times):
+            r["times"], r["median"] = t, statistics.median(t)
+        for fw_name, vname, r, _ in results:
+            if r is None:
+                continue
             mem = (f"tm {mib(r['peak'])} MiB, " if r["peak"] is not None else "") + \
                   (f"RSS {mib(r['rss'])} MiB" if r["rss"] is not None else "RSS n/a")
             print(f"    {fw_name:10} {vname:44} {fmt_ms(r['median']):>10} ms  first {fmt_ms(r['first']):>10} ms"
-                  f"  {len(r['times'])} reps  {mem}  {check[1]}", flush=True)
-            del out
+                  f"  {len(r['times'])} reps  {mem}  {r['check'][1]}", flush=True)
         fw_times = [(r["median"], f"{fw} {vn}") for fw, vn, r, _ in results
                     if r is not None and fw in fws]
         best = min(fw_times) if fw_times else None
@@ -610,7 +641,9 @@ def main(argv=None) -> int:
                 f"{vers}; {threads}\n\n" + "".join(f"- note: {n}\n" for n in notes) +
                 "\nEach variant is timed from input tensor to finished Jacobian (forward pass included): "
                 "median of the listed reps after one untimed first call (reported separately: it "
-                "includes tracing/compilation). Ratios are to the fastest JAX/TensorFlow/PyTorch variant of "
+                f"includes tracing/compilation), timed in {args.rounds} interleaved rounds (each round "
+                "times every variant of the workload in turn, so a slow phase of the machine hits all "
+                "alike). Ratios are to the fastest JAX/TensorFlow/PyTorch variant of "
                 "the same workload in this run. Every result is checked against pforjac's eager pfor "
                 "result (`allclose`, rtol 1e-4, atol 1e-5 x max|J|). Peak memory: tracemalloc (pforjac, "
                 "numpy) and the rise of VmHWM over VmRSS during one untimed call (all; approximate, see "
