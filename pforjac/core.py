@@ -57,12 +57,33 @@ primitives: dict[str, Primitive] = {}
 _registry_lock = threading.Lock()
 
 
+_rule_listeners: list[Callable] = []
+rules_generation = 0        # bumped on every registration: caches of generated code compare it
+
+
+def on_rules_changed(fn: Callable) -> Callable:
+    """Registers `fn(op_name, replaced)`, called after any rule, converter or primitive of
+    `op_name` is (re)registered (`replaced`: the primitive itself was declared again), so
+    caches built from the old rules (pforjac.loopcache) can drop them."""
+    _rule_listeners.append(fn)
+    return fn
+
+
+def rules_changed(name: str, replaced: bool = False) -> None:
+    global rules_generation
+    with _registry_lock:
+        rules_generation += 1
+    for fn in list(_rule_listeners):
+        fn(name, replaced)
+
+
 def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = False) -> None:
     with _registry_lock:
         if prim in table and not override:
             raise ValueError(f"the {kind} rule of primitive '{prim.name}' is already registered; "
                              f"pass override=True to replace it")
         table[prim] = rule
+    rules_changed(prim.name)
 
 
 def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: bool = False,
@@ -72,10 +93,12 @@ def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: 
         if name in primitives and not override:
             raise ValueError(f"a primitive named '{name}' already exists; pick another name "
                              f"or pass override=True")
+        replaced = name in primitives
         prim = Primitive(name, multiple_results, differentiable)
         primitives[name] = prim
         impl_rules[prim] = impl
         shape_rules[prim] = shape
+    rules_changed(name, replaced)
     return prim
 
 
@@ -111,6 +134,14 @@ def defjvp_all(prim: Primitive, rule: Callable, override: bool = False) -> None:
     _register(jvp_rules, prim, rule, "jvp", override)
 
 
+def _add_tangents(a, b):
+    """The sum of two inputs' contributions: per output for a multiple-results op (lists
+    whose entries may be None, a zero tangent)."""
+    if isinstance(a, (list, tuple)):
+        return [y if x is None else x if y is None else x + y for x, y in zip(a, b)]
+    return a + b
+
+
 def defjvp(prim: Primitive, *per_input: Callable | None, override: bool = False) -> None:
     """One linear rule per input: `rule(t, ans, *args, **params)`; contributions add up."""
     def rule(tangents, ans, *args, **params):
@@ -119,7 +150,7 @@ def defjvp(prim: Primitive, *per_input: Callable | None, override: bool = False)
             if t is None or fn is None:
                 continue
             term = fn(t, ans, *args, **params)
-            out = term if out is None else out + term
+            out = term if out is None else _add_tangents(out, term)
         return out
     defjvp_all(prim, rule, override)
 

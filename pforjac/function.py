@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import core
 from .codegen import compile_program
 from .core import current_state
 from .program import Program, make_program
@@ -80,6 +81,7 @@ class Function:
         self._fn = fn
         self._simplify = simplify_program
         self._cache: dict[Any, _Compiled] = {}
+        self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.Lock()
         self.trace_count = 0
 
@@ -111,6 +113,10 @@ class Function:
 
     # -- signatures and tracing ---------------------------------------------------------
     def _compiled(self, args, kwargs):
+        if self._generation != core.rules_generation:     # a rule or converter changed since:
+            with self._lock:                              # trace again under the new ones
+                self._cache.clear()
+                self._generation = core.rules_generation
         quick = None if kwargs else _quick_key(args)     # positional arrays: the common call
         if quick is not None:
             compiled = self._cache.get(quick)

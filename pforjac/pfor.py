@@ -60,8 +60,17 @@ def register_converter(name: str, override: bool = False):
                 raise ValueError(f"a pfor converter for op '{name}' is already registered; "
                                  f"pass override=True to replace it")
             converters[name] = fn
+        core.rules_changed(name)
         return fn
     return register
+
+
+@core.on_rules_changed
+def _drop_replaced_converter(name: str, replaced: bool) -> None:
+    """A primitive declared again (override=True) is a new op: the old one's converter goes."""
+    if replaced:
+        with _registry_lock:
+            converters.pop(name, None)
 
 
 # -- warnings, once per cause ------------------------------------------------------------
@@ -192,6 +201,10 @@ def _convert(eqn, vals, n: int):
     except ValueError as e:
         raise ConversionError(name, _describe(eqn, vals), str(e)) from e
     outs = list(outs) if eqn.prim.multiple_results else [outs]
+    if len(outs) != len(eqn.outputs):
+        raise ConversionError(name, _describe(eqn, vals),
+                              f"the converter returned {len(outs)} outputs, expected "
+                              f"{len(eqn.outputs)}")
     for var, out in zip(eqn.outputs, outs):
         want = ((n,) if flag else ()) + tuple(var.shape)
         if tuple(out.shape) != want or out.dtype != var.dtype:

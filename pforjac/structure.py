@@ -144,6 +144,13 @@ def densify(value):
 structured_converters: dict[str, Callable] = {}
 
 
+@core.on_rules_changed
+def _drop_replaced(name: str, replaced: bool) -> None:
+    """A primitive declared again is a new op: the structure rules of the old one go."""
+    if replaced:
+        structured_converters.pop(name, None)
+
+
 def _structured(*names: str):
     def register(fn):
         for name in names:

@@ -323,8 +323,9 @@ def isolated_registries():
     from .coverage import declared_missing
     from .extend import declared_ops
     from .pfor import _warned, converters
+    from .structure import structured_converters
     tables = [core.primitives, core.impl_rules, core.shape_rules, core.vjp_rules,
-              core.jvp_rules, converters, declared_ops, declared_missing]
+              core.jvp_rules, converters, structured_converters, declared_ops, declared_missing]
     saved = [dict(t) for t in tables]
     warned = set(_warned)
     try:
@@ -335,3 +336,4 @@ def isolated_registries():
             table.update(copy)
         _warned.clear()
         _warned.update(warned)
+        core.rules_changed("")             # code compiled under the block's rules goes

@@ -196,3 +196,62 @@ def test_loop_axis_helpers_round_trip():
     np.testing.assert_array_equal(extend.split_loop_axis(merged, 2).numpy(), x.numpy())
     assert extend.move_loop_axis(x, 2).shape == (3, 4, 2)
     assert extend.to_stacked(3, pj.constant([1.0, 2.0]), False).shape == (3, 2)
+
+
+# -- found by an exploratory hunt (session 4) ----------------------------------------------
+def test_forward_mode_adds_every_inputs_tangents_of_a_multiple_results_op():
+    prodsum = extend.defop(
+        "ext_prodsum", lambda a, b: [a * b, a + b],
+        lambda a, b: [(a.shape, a.dtype), (a.shape, a.dtype)], multiple_results=True,
+        vjp=(lambda g, ans, a, b: g[0] * b + g[1], lambda g, ans, a, b: g[0] * a + g[1]),
+        jvp=(lambda t, ans, a, b: [t * b, t], lambda t, ans, a, b: [t * a, t]))
+    a, b = pj.constant([1.0, 2.0]), pj.constant([3.0, -1.0])
+    _, (t_prod, t_sum) = pj.jvp(lambda a, b: prodsum(a, b), (a, b),
+                                (pj.constant([1.0, 1.0]), pj.constant([0.5, 2.0])))
+    np.testing.assert_allclose(t_prod.numpy(), [3.0 + 0.5, -1.0 + 4.0])      # b da + a db
+    np.testing.assert_allclose(t_sum.numpy(), [1.5, 3.0])
+
+
+def test_a_converter_returning_too_few_outputs_falls_back_naming_the_op():
+    sincos = extend.defop("ext_sincos", lambda x: [np.sin(x), np.cos(x)],
+                          lambda x: [(x.shape, x.dtype), (x.shape, x.dtype)], multiple_results=True)
+
+    @extend.register_converter(sincos)
+    def _one_output(n, args, stacked):
+        return [sincos(args[0])[0]], True
+    x = np.linspace(0.0, 1.0, 6).reshape(3, 2)
+    with pytest.warns(RuntimeWarning, match=r"'ext_sincos'.*returned 1 outputs, expected 2"):
+        got = pj.vectorized_map(lambda r: sincos(r)[1], pj.constant(x))
+    np.testing.assert_allclose(got.numpy(), np.cos(x))
+
+
+def test_jacobians_and_compiled_functions_follow_a_rule_replaced_with_override():
+    """Eager jacobians cache compiled loop bodies and pforjac.function caches traces: both
+    must see a rule fixed after use (CONTRIBUTING's check, fix, check again)."""
+    foo = extend.defop("ext_foo", lambda x: 2.0 * x, extend.same_shape,
+                       vjp=lambda g, ans, x: 3.0 * g)                  # wrong on purpose
+    x = pj.constant(np.ones(3))
+
+    def jac(x):
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = foo(x * x)
+        return tape.jacobian(y, x)
+    compiled = pj.function(jac)
+    for _ in range(3):                                                 # cached from the 2nd
+        np.testing.assert_allclose(jac(x).numpy().diagonal(), 6.0)
+    np.testing.assert_allclose(compiled(np.ones(3)).numpy().diagonal(), 6.0)
+    extend.defvjp(foo, lambda g, ans, x: 2.0 * g, override=True)
+    np.testing.assert_allclose(jac(x).numpy().diagonal(), 4.0)
+    np.testing.assert_allclose(compiled(np.ones(3)).numpy().diagonal(), 4.0)
+    assert compiled.trace_count == 2
+
+
+def test_declaring_an_op_again_drops_the_old_ones_converter():
+    foo = extend.defop("ext_redeclared", lambda x: 2.0 * x, extend.same_shape)
+    extend.register_converter(foo)(extend.elementwise_converter(foo))
+    foo = extend.defop("ext_redeclared", lambda x: 3.0 * x, extend.same_shape, override=True)
+    x = pj.constant(np.ones((2, 2)))
+    with pytest.warns(RuntimeWarning, match="'ext_redeclared' has no converter"):
+        got = pj.vectorized_map(foo, x)
+    np.testing.assert_array_equal(got.numpy(), 3.0)
