@@ -174,6 +174,7 @@ def _indexing_examples():
         Ex("scatter_add", [F(3, 2, 2), I(2, 2, lo=0, hi=5)], axis=1, size=5),
         Ex("scatter_add", [F(5, 2), I(5, lo=0, hi=2)], axis=0, size=3),
         Ex("scatter_add", [F(2, 4), I(lo=-3, hi=3)], axis=1, size=3),
+        Ex("check_index", [I(3, 2, lo=-4, hi=4)], size=4),
         Ex("one_hot", [I(3, lo=-1, hi=5)], depth=4, dtype=np.dtype(np.float32)),
         Ex("all_finite", [F(2, 3)], axes=(0, 1), nonzero=False),
         Ex("all_finite", [F(2, 3)], axes=(1,), nonzero=True),

@@ -50,10 +50,17 @@ def _convert_gather(n, args, stacked, axis):
 
 
 def _wrap(indices, size: int):
-    """Negative indices count from the end, as np.take does, before offsetting."""
+    """Negative indices count from the end, as np.take does, before offsetting; one out
+    of range raises IndexError (offset, it would read another iteration's block)."""
+    indices = ix.check_index_p.bind(indices, size=size)
     if size == 0:
         return indices
     return ops.where(ops.less(indices, 0), indices + indices.dtype.type(size), indices)
+
+
+@register_converter("check_index")
+def _convert_check_index(n, args, stacked, size):
+    return ix.check_index_p.bind(args[0], size=size), stacked[0]
 
 
 @register_converter("scatter_add")

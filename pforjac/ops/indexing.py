@@ -172,6 +172,22 @@ def scatter_add(g, indices, axis: int, size: int):
     return scatter_add_p.bind(g, indices, axis=int(axis), size=int(size))
 
 
+def _check_index_impl(indices, size):
+    """`indices` unchanged if all lie in [-size, size), else np.take's IndexError."""
+    if indices.size and (indices.min() < -size or indices.max() >= size):
+        bad = indices[(indices < -size) | (indices >= size)].flat[0]
+        raise IndexError(f"index {bad} is out of bounds for an axis of size {size}")
+    return indices
+
+
+check_index_p = core.new_primitive("check_index", _check_index_impl,
+                                   lambda indices, size: (tuple(indices.shape), indices.dtype),
+                                   differentiable=False)
+"""Guards indices that pfor offsets into one flattened table (a gather or scatter whose
+table and indices both vary per iteration), where an index out of range would silently
+land in another iteration's block instead of raising as np.take does."""
+
+
 # -- one_hot ---------------------------------------------------------------------------
 def _one_hot_impl(indices, depth, dtype):
     return (indices[..., None] == np.arange(depth, dtype=indices.dtype)).astype(dtype)
@@ -188,7 +204,9 @@ one_hot_p = core.new_primitive("one_hot", _one_hot_impl, _one_hot_shape, differe
 
 def one_hot(indices, depth: int, dtype=np.float32):
     """One-hot rows of length `depth` (all zeros for an index out of range), as `tf.one_hot`."""
-    dtype = np.dtype(dtype)
+    dtype, indices = np.dtype(dtype), as_tensor(indices)
     if not (is_float(dtype) or np.issubdtype(dtype, np.integer)):
         raise TypeError(f"one_hot dtype must be numeric, got {dtype.name}")
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise TypeError(f"one_hot indices must be integers, got {indices.dtype.name}")
     return one_hot_p.bind(indices, depth=int(depth), dtype=dtype)
