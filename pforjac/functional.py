@@ -309,6 +309,10 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     _check_func(func, "hessian")
     is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
     _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
+    if outer_jacobian_strategy == "forward-mode" and not vectorize:
+        raise UnsupportedOptionsError(
+            "hessian: outer_jacobian_strategy='forward-mode' is only implemented with "
+            "vectorize=True (as in PyTorch); pass vectorize=True, or use 'reverse-mode'")
     result = jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph=create_graph,
                       strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
     return _unpack(result, (is_inputs_tuple, is_inputs_tuple))

@@ -93,9 +93,9 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     """
     unconnected = _unconnected(unconnected_gradients)
     flat_sources, tree = tree_flatten(sources)
-    self._check_sources(flat_sources)
+    self._check_sources(flat_sources, "GradientTape.jacobian")
     _check_loop_mode(self, experimental_use_pfor, "jacobian")
-    target = as_tensor(target)
+    target = _one_target(target, "jacobian")
     check_parallel_iterations(parallel_iterations)
     n = target.size
     check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
@@ -127,7 +127,8 @@ def batch_jacobian(self: GradientTape, target, source,
     Assumes `target[i]` depends only on `source[i]`, as TensorFlow's does; unlike
     TensorFlow's, it checks the assumption on the traced backward pass and warns
     (raises a ValueError with `strict=True`) naming the op that mixes rows of the
-    batch, instead of returning a silently wrong result. See `pforjac.rowmix`.
+    batch, instead of returning a silently wrong result. With `strict=True` it also
+    raises where the check meets an op it has no rule for. See `pforjac.rowmix`.
 
     Example:
         >>> import pforjac as pj
@@ -139,7 +140,7 @@ def batch_jacobian(self: GradientTape, target, source,
         [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
     """
     unconnected = _unconnected(unconnected_gradients)
-    target = as_tensor(target)
+    target = _one_target(target, "batch_jacobian")
     if not isinstance(source, Tensor):
         raise TypeError(f"batch_jacobian: source must be a Tensor, got {type(source).__name__}")
     if target.ndim < 2 or source.ndim < 2:
@@ -148,12 +149,12 @@ def batch_jacobian(self: GradientTape, target, source,
     if target.shape[0] != source.shape[0]:
         raise ValueError(f"batch_jacobian: the first (batch) dimensions differ: target "
                          f"{target.shape} vs source {source.shape}")
-    self._check_sources([source])
+    self._check_sources([source], "GradientTape.batch_jacobian")
     _check_loop_mode(self, experimental_use_pfor, "batch_jacobian")
     check_parallel_iterations(parallel_iterations)
     row_shape = tuple(target.shape[1:])
     result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
-    check_results_fit([(result_shape, source.dtype)])
+    check_results_fit([(result_shape, source.dtype)], per_example=True)
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
     cached = None
     if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
@@ -166,13 +167,20 @@ def batch_jacobian(self: GradientTape, target, source,
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
     from .pfor import warn_once
-    from .rowmix import Mixing, analyze
+    from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
+    if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
+        eqn = verdict.eqn
+        raise ValueError(
+            f"batch_jacobian(strict=True) could not check that rows of the batch stay "
+            f"independent: {_forward_of(eqn)} gives backward op '{eqn.prim.name}' on "
+            f"{[tuple(v.shape) for v in eqn.inputs]}, which the check (pforjac.rowmix) has no "
+            f"rule for, so the per-example result is not guaranteed. Pass strict=False to "
+            f"accept it unchecked, or use jacobian() for the full result")
     if not isinstance(verdict, Mixing):
         return
     eqn = verdict.eqn
-    forward = f"the gradient of forward op '{eqn.origin.prim.name}'" if eqn.origin is not None \
-        else "an op of the backward pass"
+    forward = _forward_of(eqn)
     message = (f"batch_jacobian assumes row b of the target depends only on row b of the source, "
                f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' on "
                f"{[tuple(v.shape) for v in eqn.inputs]} combines different batch entries), so the "
@@ -183,6 +191,20 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
         raise ValueError(message)
     warn_once(("batch_jacobian row mixing", eqn.prim.name,
                eqn.origin.prim.name if eqn.origin is not None else None), message)
+
+
+def _one_target(target, what: str) -> Tensor:
+    """A list of tensors would become an untracked constant (a silent None): refuse it."""
+    if isinstance(target, (list, tuple, dict)):
+        raise TypeError(f"GradientTape.{what}: target must be one Tensor, got a "
+                        f"{type(target).__name__} of {len(target)}; stack them (pforjac.stack) "
+                        f"or call {what} once per target")
+    return as_tensor(target)
+
+
+def _forward_of(eqn) -> str:
+    return f"the gradient of forward op '{eqn.origin.prim.name}'" if eqn.origin is not None \
+        else "an op of the backward pass"
 
 
 GradientTape.jacobian = jacobian

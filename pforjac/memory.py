@@ -48,8 +48,9 @@ def _format_bytes(n: float) -> str:
     return f"{n:.1f} PiB"
 
 
-def check_results_fit(results) -> None:
-    """Raises before anything is computed when the dense results, together, can't fit."""
+def check_results_fit(results, per_example: bool = False) -> None:
+    """Raises before anything is computed when the dense results, together, can't fit
+    (`per_example`: batch_jacobian's, which has no cross-example zeros to leave out)."""
     sizes = [(tuple(shape), np.dtype(dtype), math.prod(int(d) for d in shape))
              for shape, dtype in results]
     nbytes = sum(size * dtype.itemsize for _, dtype, size in sizes)
@@ -64,10 +65,11 @@ def check_results_fit(results) -> None:
         raise JacobianMemoryError(
             f"the Jacobian's dense result of shape {shape}{many} ({size:,} {dtype.name} entries) "
             f"needs {_format_bytes(nbytes)} in all, but only {_format_bytes(avail)} of memory is "
-            f"available, so nothing was computed. If row i of the target depends only on row i of "
-            f"the source, use batch_jacobian (it never forms the cross-example zeros); otherwise "
-            f"compute it for fewer targets or sources at a time (parallel_iterations bounds only "
-            f"the working memory, not the result)")
+            f"available, so nothing was computed. " + ("Compute" if per_example else
+            "If row i of the target depends only on row i of the source, use batch_jacobian (it "
+            "never forms the cross-example zeros); otherwise compute") +
+            " it for fewer targets or sources at a time (parallel_iterations bounds only "
+            "the working memory, not the result)")
 
 
 # numpy asks the kernel for transparent huge pages on arrays of 4 MiB and more; the first

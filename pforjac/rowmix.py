@@ -11,12 +11,17 @@ pass) and reports one of:
   a matmul over the batch axis, a gather along it, an elementwise op on values
   whose batch axes disagree): the result would be wrong, so batch_jacobian
   warns (or raises under strict=True) naming it;
-- `Unknown(eqn)`: an equation this pass has no rule for; nothing is claimed.
+- `Unknown(eqn)`: an equation this pass has no rule for; nothing is claimed, and
+  batch_jacobian(strict=True) raises naming it (strict asks for a guarantee).
+
+Only equations the outputs depend on count: a vjp rule may compute a cotangent for
+an input that is not a source (a weight's, summed over the batch) and drop it.
 
 What it can't see: mixing hidden inside a single op that has no rule here, or
 after rows are picked one by one (slicing single rows, as in
-`stack([f(x[b]) for b ...])`): it reports Unknown and says nothing; and mixing
-through values computed outside the tape.
+`stack([f(x[b]) for b ...])`, reversing or rolling the batch): it reports Unknown,
+which only strict=True turns into an error; and mixing through values computed
+outside the tape.
 """
 from __future__ import annotations
 
@@ -58,7 +63,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     """Follows the batch axis (axis 0 of `seed`) to the program's outputs."""
     state: dict[int, object] = {id(seed): 0}
     unknown = None
-    for eqn in program.equations:
+    for eqn in _live(program):
         ins = [state.get(id(v)) for v in eqn.inputs]     # None: not derived from the seed
         if all(s is None for s in ins):
             continue
@@ -79,6 +84,18 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     if any(f not in (None, 0, UNIFORM) for f in finals):
         return Mixing(program.equations[-1])
     return Proof()
+
+
+def _live(program: Program) -> list[Equation]:
+    """The equations the outputs depend on (a rule's cotangent for an input that is not a
+    source, e.g. a weight's, may be computed and never used: its mixing is harmless)."""
+    needed = {id(v) for v in program.outputs}
+    live = []
+    for eqn in reversed(program.equations):
+        if any(id(v) in needed for v in eqn.outputs):
+            live.append(eqn)
+            needed.update(id(v) for v in eqn.inputs)
+    return live[::-1]
 
 
 def _rule(eqn: Equation, ins):
@@ -109,6 +126,8 @@ def _rule(eqn: Equation, ins):
         return UNIFORM if a == UNIFORM else a + len(p["shape"]) - eqn.inputs[0].ndim
     if name == "matmul":
         return _matmul(eqn, ins)
+    if name == "einsum":
+        return _einsum(eqn, ins)
     if name == "getitem":
         return _getitem(eqn, a)
     if name == "setitem_zeros":
@@ -120,6 +139,10 @@ def _rule(eqn: Equation, ins):
         if along == a or (name == "pad" and p["pad_width"][a] != (0, 0)):
             return None
         return a
+    if name == "split":                  # rows picked apart when split along the batch axis
+        return UNIFORM if a == UNIFORM else (None if p["axis"] == a else a)
+    if name == "tile":
+        return UNIFORM if a == UNIFORM else (None if p["reps"][a] != 1 else a)
     if name in ("gather", "scatter_add"):
         if ins[1] is not None or a == UNIFORM:
             return None if ins[1] is not None else UNIFORM
@@ -162,6 +185,25 @@ def _matmul(eqn: Equation, ins):
     if len(out) > 1:
         return MIXED
     return out.pop() if out else UNIFORM
+
+
+def _einsum(eqn: Equation, ins):
+    """The batch axis's letter must survive into the output, and be one letter for all."""
+    from .ops.linalg import parse_einsum
+    letters, out = parse_einsum(eqn.params["subscripts"], [v.ndim for v in eqn.inputs])
+    found = set()
+    for subs, s in zip(letters, ins):
+        if s is None or s == UNIFORM:
+            continue
+        letter = subs[s]
+        if subs.count(letter) > 1:
+            return None                  # a diagonal along the batch axis: no rule
+        if letter not in out:
+            return MIXED                 # the batch axis is summed over
+        found.add(out.index(letter))
+    if len(found) > 1:
+        return MIXED                     # batch entries of two operands meet
+    return found.pop() if found else UNIFORM
 
 
 def _getitem(eqn: Equation, a):

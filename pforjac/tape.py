@@ -187,21 +187,21 @@ class GradientTape:
         out = [_finish(g, s, unconnected) for g, s in zip(grads, flat_sources)]
         return tree_unflatten(source_tree, out)
 
-    def _check_sources(self, flat_sources) -> None:
+    def _check_sources(self, flat_sources, what: str = "GradientTape.gradient") -> None:
         for s in flat_sources:
             if not isinstance(s, Tensor):
-                raise TypeError(f"GradientTape.gradient: sources must be Tensors or Variables, "
+                raise TypeError(f"{what}: sources must be Tensors or Variables, "
                                 f"got {type(s).__name__}")
             if id(s) in self._unwatched_variables and id(s) not in self._tracked:
                 if not is_float(s.dtype):
                     continue  # an integer source: its gradient is None
                 why = "trainable=False" if not s.trainable else "watch_accessed_variables=False"
                 raise ValueError(
-                    f"GradientTape.gradient: the Variable '{s.name}' of shape {s.shape} was read "
+                    f"{what}: the Variable '{s.name}' of shape {s.shape} was read "
                     f"under the tape but not watched ({why}); call tape.watch(v) before using it")
             if id(s) not in self._tracked:
                 raise ValueError(
-                    f"GradientTape.gradient: a source of shape {s.shape} and dtype {s.dtype.name} "
+                    f"{what}: a source of shape {s.shape} and dtype {s.dtype.name} "
                     f"was never watched by this tape nor computed under it; call tape.watch(x) "
                     f"inside the `with` block before using x (Variables are watched automatically)")
 

@@ -142,3 +142,44 @@ def test_assigning_a_variable_while_tracing_raises_and_leaves_no_state():
         pj.pfor(lambda i: v.assign(2.0) and i, 3)
     state = pj.core.current_state()
     assert v.numpy() == 1.0 and not state.traces and not state.tapes and state.lifting is None
+
+
+# -- second hunt: indices, targets, messages ------------------------------------------------
+@pytest.mark.parametrize("bad", [4, -5])
+def test_an_out_of_range_index_raises_under_pfor_as_eagerly(bad):
+    """Table and index both per iteration: pfor offsets the index into one flat table, where
+    an index out of range read (or wrote) another iteration's block."""
+    x = pj.constant(np.arange(12.0).reshape(3, 4))
+    idx = pj.constant(np.array([[bad], [1], [2]], np.int32))
+    ones = pj.constant(np.ones((3, 1)))
+    with pytest.raises(IndexError):
+        pj.gather(x[0], idx[0], axis=0)
+    for body, args in ((lambda e: pj.gather(e[0], e[1], axis=0), (x, idx)),
+                       (lambda e: pj.scatter_add(e[0], e[1], axis=0, size=4), (ones, idx))):
+        for _ in range(3):                           # eager, then cached compiled code
+            with pytest.raises(IndexError, match=f"index {bad} is out of bounds"):
+                pj.vectorized_map(body, args)
+    ok = pj.constant(np.array([[3], [-1], [-4]], np.int32))
+    got = pj.vectorized_map(lambda e: pj.gather(e[0], e[1], axis=0), (x, ok))
+    np.testing.assert_array_equal(got.numpy().ravel(), [3.0, 7.0, 8.0])
+
+
+def test_a_jacobian_of_a_list_of_targets_is_refused_not_none():
+    x = pj.constant([1.0, 2.0])
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = x * x
+    with pytest.raises(TypeError, match=r"GradientTape.jacobian: target must be one Tensor, got a list of 2"):
+        g.jacobian([y, y], x)
+    with pytest.raises(TypeError, match="GradientTape.batch_jacobian: target must be one Tensor"):
+        g.batch_jacobian((y,), x)
+    with pytest.raises(ValueError, match=r"GradientTape.jacobian: a source .* never watched"):
+        g.jacobian(y, pj.constant([1.0]))
+    np.testing.assert_array_equal(g.jacobian(y, x).numpy(), np.diag([2.0, 4.0]))
+
+
+def test_option_errors_name_the_function_and_one_hot_refuses_float_indices():
+    with pytest.raises(pj.functional.UnsupportedOptionsError, match="hessian: outer_jacobian_strategy"):
+        pj.hessian(lambda a: pj.sum(a ** 3), pj.constant([1.0]), outer_jacobian_strategy="forward-mode")
+    with pytest.raises(TypeError, match="one_hot indices must be integers, got float32"):
+        pj.one_hot(pj.constant([0.5, 1.7]), 3)

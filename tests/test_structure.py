@@ -145,9 +145,12 @@ INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(
                # gathers of features, with a 2-d index and with a scalar one (whose gradient
                # scatters the batch axis to a new position, mixing nothing)
                "gather_2d_index": lambda x: pj.gather(x, np.array([[3, 0], [1, 1]]), axis=1),
-               "gather_scalar_index": lambda x: pj.gather(pj.stack([x, 2.0 * x]), np.array(1), axis=0)}
+               "gather_scalar_index": lambda x: pj.gather(pj.stack([x, 2.0 * x]), np.array(1), axis=0),
+               "einsum_weights": lambda x: pj.einsum("bi,ij->bj", x, W),
+               "einsum_per_example": lambda x: pj.einsum("bi,bi->b", x, x)[:, None] * x}
 MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul"),
           # batch rows permuted by a gather with a 2-d index (its gradient scatters along them)
+          "einsum_over_the_batch": (lambda x: pj.einsum("bi,cj->bi", x, x), "einsum"),
           "gather_rows_2d_index": (lambda x: pj.transpose(
               pj.gather(pj.transpose(x), np.array([[5, 0, 1, 2, 3, 4]]), axis=1), (2, 0, 1)), "gather")}
 
@@ -175,6 +178,18 @@ def test_row_mixing_is_flagged_naming_the_op(name):
     importlib.import_module("pforjac.pfor")._warned.clear()
     with pytest.warns(RuntimeWarning, match="batch_jacobian assumes row b"):
         _batch_jac(f)
+
+
+@pytest.mark.parametrize("f, op", [(lambda x: x[::-1] * 1.0, "getitem"),
+                                   (lambda x: pj.concat([x[1:], x[:1]], axis=0), "concat")])
+def test_strict_refuses_what_the_check_cannot_follow_naming_the_op(f, op):
+    """Rows reversed or rolled: the check has no rule for picking rows, so strict=True
+    raises (it asked for a guarantee); without it nothing is claimed and nothing warns."""
+    with pytest.raises(ValueError, match=f"strict=True. could not check .*forward op '{op}'"):
+        _batch_jac(f, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _batch_jac(f).shape == (6, 4, 4)
 
 
 def test_rows_built_one_by_one_are_not_flagged():
