@@ -33,18 +33,26 @@ def _pad_batch(x, stacked: bool, batch_rank: int):
     return ops.reshape(x, (x.shape[0],) + (1,) * (batch_rank - rank) + tuple(x.shape[1:]))
 
 
-def _gemm(a, b, loop_rows: bool):
-    """a (m, k) @ b (k, p), where the loop axis is folded into the rows (`loop_rows`) or
-    the columns, computed the same way whatever the number of iterations. numpy hands a
-    product with one row or one column to gemv, whose sums round differently from gemm's,
-    so a chunk of one iteration (`parallel_iterations`) would change the last bit. The
-    single row or column is doubled into a gemm and the copy dropped (only on the stacked
-    side: the unstacked operand is never copied)."""
-    if loop_rows and a.shape[0] == 1 and a.shape[1] and b.shape[1]:
-        return ops.getitem(ops.matmul(ops.concat([a, a], axis=0), b), (slice(0, 1),))
-    if not loop_rows and b.shape[1] == 1 and b.shape[0] and a.shape[0]:
-        return ops.getitem(ops.matmul(a, ops.concat([b, b], axis=1)), (slice(None), slice(0, 1)))
-    return ops.matmul(a, b)
+def _gemm(a, b):
+    """a (m, k) @ b (k, p), computed the same way whatever the number of iterations folded
+    into its rows or columns. numpy hands a product with one row or one column to gemv (or
+    dot), whose sums round differently from gemm's and, in OpenBLAS, differently again for
+    a different number of the other side's columns or rows; so a chunk of one iteration
+    (`parallel_iterations`), or a one-row weight against n stacked columns, would change the
+    last bit. A single row or column, on either side, is doubled into a gemm and the copy
+    dropped (only ever one row or column is copied)."""
+    if not (a.shape[0] and a.shape[1] and b.shape[1]):
+        return ops.matmul(a, b)
+    one_row, one_col = a.shape[0] == 1, b.shape[1] == 1
+    if one_row:
+        a = ops.concat([a, a], axis=0)
+    if one_col:
+        b = ops.concat([b, b], axis=1)
+    out = ops.matmul(a, b)
+    if one_row or one_col:
+        out = ops.getitem(out, (slice(0, 1) if one_row else slice(None),
+                                slice(0, 1) if one_col else slice(None)))
+    return out
 
 
 @register_converter("matmul")
@@ -54,20 +62,19 @@ def _convert_matmul(n, args, stacked, **params):
     if xs and not ys and y.ndim == 2:
         # [n, ..., m, k] @ [k, p] (or [n, k] @ [k, p] for a 1-D x): one gemm over all rows.
         rows = math.prod(x.shape[:-1])  # not -1: x may have no elements
-        out = _gemm(ops.reshape(x, (rows, x.shape[-1])), y, loop_rows=True)
+        out = _gemm(ops.reshape(x, (rows, x.shape[-1])), y)
         return ops.reshape(out, tuple(x.shape[:-1]) + (y.shape[-1],)), True
     if ys and not xs and y_vec:
         # x @ y_k for every k is x @ Y^T (x's rows flattened), with the loop axis moved first.
         lead = tuple(x.shape[:-1])
-        out = _gemm(ops.reshape(x, (math.prod(lead), x.shape[-1])), ops.transpose(y),
-                    loop_rows=False)
+        out = _gemm(ops.reshape(x, (math.prod(lead), x.shape[-1])), ops.transpose(y))
         return ops.moveaxis(ops.reshape(out, lead + (y.shape[0],)), -1, 0), True
     if ys and not xs and x.ndim == 2 and y.ndim == 3:
         # [m, k] @ [n, k, p]: one gemm with the loop axis folded into the columns
         # (a broadcast matmul would run n small products).
         k, p = y.shape[1], y.shape[2]
         cols = ops.reshape(ops.moveaxis(y, 0, 1), (k, n * p))
-        out = ops.reshape(_gemm(x, cols, loop_rows=False), (x.shape[0], n, p))
+        out = ops.reshape(_gemm(x, cols), (x.shape[0], n, p))
         return ops.moveaxis(out, 1, 0), True
     x2, y2 = _as_matrix(x, xs, column=False), _as_matrix(y, ys, column=True)
     batch = max(x2.ndim - xs, y2.ndim - ys) - 2

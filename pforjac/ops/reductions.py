@@ -31,6 +31,18 @@ def _result_dtype(impl, dtype: np.dtype) -> np.dtype:
     return impl(np.zeros(1, dtype)).dtype
 
 
+def _in_c_order(impl):
+    """numpy's summation order follows the memory layout (pairwise along a contiguous axis,
+    one by one along a strided one), so a transposed view rounds differently from its
+    contiguous copy. Reducing C-ordered data makes the order a function of the shape
+    alone: a vectorized row rounds as the same row computed on its own (pfor, the
+    while-loop, any parallel_iterations and compiled code agree bit for bit)."""
+    def reduce(x, axis=None, keepdims=False):
+        x = np.asarray(x)
+        return impl(x if x.flags.c_contiguous else x.copy(order="C"), axis=axis, keepdims=keepdims)
+    return reduce
+
+
 def _reduction(name: str, impl) -> core.Primitive:
     def shape_rule(x, axes, keepdims):
         for a in axes:
@@ -53,7 +65,7 @@ def restore_reduced(g, x_shape, axes, keepdims):
     return broadcast_to(g, x_shape)
 
 
-sum_p = _reduction("sum", np.sum)
+sum_p = _reduction("sum", _in_c_order(np.sum))
 defvjp(sum_p, lambda g, ans, x, axes, keepdims: restore_reduced(g, x.shape, axes, keepdims))
 defjvp(sum_p, lambda t, ans, x, axes, keepdims: sum_p.bind(t, axes=axes, keepdims=keepdims))
 
@@ -73,7 +85,7 @@ for _p in (max_p, min_p):
         ts[0] * _extremum_vjp(ans * 0.0 + 1.0, ans, x, axes, keepdims), axes=axes, keepdims=keepdims))
 
 
-prod_p = _reduction("prod", np.prod)
+prod_p = _reduction("prod", _in_c_order(np.prod))
 
 
 def _prod_of_others(x, axes):
