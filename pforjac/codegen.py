@@ -10,6 +10,7 @@ holding a slice as `y[(None, 1:3)]`, which is not valid Python).
 from __future__ import annotations
 
 import ast
+import builtins
 import keyword
 import math
 from typing import Any, Callable
@@ -47,7 +48,8 @@ def _literal(value: Any) -> ast.expr:
     if isinstance(value, list):
         return ast.List(elts=[_literal(v) for v in value], ctx=ast.Load())
     if isinstance(value, (np.dtype, type)) and not isinstance(value, bool):
-        return _call("np.dtype", [ast.Constant(value=np.dtype(value).name)])
+        d = np.dtype(value)                         # 'float64'; '>f8' keeps a byte order
+        return _call("np.dtype", [ast.Constant(value=d.name if d.isnative else d.str)])
     if isinstance(value, np.generic):
         return _literal(value.item())
     if isinstance(value, np.ndarray):
@@ -91,8 +93,10 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
         outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
         target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
         body.append(ast.Assign(targets=[target], value=call))
-    body.append(ast.Return(value=ast.Tuple(elts=[_load(_py_name(v)) for v in program.outputs],
-                                           ctx=ast.Load())))
+    borrowed = borrowed_outputs(program)
+    body.append(ast.Return(value=ast.Tuple(
+        elts=[_call("np.array", [_load(_py_name(v))]) if k in borrowed else _load(_py_name(v))
+              for k, v in enumerate(program.outputs)], ctx=ast.Load())))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
@@ -114,6 +118,29 @@ def _elementwise(eqn) -> bool:
     for a ufunc no core signature."""
     impl = core.impl_rules[eqn.prim]
     return _fresh_result(eqn) and not eqn.params and getattr(impl, "signature", None) is None
+
+
+# -- results are fresh arrays ------------------------------------------------------------
+def borrowed_outputs(program: Program) -> set[int]:
+    """Positions of outputs that may be an input or a constant, or a view of one (the caller
+    owns those; a Variable's value must not change when a result is written to), or a
+    read-only broadcast view: the generated code returns a copy of those, so every result
+    is a fresh, writable array, as eager results are. (`x * ones_like(x)` simplifies to `x`;
+    a Jacobian of `sum(x * c)` is `c` broadcast.)"""
+    from .extend import declared_ops
+    borrowed = {id(v) for v in program.inputs} | {id(v) for v in program.consts}
+    for eqn in program.equations:
+        name = eqn.prim.name
+        may_alias = name in _MAY_ALIAS or (name in declared_ops and not _fresh_result(eqn))
+        if may_alias and (name == "broadcast_to" or any(id(v) in borrowed for v in eqn.inputs)):
+            borrowed.update(id(o) for o in eqn.outputs)
+    return {k for k, v in enumerate(program.outputs) if id(v) in borrowed}
+
+
+# built-in ops whose numpy forward may return (a view of) an input; ops declared through
+# pforjac.extend may too, unless they are ufuncs or say they make fresh arrays
+_MAY_ALIAS = {"broadcast_to", "cast", "check_index", "einsum", "getitem", "reshape", "split",
+              "stop_gradient", "transpose"}
 
 
 # -- layout of small broadcast operands -----------------------------------------------------
@@ -217,7 +244,7 @@ def in_place_outputs(program: Program) -> dict[int, int]:
 
 def program_to_source(program: Program, name: str = "program") -> str:
     import astunparse
-    return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
+    return astunparse.unparse(program_to_ast(program, function_name(program, name))).strip() + "\n"
 
 
 def _namespace(program: Program) -> dict:
@@ -230,5 +257,15 @@ def _namespace(program: Program) -> dict:
 def compile_program(program: Program, name: str = "program") -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
     ns = _namespace(program)
+    name = function_name(program, name)
     exec(compile(program_to_ast(program, name), f"<pforjac {name}>", "exec"), ns)
     return ns[name]
+
+
+def function_name(program: Program, name: str) -> str:
+    """`name`, unless the generated code reads a global of that name (`np`, `slice`, an
+    impl, a builtin): its `def` would shadow it."""
+    taken = set(_namespace(program)) | set(dir(builtins))
+    while name in taken or keyword.iskeyword(name):
+        name += "_compiled"
+    return name

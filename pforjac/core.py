@@ -236,12 +236,23 @@ def _eager(prim: Primitive, args, params):
             raise NotImplementedError(f"primitive '{prim.name}' has no impl rule") from None
         raise
     except (ValueError, TypeError, IndexError) as e:
-        shapes = ", ".join(str(a.shape) for a in args)
-        raise type(e)(f"pforjac.{prim.name}: cannot apply to inputs of shapes ({shapes})"
-                      f"{_format_params(params)}: {e}") from None
+        raise _naming_op(e, prim, args, params) from None
     if prim.multiple_results:
         return [Tensor._from_array(np.asarray(r)) for r in result]
     return [Tensor._from_array(np.asarray(result))]
+
+
+def _naming_op(e: Exception, prim: Primitive, args, params) -> Exception:
+    """`e` again, its message prefixed with the op, shapes and parameters. An exception
+    class whose constructor wants more than a message (numpy's casting errors) becomes the
+    builtin it derives from."""
+    shapes = ", ".join(str(a.shape) for a in args)
+    message = (f"pforjac.{prim.name}: cannot apply to inputs of shapes ({shapes})"
+               f"{_format_params(params)}: {e}")
+    try:
+        return type(e)(message)
+    except TypeError:
+        return next(c for c in (IndexError, ValueError, TypeError) if isinstance(e, c))(message)
 
 
 def _format_params(params: dict[str, Any]) -> str:
@@ -259,8 +270,6 @@ def abstract_eval(prim: Primitive, args, params) -> list[tuple[tuple, np.dtype]]
     try:
         result = rule(*args, **params)
     except (ValueError, TypeError, IndexError) as e:
-        shapes = ", ".join(str(a.shape) for a in args)
-        raise type(e)(f"pforjac.{prim.name}: cannot apply to inputs of shapes ({shapes})"
-                      f"{_format_params(params)}: {e}") from None
+        raise _naming_op(e, prim, args, params) from None
     results = result if prim.multiple_results else [result]
     return [(tuple(int(d) for d in s), np.dtype(dt)) for s, dt in results]

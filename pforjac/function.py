@@ -222,8 +222,18 @@ def _signature(leaves) -> tuple[tuple, list]:
             except TypeError:
                 raise TypeError(f"pforjac.function: argument {leaf!r:.60} is neither a tensor nor "
                                 f"hashable, so it can't be part of the trace signature") from None
-            key.append(("value", type(leaf).__name__, leaf))
+            key.append(("value", type(leaf).__name__, _value_key(leaf)))
     return tuple(key), arrays
+
+
+def _value_key(leaf):
+    """A Python value as the trace signature sees it: floats by their bits, so -0.0 is not
+    0.0 (x / s differs) and every NaN is the same NaN (NaN != NaN would trace every call)."""
+    if isinstance(leaf, (float, np.floating)):
+        return "nan" if leaf != leaf else float(leaf).hex()
+    if isinstance(leaf, (complex, np.complexfloating)):
+        return tuple(_value_key(part) for part in (leaf.real, leaf.imag))
+    return leaf
 
 
 def function(fn: Callable | None = None, *, simplify: bool = True):

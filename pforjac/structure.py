@@ -27,7 +27,7 @@ from . import core, ops
 from .ops.indexing import scatter_add_p
 from .pfor import register_converter
 from .switch import Switch
-from .tensor import Tensor, constant
+from .tensor import Tensor, Variable, constant
 
 __all__ = ["OneHot", "densify", "structured_converters", "structure_tracking", "tracking_enabled"]
 
@@ -201,13 +201,14 @@ def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:
     """Whether 0 * u (or 0 / u) is 0 everywhere, so the off-block zeros stay zeros exactly as
     the dense path computes them (NaN and Inf must propagate identically).
 
-    An eager value is checked now. A symbolic value of a compiled function's trace is
-    assumed finite and the check becomes a guard the compiled program evaluates when it
-    runs (it switches to its dense version if one fails); other symbolic values take the
-    dense path."""
-    if u._trace is not None:
-        lifting = core.current_state().lifting
-        if lifting is None or u._trace is not lifting:
+    An eager value is checked now. A symbolic value of a compiled function's trace, or a
+    Variable (read when the compiled program runs), is assumed finite and the check becomes
+    a guard the compiled program evaluates when it runs (it switches to its dense version
+    if one fails); other symbolic values take the dense path."""
+    lifting = core.current_state().lifting
+    if u._trace is not None or (lifting is not None and isinstance(u, Variable)):
+        # symbolic, or a Variable the compiled code reads when it runs: guard it then
+        if lifting is None or (u._trace is not None and u._trace is not lifting):
             return False
         lifting.guards.append(all_finite_p.bind(u, axes=tuple(range(u.ndim)), nonzero=divide))
         return True

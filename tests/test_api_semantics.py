@@ -183,3 +183,89 @@ def test_option_errors_name_the_function_and_one_hot_refuses_float_indices():
         pj.hessian(lambda a: pj.sum(a ** 3), pj.constant([1.0]), outer_jacobian_strategy="forward-mode")
     with pytest.raises(TypeError, match="one_hot indices must be integers, got float32"):
         pj.one_hot(pj.constant([0.5, 1.7]), 3)
+
+
+# -- third hunt: compiled code and caches ---------------------------------------------------
+@pytest.mark.parametrize("op", ["multiply", "divide"])
+def test_a_variable_in_a_one_hot_product_is_guarded_when_the_compiled_code_runs(op):
+    """0 * inf is NaN: after the Variable takes 0/inf/NaN the compact one-hot path must give
+    way to the dense one, as eagerly (it was checked once, at trace time)."""
+    v = pj.Variable(np.array([1.0, 2.0, 3.0], np.float32))
+
+    def body(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = x * v if op == "multiply" else x / v
+        return g.jacobian(y, x)
+    compiled, x = pj.function(body), np.ones(3, np.float32)
+    compiled(x)
+    v.assign(np.array([0.0, 2.0, np.inf], np.float32))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pj.loopcache.caching(False):
+            want = body(pj.constant(x)).numpy()
+        got = compiled(x).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(want).any()
+
+
+def test_signature_values_distinguish_signed_zeros_and_share_one_nan():
+    f = pj.function(lambda x, s: x / s)
+    x = np.ones(2, np.float32)
+    with np.errstate(divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert f(x, 0.0).numpy()[0] == np.inf and f(x, -0.0).numpy()[0] == -np.inf
+        for _ in range(5):
+            f(x, float("nan"))
+    assert f.trace_count == 3
+
+
+def test_results_never_alias_what_the_caller_owns():
+    x = np.arange(3.0, dtype=np.float32)
+    same = pj.function(lambda t: t * pj.ones_like(t))             # simplifies to t itself
+    got = same(x).numpy()
+    x[0] = 100.0
+    np.testing.assert_array_equal(got, [0.0, 1.0, 2.0])
+    c = np.arange(1.0, 7.0, dtype=np.float32).reshape(2, 3)
+    xt = pj.constant(np.ones((2, 3), np.float32))
+
+    def jac():                                                   # d sum(x * c) / dx = c
+        with pj.GradientTape() as g:
+            g.watch(xt)
+            y = pj.sum(xt * pj.as_tensor(c))
+        return g.jacobian(y, xt).numpy()
+    results = [jac() for _ in range(3)]                          # the 2nd on: loop cache
+    c[0, 0] = 100.0
+    for r in results:
+        assert r[0, 0] == 1.0 and r.flags.writeable
+
+
+def test_generated_code_keeps_byte_order_and_any_function_name():
+    big_endian = pj.function(lambda x: pj.cast(x, np.dtype(">f8")))
+    assert big_endian(np.ones(3, np.float32)).dtype == np.dtype(">f8")
+
+    def slice(x):                                                # noqa: A001 (the point)
+        return x[1:] * 2.0
+
+    def np_(x):
+        return pj.exp(x)
+    np_.__name__ = "np"
+    np.testing.assert_array_equal(pj.function(slice)(np.ones(3)).numpy(), [2.0, 2.0])
+    np.testing.assert_array_equal(pj.function(np_)(np.zeros(2)).numpy(), [1.0, 1.0])
+
+
+def test_sigmoid_of_integers_is_numpys_float_and_odd_numpy_errors_keep_their_message():
+    got = pj.sigmoid(pj.constant(np.arange(3, dtype=np.int32)))
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.numpy(), 1 / (1 + np.exp(-np.arange(3.0))))
+    assert pj.function(pj.sigmoid)(np.arange(3, dtype=np.int8)).dtype == np.exp(np.int8(1)).dtype
+
+    class Picky(TypeError):                                      # like numpy's casting errors
+        def __init__(self, a, b):
+            super().__init__(f"{a} {b}")
+    from pforjac.testing import isolated_registries
+    with isolated_registries():
+        boom = pj.extend.defop("api_picky", lambda x: (_ for _ in ()).throw(Picky("no", "way")),
+                               pj.extend.same_shape)
+        with pytest.raises(TypeError, match=r"pforjac.api_picky: cannot apply .*no way"):
+            boom(pj.constant([1.0]))

@@ -6,6 +6,8 @@ shape with `unbroadcast`.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import core
@@ -67,11 +69,18 @@ def _sigmoid_impl(x, out=None):
     Accurate to an ulp or two in both tails: for very negative x, exp(-x) overflows to inf
     and the result is 0 (only where the true value is below the dtype's smallest normal)."""
     x = np.asarray(x)
+    if x.dtype.kind not in "fc":               # ints and bools: np.exp's float, as numpy gives
+        x = x.astype(_float_of(x.dtype))
     out = np.negative(x, out=np.empty(x.shape, x.dtype) if out is None else out)
     with np.errstate(over="ignore"):
         np.exp(out, out=out)
     out += 1
     return np.divide(1, out, out=out)     # as np.reciprocal, bit for bit, but vectorized: 2x faster
+
+
+@functools.lru_cache(maxsize=None)
+def _float_of(dtype: np.dtype) -> np.dtype:
+    return np.exp(np.zeros(0, dtype)).dtype
 
 
 _sigmoid_impl.elementwise_out = True     # generated code may pass `out=` (see codegen)
