@@ -13,6 +13,11 @@ is recorded once, outside the timing; what is timed is the `jacobian` /
 Peak memory is measured with tracemalloc (numpy reports its array buffers to
 it) in a separate, untimed run of each mode, relative to the start of the call,
 so it includes the returned Jacobian.
+
+OpenBLAS runs on one thread unless OPENBLAS_NUM_THREADS says otherwise: on a small
+shared machine a 2-thread gemm that waits for a busy core takes scheduler ticks
+(multiples of ~4 ms), which swamped both columns of the quick demo when anything
+else ran (see benchmarks/README.md). The header records the setting.
 """
 from __future__ import annotations
 
@@ -24,7 +29,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")     # before numpy loads OpenBLAS
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine_header, markdown_table, mib, peak_memory, time_reps, write_result  # noqa: E402
