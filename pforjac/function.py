@@ -23,7 +23,6 @@ import numpy as np
 
 from . import core
 from .codegen import compile_program
-from .core import current_state
 from .program import Program, make_program
 from .simplify import simplify
 from .structure import structure_tracking
@@ -89,7 +88,7 @@ class Function:
         return self.trace_count
 
     def __call__(self, *args, **kwargs):
-        state = current_state()
+        state = core.current_state()
         if state.tapes or state.traces:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
@@ -169,7 +168,7 @@ def trace_compiled(fn: Callable, avals, structured: bool, name: str,
 
     def traced(*symbols):
         result = fn(*symbols)
-        guards.extend(current_state().lifting.guards)
+        guards.extend(core.current_state().lifting.guards)
         return result, list(guards)
 
     with structure_tracking(structured):
