@@ -65,10 +65,12 @@ def _convert_matmul(n, args, stacked, **params):
         out = _gemm(ops.reshape(x, (rows, x.shape[-1])), y)
         return ops.reshape(out, tuple(x.shape[:-1]) + (y.shape[-1],)), True
     if ys and not xs and y_vec:
-        # x @ y_k for every k is x @ Y^T (x's rows flattened), with the loop axis moved first.
+        # x @ y_k for every k is row k of Y @ x^T (x's rows flattened): the loop axis comes
+        # out first and the result C-ordered (x @ Y^T, then moving the loop axis first,
+        # left a transposed array that every later reduction had to copy).
         lead = tuple(x.shape[:-1])
-        out = _gemm(ops.reshape(x, (math.prod(lead), x.shape[-1])), ops.transpose(y))
-        return ops.moveaxis(ops.reshape(out, lead + (y.shape[0],)), -1, 0), True
+        out = _gemm(y, ops.transpose(ops.reshape(x, (math.prod(lead), x.shape[-1]))))
+        return ops.reshape(out, (y.shape[0],) + lead), True
     if ys and not xs and x.ndim == 2 and y.ndim == 3:
         # [m, k] @ [n, k, p]: one gemm with the loop axis folded into the columns
         # (a broadcast matmul would run n small products).
