@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tensor import Tensor, Variable, as_tensor
+from .tensor import Tensor, Variable, as_tensor, is_float
 
 __all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
@@ -223,9 +223,16 @@ def _trace_for_tapes(args, trace):
     sees it (as its eager twin would)."""
     level = 0 if trace is None else trace.level
     for tape in _state.tapes:
-        if level < tape._level <= len(_state.traces) and any(id(a) in tape._tracked for a in args):
+        if level < tape._level <= len(_state.traces) and any(_tracks(tape, a) for a in args):
             level, trace = tape._level, _state.traces[tape._level - 1]
     return trace
+
+
+def _tracks(tape, a) -> bool:
+    """The tape tracks `a`, or would start to on this read (a trainable float Variable
+    under watch_accessed_variables)."""
+    return id(a) in tape._tracked or (isinstance(a, Variable) and tape._watch_variables
+                                      and a.trainable and is_float(a.dtype))
 
 
 def _eager(prim: Primitive, args, params):

@@ -193,12 +193,7 @@ class Variable(Tensor):
         return self._snapshot
 
     def assign(self, value) -> "Variable":
-        from .core import current_state
-        if current_state().traces:
-            raise RuntimeError(
-                f"Variable.assign on '{self.name}' inside a traced function (pforjac.function, a "
-                f"pfor or jacobian loop body) would run once, while tracing, not on every call; "
-                f"return the new value from the function and assign it outside")
+        self._check_not_tracing()
         new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
         if new.shape != self.shape:
             raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
@@ -206,10 +201,20 @@ class Variable(Tensor):
         self._value = new.astype(self.dtype, copy=True)  # a new array: reads taken stay valid
         return self
 
+    def _check_not_tracing(self) -> None:
+        from .core import current_state
+        if current_state().traces:
+            raise RuntimeError(
+                f"Variable.assign on '{self.name}' inside a traced function (pforjac.function, a "
+                f"pfor or jacobian loop body) would run once, while tracing, not on every call; "
+                f"return the new value from the function and assign it outside")
+
     def assign_add(self, delta) -> "Variable":
+        self._check_not_tracing()
         return self.assign(self._value + np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
 
     def assign_sub(self, delta) -> "Variable":
+        self._check_not_tracing()
         return self.assign(self._value - np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
 
     def __repr__(self) -> str:
@@ -230,8 +235,12 @@ def constant(value: Any, dtype=None) -> Tensor:
         dtype('float32')
     """
     if isinstance(value, Variable):      # its value now (read when run, in a compiled function)
-        from . import ops
-        value = ops.stop_gradient(value)
+        from .core import current_state
+        if current_state().lifting is not None:
+            from . import ops
+            value = ops.stop_gradient(value)
+        else:
+            value = Tensor._from_array(value.numpy().copy())
     if isinstance(value, Tensor):
         if dtype is None or np.dtype(dtype) == value.dtype:
             return value

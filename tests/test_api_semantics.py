@@ -269,3 +269,27 @@ def test_sigmoid_of_integers_is_numpys_float_and_odd_numpy_errors_keep_their_mes
                                pj.extend.same_shape)
         with pytest.raises(TypeError, match=r"pforjac.api_picky: cannot apply .*no way"):
             boom(pj.constant([1.0]))
+
+
+# -- fourth hunt: tapes in traces, Variables ------------------------------------------------
+def test_a_tape_in_a_pfor_body_watches_the_variables_it_reads_as_eagerly():
+    v = pj.Variable(np.array([1.0, 2.0, 3.0]))
+
+    def body(i):
+        with pj.GradientTape() as g:                  # watch_accessed_variables: no watch()
+            y = pj.sum(v * v * v)
+        return g.gradient(y, v)
+    want = 3.0 * v.numpy() ** 2
+    np.testing.assert_array_equal(body(pj.constant(0)).numpy(), want)
+    np.testing.assert_array_equal(pj.pfor(body, 2).numpy(), [want, want])
+    np.testing.assert_array_equal(pj.function(body)(np.int32(0)).numpy(), want)
+
+
+def test_constant_of_a_variable_shares_no_memory_and_assign_add_refuses_while_tracing():
+    v = pj.Variable(np.array([1.0, 2.0]))
+    pj.constant(v).numpy()[0] = 42.0
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+    grow = pj.function(lambda x: (v.assign_add(x), x)[1])
+    with pytest.raises(RuntimeError, match="would run once, while tracing"):
+        grow(np.ones(2))
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])

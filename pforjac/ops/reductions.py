@@ -35,8 +35,9 @@ def _in_c_order(impl):
     """numpy's summation order follows the memory layout (pairwise along a contiguous axis,
     one by one along a strided one), so a transposed view rounds differently from its
     contiguous copy. Reducing C-ordered data makes the order a function of the shape
-    alone: a vectorized row rounds as the same row computed on its own (pfor, the
-    while-loop, any parallel_iterations and compiled code agree bit for bit)."""
+    alone, so a chunk of one iteration rounds as the whole batch does (parallel_iterations
+    never changes a result's bits). Structured pfor can still differ from the while-loop in
+    the last bits: it sums a one-hot block without the zeros around it."""
     def reduce(x, axis=None, keepdims=False):
         x = np.asarray(x)
         return impl(x if x.flags.c_contiguous else x.copy(order="C"), axis=axis, keepdims=keepdims)
