@@ -244,7 +244,8 @@ def in_place_outputs(program: Program) -> dict[int, int]:
 
 def program_to_source(program: Program, name: str = "program") -> str:
     import astunparse
-    return astunparse.unparse(program_to_ast(program, function_name(program, name))).strip() + "\n"
+    name = _free_name(name, _namespace(program))
+    return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
 
 
 def _namespace(program: Program) -> dict:
@@ -257,15 +258,14 @@ def _namespace(program: Program) -> dict:
 def compile_program(program: Program, name: str = "program") -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
     ns = _namespace(program)
-    name = function_name(program, name)
+    name = _free_name(name, ns)
     exec(compile(program_to_ast(program, name), f"<pforjac {name}>", "exec"), ns)
     return ns[name]
 
 
-def function_name(program: Program, name: str) -> str:
+def _free_name(name: str, namespace: dict) -> str:
     """`name`, unless the generated code reads a global of that name (`np`, `slice`, an
-    impl, a builtin): its `def` would shadow it."""
-    taken = set(_namespace(program)) | set(dir(builtins))
-    while name in taken or keyword.iskeyword(name):
+    impl in `namespace`, a builtin): its `def` would shadow it."""
+    while name in namespace or hasattr(builtins, name) or keyword.iskeyword(name):
         name += "_compiled"
     return name

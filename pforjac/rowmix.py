@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .program import Equation, Program
+from .simplify import eliminate_dead_code
 from .structure import _block_after_reshape
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown"]
@@ -63,7 +64,9 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     """Follows the batch axis (axis 0 of `seed`) to the program's outputs."""
     state: dict[int, object] = {id(seed): 0}
     unknown = None
-    for eqn in _live(program):
+    # only equations the outputs need: a rule's cotangent for an input that is not a
+    # source (a weight's) may be computed and never used, and its mixing is harmless
+    for eqn in eliminate_dead_code(program).equations:
         ins = [state.get(id(v)) for v in eqn.inputs]     # None: not derived from the seed
         if all(s is None for s in ins):
             continue
@@ -84,18 +87,6 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     if any(f not in (None, 0, UNIFORM) for f in finals):
         return Mixing(program.equations[-1])
     return Proof()
-
-
-def _live(program: Program) -> list[Equation]:
-    """The equations the outputs depend on (a rule's cotangent for an input that is not a
-    source, e.g. a weight's, may be computed and never used: its mixing is harmless)."""
-    needed = {id(v) for v in program.outputs}
-    live = []
-    for eqn in reversed(program.equations):
-        if any(id(v) in needed for v in eqn.outputs):
-            live.append(eqn)
-            needed.update(id(v) for v in eqn.inputs)
-    return live[::-1]
 
 
 def _rule(eqn: Equation, ins):
