@@ -101,15 +101,16 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
-    jac = None
-    if experimental_use_pfor and _one_chunk(parallel_iterations, n):
-        jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
-                              lambda e, t, s: _jacobian_core(e, t, s))
-    if jac is None:
-        jac = _jacobian_core(self._entries, target, flat_sources, parallel_iterations,
-                             experimental_use_pfor, self)
-    out = [_unconnected_value(tuple(target.shape) + tuple(s.shape), s, unconnected) if j is None
-           else j for j, s in zip(jac, flat_sources)]
+    with self._paused():        # as gradient: the Jacobian's own ops are not recorded
+        jac = None
+        if experimental_use_pfor and _one_chunk(parallel_iterations, n):
+            jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
+                                  lambda e, t, s: _jacobian_core(e, t, s))
+        if jac is None:
+            jac = _jacobian_core(self._entries, target, flat_sources, parallel_iterations,
+                                 experimental_use_pfor, self)
+        out = [_unconnected_value(tuple(target.shape) + tuple(s.shape), s, unconnected)
+               if j is None else j for j, s in zip(jac, flat_sources)]
     return tree_unflatten(tree, out)
 
 
@@ -156,13 +157,14 @@ def batch_jacobian(self: GradientTape, target, source,
     result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
     check_results_fit([(result_shape, source.dtype)], per_example=True)
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
-    cached = None
-    if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
-        cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target, [source],
-                                 lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
-    jac = cached[0] if cached is not None else _batch_jacobian_core(
-        self._entries, target, source, strict, parallel_iterations, experimental_use_pfor, self)
-    return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
+    with self._paused():        # as gradient: the Jacobian's own ops are not recorded
+        cached = None
+        if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
+            cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target,
+                                     [source], lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
+        jac = cached[0] if cached is not None else _batch_jacobian_core(
+            self._entries, target, source, strict, parallel_iterations, experimental_use_pfor, self)
+        return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:

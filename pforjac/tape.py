@@ -67,12 +67,14 @@ class GradientTape:
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
         self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
-        self._state = None
+        self._tapes: list | None = None    # the entering thread's stack of recording tapes
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
         if self._recording:
             raise RuntimeError("this GradientTape is already recording; tapes can't be nested in themselves")
+        state = core.current_state()            # thread-local: read the lists in this thread
+        self._tapes, self._level = state.tapes, len(state.traces)   # kept across pauses
         self._push()
         return self
 
@@ -80,14 +82,12 @@ class GradientTape:
         self._pop()
 
     def _push(self) -> None:
-        self._state = core.current_state()
-        self._level = len(self._state.traces)
-        self._state.tapes.append(self)
+        self._tapes.append(self)
         self._recording = True
 
     def _pop(self) -> None:
         if self._recording:
-            self._state.tapes.remove(self)
+            self._tapes.remove(self)
             self._recording = False
 
     @contextlib.contextmanager
@@ -223,8 +223,11 @@ class GradientTape:
 
     @contextlib.contextmanager
     def _paused(self):
-        was = self._recording
-        self._pop()
+        """No recording while the tape computes gradients. A tape records only the ops of
+        the thread that entered it: called from another thread, nothing needs pausing."""
+        was = self._recording and self._tapes is core.current_state().tapes
+        if was:
+            self._pop()
         try:
             yield
         finally:

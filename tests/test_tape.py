@@ -278,6 +278,50 @@ def test_gradient_inside_the_with_block_is_not_recorded(x):
     close(tape.gradient(y3, x), [3.0] * 3)
 
 
+@pytest.mark.parametrize("call", ["jacobian", "jacobian_loop", "batch_jacobian"])
+def test_tape_goes_on_recording_after_a_jacobian_inside_its_block(call):
+    # The Jacobian's traced loop body used to re-enter the tape at the trace's level, so the
+    # ops after it were not recorded and their gradient was a silent None.
+    x = pj.constant([[1.0, 2.0], [3.0, 4.0]])
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * x
+        if call == "batch_jacobian":
+            tape.batch_jacobian(y, x)
+        else:
+            tape.jacobian(y, x, experimental_use_pfor=call == "jacobian")
+        n = len(tape._entries)
+        z = y * 3.0
+    assert len(tape._entries) == n + 1          # as gradient: the Jacobian's ops are not recorded
+    close(tape.gradient(z, x), 6 * x.numpy())
+
+
+def test_tape_goes_on_recording_after_stop_recording_in_a_pfor_body(x):
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+
+        def body(i):
+            with tape.stop_recording():
+                pass
+            return pj.cast(i, "float32")
+        pj.pfor(body, 3)
+        z = x * 3.0
+    close(tape.gradient(z, x), [3.0] * 3)
+
+
+def test_tape_in_a_compiled_function_goes_on_recording_after_a_jacobian():
+    @pj.function
+    def f(a):
+        with pj.GradientTape(persistent=True) as tape:
+            tape.watch(a)
+            y = a * a
+            tape.jacobian(y, a)
+            z = y * 3.0
+        return tape.gradient(z, a)
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    close(f(x), 6 * x)
+
+
 def test_tape_cannot_be_entered_twice(x):
     tape = pj.GradientTape()
     with tape:

@@ -238,3 +238,17 @@ def test_one_tape_per_thread_jacobians_of_a_shared_variable(use_pfor):
         base = np.diag(np.cos(v.numpy()).ravel()).reshape(2, 3, 2, 3)
         for s, r in enumerate(results, start=1):
             np.testing.assert_allclose(r, s * base, rtol=1e-12)
+
+
+def test_gradient_from_another_thread_while_the_tape_records():
+    # Pausing the tape for the gradient used to look it up in the calling thread's stack.
+    x = pj.constant([1.0, 2.0])
+    out = {}
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * x
+        run_threads([lambda: out.update(g=tape.gradient(y, x))])
+        z = x * 3.0                                  # still recording in this thread
+    np.testing.assert_array_equal(out["g"].numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(tape.gradient(z, x).numpy(), [3.0, 3.0])
+
