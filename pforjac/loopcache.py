@@ -133,13 +133,12 @@ def _trim() -> None:
 def _build(fn, avals, name: str):
     from .diagnostics import private_report
     from .function import trace_compiled
-    from .pfor import ConversionError
     try:
         with private_report() as report:
             compiled = trace_compiled(fn, avals, True, name)
             compiled.dense = trace_compiled(fn, avals, False, name + "_dense")
-    except ConversionError:
-        return _UNCACHEABLE
+    except Exception:       # e.g. a user's rule that reads a concrete value: it can't be traced,
+        return _UNCACHEABLE  # and the uncached path runs (and raises a real error) as before
     return _UNCACHEABLE if len(report) else compiled
 
 

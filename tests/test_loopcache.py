@@ -81,6 +81,26 @@ def test_bodies_that_fall_back_are_not_cached():
     assert loopcache.cache_info()["compiled"] == 0
 
 
+def test_rules_that_read_concrete_values_are_not_cached():
+    # Building the cache traces the backward pass on symbolic values; a user's vjp rule that
+    # branches on a concrete value can't be traced there, and the second call used to raise.
+    from pforjac import extend
+    from pforjac.testing import isolated_registries
+    loopcache.clear_cache()
+    with isolated_registries():
+        def vjp(g, ans, x):
+            return g * 0.0 if float(pj.max(x)) > 100 else g * pj.cos(x)
+        op = extend.defop("cache_test_concrete_sin", np.sin, extend.same_shape, vjp=vjp)
+        x = pj.constant(RNG.normal(size=(2, 3)))
+        for _ in range(3):
+            with pj.GradientTape() as g:
+                g.watch(x)
+                y = op(x)
+            jac = g.jacobian(y, x).numpy().reshape(6, 6)
+            np.testing.assert_allclose(jac, np.diag(np.cos(x.numpy()).ravel()), rtol=1e-12)
+    assert loopcache.cache_info()["compiled"] == 0
+
+
 # -- random programs: the cached compiled path equals the uncached one, bit for bit -------
 from hypothesis import assume, given, settings  # noqa: E402
 
