@@ -23,6 +23,9 @@ runs once per iteration and its results are stacked, with one warning.
 """
 from __future__ import annotations
 
+import os
+import re
+import sys
 import threading
 import warnings
 from typing import Callable
@@ -79,11 +82,35 @@ _warn_lock = threading.Lock()
 
 
 def warn_once(key, message: str) -> None:
+    """A RuntimeWarning per `key`, shown at the user's line (the first frame outside pforjac).
+    If the warning raises (warnings turned into errors), the cause is not marked as warned:
+    the next call raises again instead of passing silently."""
     with _warn_lock:
         if key in _warned:
             return
         _warned.add(key)
-    warnings.warn(message, RuntimeWarning, stacklevel=4)
+    try:
+        warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
+    except BaseException:
+        with _warn_lock:
+            _warned.discard(key)
+        raise
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _user_stacklevel() -> int:
+    """warnings.warn's stacklevel, called from warn_once, of the first frame outside pforjac."""
+    frame, level = sys._getframe(1), 1          # warn_once's frame is stacklevel 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def cause(reason: str) -> str:
+    """A reason with its numbers (shapes, axes, sizes) left out: one warning per cause."""
+    return re.sub(r"\d+", "#", reason)
 
 
 # -- the driver -------------------------------------------------------------------------
@@ -312,7 +339,7 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         if not fallback_to_while_loop:
             raise
         record_fallback("while-loop", e.op, e.detail, e.reason, n)
-        warn_once(("while-loop", e.op, e.reason),
+        warn_once(("while-loop", e.op, cause(e.reason)),
                   f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
                   f"(pforjac.testing.check_converter finds the failing stacked mix)")

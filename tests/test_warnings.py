@@ -1,0 +1,73 @@
+"""Warnings are for things a user can act on: once per cause, at the user's line, and never
+used up by a call that raised them as errors."""
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac import extend
+from pforjac.testing import isolated_registries
+
+
+@pytest.fixture(autouse=True)
+def _isolated():
+    with isolated_registries():
+        yield
+
+
+def _declare_mul_with_a_float64_converter(name):
+    """A converter bug whose message carries the shapes: it returns float64 for float32."""
+    op = extend.defop(name, lambda a, b: a * b, extend.elementwise_shape(lambda a, b: a * b),
+                      vjp=(lambda g, ans, a, b: op(g, b), lambda g, ans, a, b: op(g, a)))
+
+    @extend.register_converter(op)
+    def convert(n, args, stacked):
+        return pj.cast(op(*args), "float64"), True
+    return op
+
+
+def _batch_jacobian(f, x, **kw):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = f(x)
+    return g.batch_jacobian(y, x, **kw)
+
+
+def test_a_converter_bug_warns_once_over_many_shapes():
+    op = _declare_mul_with_a_float64_converter("warn_mul_f64")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for batch in range(1, 9):
+            x = pj.constant(np.ones((batch, 3), np.float32))
+            jac = _batch_jacobian(lambda x: op(pj.sin(x), x), x).numpy()
+            expected = np.cos(1.0) + np.sin(1.0)      # d/dx sin(x) x at 1, on the diagonal
+            np.testing.assert_allclose(jac, np.broadcast_to(expected * np.eye(3), (batch, 3, 3)),
+                                       rtol=1e-6)
+    fallbacks = [w for w in caught if "'warn_mul_f64'" in str(w.message)]
+    assert len(fallbacks) == 1, [str(w.message) for w in fallbacks]
+
+
+def test_warnings_point_at_the_users_line():
+    op = _declare_mul_with_a_float64_converter("warn_mul_where")
+    x = pj.constant(np.ones((2, 3), np.float32))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _batch_jacobian(lambda x: op(pj.sin(x), x), x)                    # the converter falls back
+        _batch_jacobian(lambda x: x - pj.mean(x, axis=0, keepdims=True), x)   # rows mix
+    assert {type(w.message) for w in caught} == {RuntimeWarning} and len(caught) >= 2
+    assert {w.filename for w in caught} == {__file__}
+
+
+def test_a_warning_raised_as_an_error_is_raised_again_next_call():
+    importlib.import_module("pforjac.pfor")._warned.clear()   # a fresh process's state
+    x = pj.constant(np.ones((2, 3)))
+    mixing = lambda x: x - pj.mean(x, axis=0, keepdims=True)  # noqa: E731
+    for _ in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(RuntimeWarning, match="batch_jacobian assumes row b"):
+                _batch_jacobian(mixing, x)
+    with pytest.warns(RuntimeWarning, match="batch_jacobian assumes row b"):
+        _batch_jacobian(mixing, x)
