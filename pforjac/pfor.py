@@ -187,7 +187,10 @@ def _convert_structured(eqn, vals, ctx: LoopContext):
     args = [v for v, _ in vals]
     if eqn.prim.name != "one_hot" and not any(isinstance(a, structure.OneHot) for a in args):
         return None, None
-    result = conv(eqn.prim, ctx, args, [s for _, s in vals], **eqn.params)
+    try:
+        result = conv(eqn.prim, ctx, args, [s for _, s in vals], **eqn.params)
+    except ValueError as e:                   # as for a dense converter: the while-loop runs
+        raise ConversionError(eqn.prim.name, "structured inputs", str(e)) from e
     if result is None:
         return None, None
     out, flag = result

@@ -189,6 +189,27 @@ def test_whole_loop_fallback_is_reported_with_op_and_reason():
     assert len([w for w in caught if "ext_roll" in str(w.message)]) == 1
 
 
+def test_a_structured_converter_raising_value_error_falls_back_like_a_dense_one():
+    from pforjac import structure
+    op = _declare_roll()
+    extend.register_converter(op)(lambda n, args, stacked, shift: (roll(args[0], shift), True))
+
+    def decline(prim, ctx, args, stacked, shift):
+        raise ValueError("this structured converter declines")
+    structure.structured_converters["ext_roll"] = decline
+    x = pj.constant(np.array([0.3, -1.2, 0.5]))
+    with warnings.catch_warnings(record=True) as caught, pj.fallback_report() as report:
+        warnings.simplefilter("always")
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = op(x, shift=1)            # the seed reaches the op's vjp one-hot (structured)
+        jac = tape.jacobian(y, x).numpy()
+    np.testing.assert_array_equal(jac, np.roll(np.eye(3), 1, axis=0))
+    (rec,) = report.records
+    assert (rec.kind, rec.op) == ("while-loop", "ext_roll") and "declines" in rec.cause
+    assert len([w for w in caught if "ext_roll" in str(w.message)]) == 1
+
+
 def test_loop_axis_helpers_round_trip():
     x = pj.constant(np.arange(24.0).reshape(2, 3, 4))
     merged = extend.merge_loop_axis(x)
