@@ -25,7 +25,7 @@ __all__ = ["jacobian", "batch_jacobian"]
 
 def _gradients(entries, target: Tensor, seed: Tensor, sources, tape=None) -> list:
     """The loop body's work: vjp rules from `seed` at `target` back to `sources`."""
-    with (tape._paused() if tape is not None else contextlib.nullcontext()):
+    with (tape._computing() if tape is not None else contextlib.nullcontext()):
         grads = backward(entries, [target], [seed], sources)
     return [None if g is None else _finish(g, s, UnconnectedGradients.NONE)
             for g, s in zip(grads, sources)]
@@ -101,7 +101,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
-    with self._paused():        # as gradient: the Jacobian's own ops are not recorded
+    with self._computing():     # recorded by a persistent tape, as gradient is
         jac = None
         if experimental_use_pfor and _one_chunk(parallel_iterations, n):
             jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
@@ -112,6 +112,15 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
         out = [_unconnected_value(tuple(target.shape) + tuple(s.shape), s, unconnected)
                if j is None else j for j, s in zip(jac, flat_sources)]
     return tree_unflatten(tree, out)
+
+
+@contextlib.contextmanager
+def _refusal_leaves_usable(tape: GradientTape, was_used: bool):
+    try:
+        yield
+    except _StrictRefusal:
+        tape._used = was_used
+        raise
 
 
 def _unconnected_value(shape: tuple, source: Tensor, unconnected: UnconnectedGradients):
@@ -156,8 +165,9 @@ def batch_jacobian(self: GradientTape, target, source,
     row_shape = tuple(target.shape[1:])
     result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
     check_results_fit([(result_shape, source.dtype)], per_example=True)
+    was_used = self._used
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
-    with self._paused():        # as gradient: the Jacobian's own ops are not recorded
+    with self._computing(), _refusal_leaves_usable(self, was_used):
         cached = None
         if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
             cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target,
@@ -167,13 +177,17 @@ def batch_jacobian(self: GradientTape, target, source,
         return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
 
 
+class _StrictRefusal(ValueError):
+    """batch_jacobian(strict=True) refused the target: the tape stays usable (for jacobian())."""
+
+
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
     from .pfor import warn_once
     from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
     if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
         eqn = verdict.eqn
-        raise ValueError(
+        raise _StrictRefusal(
             f"batch_jacobian(strict=True) could not check that rows of the batch stay "
             f"independent: {_forward_of(eqn)} gives backward op '{eqn.prim.name}' on "
             f"{[tuple(v.shape) for v in eqn.inputs]}, which the check (pforjac.rowmix) has no "
@@ -190,7 +204,7 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
                f"would not be the Jacobian. Use jacobian() for the full result, or keep batch "
                f"rows independent (e.g. no batch statistics)")
     if strict:
-        raise ValueError(message)
+        raise _StrictRefusal(message)
     warn_once(("batch_jacobian row mixing", eqn.prim.name,
                eqn.origin.prim.name if eqn.origin is not None else None), message)
 

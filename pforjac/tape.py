@@ -182,7 +182,7 @@ class GradientTape:
         self._check_sources(flat_sources)
         seeds = self._seeds(flat_targets, target_tree, output_gradients)
         self._used = True
-        with self._paused():
+        with self._computing():
             grads = backward(self._entries, flat_targets, seeds, flat_sources)
         out = [_finish(g, s, unconnected) for g, s in zip(grads, flat_sources)]
         return tree_unflatten(source_tree, out)
@@ -220,6 +220,12 @@ class GradientTape:
                                  f"shape {t.shape}")
             seeds.append(g)
         return seeds
+
+    def _computing(self):
+        """Around a gradient or Jacobian computed inside the tape's block: a persistent tape
+        records it, as TensorFlow's does (its gradient gives the next derivative); a
+        non-persistent tape can't be used again, so it pauses."""
+        return contextlib.nullcontext() if self._persistent else self._paused()
 
     @contextlib.contextmanager
     def _paused(self):

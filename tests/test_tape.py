@@ -256,6 +256,17 @@ def test_failed_call_does_not_use_up_the_tape(x):
     close(tape.gradient(y, x), [2.0, 4.0, 6.0])
 
 
+def test_strict_batch_jacobian_refusal_leaves_the_tape_usable_for_jacobian():
+    # The refusal says "use jacobian() for the full result": that must still work.
+    x = pj.constant(np.ones((3, 2)))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = x * pj.sum(x, axis=0)
+    with pytest.raises(ValueError, match="mixes rows"):
+        tape.batch_jacobian(y, x, strict=True)
+    assert tape.jacobian(y, x).shape == (3, 2, 3, 2)
+
+
 def test_persistent_tape_reuse(x):
     with pj.GradientTape(persistent=True) as tape:
         tape.watch(x)
@@ -266,16 +277,27 @@ def test_persistent_tape_reuse(x):
         close(tape.gradient(w, x), np.exp([1.0, 2.0, 3.0]))
 
 
-def test_gradient_inside_the_with_block_is_not_recorded(x):
+def test_gradient_inside_the_with_block_is_recorded_by_a_persistent_tape(x):
+    # As TensorFlow: the same tape then gives the next derivative.
     with pj.GradientTape(persistent=True) as tape:
         tape.watch(x)
-        y = x * x
+        y = x * x * x
         g = tape.gradient(y, x)
-        n = len(tape._entries)
         y3 = x * 3.0
-    assert len(tape._entries) == n + 1
-    close(g, [2.0, 4.0, 6.0])
+    close(g, 3 * x.numpy() ** 2)
+    close(tape.gradient(g, x), 6 * x.numpy())
     close(tape.gradient(y3, x), [3.0] * 3)
+
+
+def test_gradient_inside_the_with_block_of_a_non_persistent_tape(x):
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        n = len(tape._entries)
+        g = tape.gradient(y, x)
+        x * 3.0
+    assert len(tape._entries) == n + 1           # paused: the tape can't be used again anyway
+    close(g, 2 * x.numpy())
 
 
 @pytest.mark.parametrize("call", ["jacobian", "jacobian_loop", "batch_jacobian"])
@@ -290,10 +312,23 @@ def test_tape_goes_on_recording_after_a_jacobian_inside_its_block(call):
             tape.batch_jacobian(y, x)
         else:
             tape.jacobian(y, x, experimental_use_pfor=call == "jacobian")
-        n = len(tape._entries)
         z = y * 3.0
-    assert len(tape._entries) == n + 1          # as gradient: the Jacobian's ops are not recorded
     close(tape.gradient(z, x), 6 * x.numpy())
+
+
+@pytest.mark.parametrize("use_pfor", [True, False])
+def test_jacobians_inside_the_with_block_are_recorded_by_a_persistent_tape(use_pfor):
+    x, xb = pj.constant([1.0, 2.0]), pj.constant([[1.0], [2.0]])
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch([x, xb])
+        y = x ** 3
+        jac = tape.jacobian(y, x, experimental_use_pfor=use_pfor)
+        bjac = tape.batch_jacobian(xb ** 3, xb, experimental_use_pfor=use_pfor)
+    close(jac, np.diag(3 * x.numpy() ** 2))
+    expected = np.zeros((2, 2, 2))
+    expected[[0, 1], [0, 1], [0, 1]] = 6 * x.numpy()
+    close(tape.jacobian(jac, x, experimental_use_pfor=use_pfor), expected)
+    close(tape.gradient(bjac, xb), 6 * xb.numpy())
 
 
 def test_tape_goes_on_recording_after_stop_recording_in_a_pfor_body(x):
