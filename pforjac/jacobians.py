@@ -102,8 +102,8 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
     with self._computing():     # recorded by a persistent tape, as gradient is
-        jac = None
-        if experimental_use_pfor and _one_chunk(parallel_iterations, n):
+        jac = None if is_float(target.dtype) else [None] * len(flat_sources)  # int/bool: None
+        if jac is None and experimental_use_pfor and _one_chunk(parallel_iterations, n):
             jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
                                   lambda e, t, s: _jacobian_core(e, t, s))
         if jac is None:
@@ -168,6 +168,8 @@ def batch_jacobian(self: GradientTape, target, source,
     was_used = self._used
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
     with self._computing(), _refusal_leaves_usable(self, was_used):
+        if not is_float(target.dtype):          # an int or bool target: no gradient flows
+            return _unconnected_value(result_shape, source, unconnected)
         cached = None
         if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
             cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target,

@@ -331,3 +331,24 @@ def test_parallel_iterations_chunks_without_changing_results(strategy):
                 np.testing.assert_allclose(c.numpy(), f.numpy(), rtol=1e-13, atol=1e-15)
     with pytest.raises(ValueError, match="parallel_iterations"):
         pj.jacobian(two_in_two_out, (x, y), vectorize=True, strategy=strategy, parallel_iterations=0)
+
+
+@pytest.mark.parametrize("mode", MODES, ids=MODE_IDS)
+def test_a_boolean_output_has_a_zero_jacobian(mode):
+    # As torch: zeros; the tape's jacobian of a bool target is None (as TensorFlow's).
+    x = np.array([1.0, 2.0, 3.0])
+    jac = pj.jacobian(lambda a: (a > 1.5, a * 2.0), x, **mode)
+    np.testing.assert_array_equal(jac[0].numpy(), np.zeros((3, 3)))
+    np.testing.assert_array_equal(jac[1].numpy(), 2.0 * np.eye(3))
+
+
+@pytest.mark.parametrize("use_pfor", [True, False])
+def test_tape_jacobians_of_a_boolean_target_are_none(use_pfor):
+    x = pj.constant(np.ones((2, 3)))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x > 0.5
+    assert tape.jacobian(y, x, experimental_use_pfor=use_pfor) is None
+    assert tape.batch_jacobian(y, x, experimental_use_pfor=use_pfor) is None
+    zeros = tape.batch_jacobian(y, x, unconnected_gradients="zero", experimental_use_pfor=use_pfor)
+    np.testing.assert_array_equal(zeros.numpy(), np.zeros((2, 3, 3)))
