@@ -39,6 +39,7 @@ class _Compiled:
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
+        self.warnings: list[str] = []     # the loop cache's: shown whenever the code runs
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
         self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]

@@ -184,7 +184,7 @@ class _StrictRefusal(ValueError):
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
-    from .pfor import warn_once
+    from .pfor import warn_wrong_result
     from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
     if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
@@ -207,8 +207,7 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
                f"rows independent (e.g. no batch statistics)")
     if strict:
         raise _StrictRefusal(message)
-    warn_once(("batch_jacobian row mixing", eqn.prim.name,
-               eqn.origin.prim.name if eqn.origin is not None else None), message)
+    warn_wrong_result(message)
 
 
 def _one_target(target, what: str) -> Tensor:

@@ -118,6 +118,9 @@ def cached_call(key, inputs: list, fn, name: str):
             _cache[key] = entry
     if entry is _UNCACHEABLE:
         return None
+    from .pfor import warn_wrong_result
+    for message in entry.warnings:
+        warn_wrong_result(message)
     arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
     if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor)
@@ -133,12 +136,14 @@ def _trim() -> None:
 def _build(fn, avals, name: str):
     from .diagnostics import private_report
     from .function import trace_compiled
+    from .pfor import deferred_warnings
     try:
-        with private_report() as report:
+        with private_report() as report, deferred_warnings() as messages:
             compiled = trace_compiled(fn, avals, True, name)
             compiled.dense = trace_compiled(fn, avals, False, name + "_dense")
     except Exception:       # e.g. a user's rule that reads a concrete value: it can't be traced,
         return _UNCACHEABLE  # and the uncached path runs (and raises a real error) as before
+    compiled.warnings = messages          # shown again by every call that runs the code
     return _UNCACHEABLE if len(report) else compiled
 
 

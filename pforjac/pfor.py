@@ -23,6 +23,7 @@ runs once per iteration and its results are stacked, with one warning.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -82,15 +83,15 @@ _warn_lock = threading.Lock()
 
 
 def warn_once(key, message: str) -> None:
-    """A RuntimeWarning per `key`, shown at the user's line (the first frame outside pforjac).
-    If the warning raises (warnings turned into errors), the cause is not marked as warned:
-    the next call raises again instead of passing silently."""
+    """A RuntimeWarning per `key` (a slow path: once per cause), shown at the user's line. If
+    the warning raises (warnings turned into errors), the cause is not marked as warned: the
+    next call raises again instead of passing silently."""
     with _warn_lock:
         if key in _warned:
             return
         _warned.add(key)
     try:
-        warnings.warn(message, RuntimeWarning, stacklevel=_user_stacklevel())
+        warn_at_user_line(message)
     except BaseException:
         with _warn_lock:
             _warned.discard(key)
@@ -100,12 +101,37 @@ def warn_once(key, message: str) -> None:
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def _user_stacklevel() -> int:
-    """warnings.warn's stacklevel, called from warn_once, of the first frame outside pforjac."""
-    frame, level = sys._getframe(1), 1          # warn_once's frame is stacklevel 1
+_deferred = threading.local()
+
+
+@contextlib.contextmanager
+def deferred_warnings():
+    """Collects (instead of showing) this thread's `warn_wrong_result` messages: the loop
+    cache builds its code once and replays them on every call that runs it."""
+    saved = getattr(_deferred, "messages", None)
+    _deferred.messages = messages = []
+    try:
+        yield messages
+    finally:
+        _deferred.messages = saved
+
+
+def warn_wrong_result(message: str) -> None:
+    """A warning that a result is not what the user asked for (on every call: Python's
+    filters decide how often it shows, by default once per line and message)."""
+    pending = getattr(_deferred, "messages", None)
+    if pending is None:
+        warn_at_user_line(message)
+    elif message not in pending:
+        pending.append(message)
+
+
+def warn_at_user_line(message: str) -> None:
+    """warnings.warn(RuntimeWarning) at the first frame outside pforjac."""
+    frame, level = sys._getframe(1), 2          # the caller's frame is stacklevel 2
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1
-    return level
+    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def cause(reason: str) -> str:

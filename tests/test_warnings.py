@@ -71,3 +71,21 @@ def test_a_warning_raised_as_an_error_is_raised_again_next_call():
                 _batch_jacobian(mixing, x)
     with pytest.warns(RuntimeWarning, match="batch_jacobian assumes row b"):
         _batch_jacobian(mixing, x)
+
+
+def test_row_mixing_warns_on_every_call_the_filters_let_through():
+    # A wrong per-example result is not a slow path: it goes through Python's filters on
+    # every call (cached calls included), for every model, not once per process.
+    x = pj.constant(np.random.default_rng(0).normal(size=(4, 3)))
+    models = [lambda a: a * pj.sum(a, axis=0), lambda a: a * pj.max(a, axis=0),
+              lambda a: a * a[0]] + [lambda a: a * pj.sum(a, axis=0)] * 4
+    for f in models:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            _batch_jacobian(f, x)
+        assert [str(w.message)[:28] for w in caught] == ["batch_jacobian assumes row b"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for _ in range(5):
+            _batch_jacobian(models[0], x)
+    assert len(caught) == 1                       # the default filter: once per line
