@@ -215,7 +215,7 @@ def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:
     return bool(_all_finite_impl(u.numpy(), None, divide))
 
 
-@_structured("multiply", "divide", "add", "subtract")
+@_structured("multiply", "multiply_no_nan", "divide", "add", "subtract")
 def _binary(prim, ctx, args, stacked, **params):
     (x, y), (xs, ys) = args, stacked
     name = prim.name
@@ -232,7 +232,8 @@ def _binary(prim, ctx, args, stacked, **params):
         out = prim.bind(x.compact, y)
         block = _aligned_block(x, out.shape)
         return (x.with_compact(out, *block), True) if block else None
-    if isinstance(y, OneHot) and not xs and name == "multiply" and _zero_times_is_zero(x):
+    if isinstance(y, OneHot) and not xs and name in ("multiply", "multiply_no_nan") \
+            and _zero_times_is_zero(x):        # rows past the block are masked by a product
         out = prim.bind(x, y.compact)
         block = _aligned_block(y, out.shape)
         return (y.with_compact(out, *block), True) if block else None

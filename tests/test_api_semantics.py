@@ -293,3 +293,46 @@ def test_constant_of_a_variable_shares_no_memory_and_assign_add_refuses_while_tr
     with pytest.raises(RuntimeError, match="would run once, while tracing"):
         grow(np.ones(2))
     np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+
+
+# -- a zero cotangent through an infinite derivative is zero (TensorFlow's sqrt/reciprocal) ------
+@pytest.mark.parametrize("use_pfor", [True, False])
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # numpy: sqrt(-1), 1/0
+def test_safe_sqrt_and_sqrt_at_zero_have_zero_gradients_where_nothing_flows(use_pfor):
+    x = pj.constant([-1.0, 0.0, 4.0])
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        safe = pj.where(x > 0, pj.sqrt(x), pj.zeros_like(x))
+        root = pj.sqrt(x[1:])
+    np.testing.assert_array_equal(tape.gradient(safe, x).numpy(), [0.0, 0.0, 0.25])
+    jac = tape.jacobian(root, x, experimental_use_pfor=use_pfor).numpy()
+    np.testing.assert_array_equal(jac, [[0.0, np.inf, 0.0], [0.0, 0.0, 0.25]])
+
+
+@pytest.mark.parametrize("use_pfor", [True, False])
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # numpy: sqrt(-1), 1/0
+def test_reciprocal_of_a_tiny_value_has_exact_zeros_off_the_diagonal(use_pfor):
+    x = pj.constant(np.array([1e-300, 1.0, 2.0]))
+    xb = pj.constant(np.array([[1e-300, 1.0], [1.0, 2.0]]))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch([x, xb])
+        y, yb = pj.reciprocal(x), pj.reciprocal(xb)
+    jac = tape.jacobian(y, x, experimental_use_pfor=use_pfor).numpy()
+    np.testing.assert_array_equal(jac[1], [0.0, -1.0, 0.0])
+    assert jac[0, 0] == -np.inf and not np.isnan(jac).any()
+    bjac = tape.batch_jacobian(yb, xb, experimental_use_pfor=use_pfor).numpy()
+    np.testing.assert_array_equal(bjac[0, 1], [0.0, -1.0])
+    assert bjac[0, 0, 0] == -np.inf and not np.isnan(bjac).any()
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # numpy: sqrt(-1), 1/0
+def test_forward_mode_sqrt_with_a_zero_tangent_is_zero():
+    _, tangent = pj.jvp(pj.sqrt, np.array([0.0, 4.0]), np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.25])
+
+
+def test_multiply_no_nan_is_tensorflows():
+    x = pj.constant([np.inf, np.nan, 2.0, -3.0])
+    y = pj.constant([0.0, 0.0, 3.0, -0.0])
+    np.testing.assert_array_equal(pj.multiply_no_nan(x, y).numpy(), [0.0, 0.0, 6.0, 0.0])
+    pj.testing.check_grads(pj.multiply_no_nan, [np.array([1.5, -2.0]), np.array([0.5, 3.0])])

@@ -391,7 +391,7 @@ def _structured_examples():
         params = {"dtype": np.dtype(np.float32)} if name == "cast" else {}
         for a, b in _blocks(2):
             out.append(Ex(name, [OH(3, 4, start=a, stop=b, positive=True)], **params))
-    for name in ("multiply", "divide", "add", "subtract"):
+    for name in ("multiply", "multiply_no_nan", "divide", "add", "subtract"):
         for a, b in _blocks(2):
             for other in [(), (4,), (3, 1), (1,), (2, 3, 4), (2, 1, 1)]:
                 out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("u", P(*other))]))
@@ -400,6 +400,8 @@ def _structured_examples():
             out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("s", F(3, 4))]))
     out.append(Ex("multiply", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, np.inf, 0, 2]))]))
     out.append(Ex("divide", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, 0.0, 3, 2]))]))
+    out.append(Ex("multiply_no_nan", [("u", lambda rng: np.array([1.0, np.inf, np.nan, 2])),
+                                      OH(3, 4, start=0, stop=1)]))
     for name in ("zeros_like", "ones_like"):
         out.append(Ex(name, [OH(3, 4, start=0, stop=1)]))
     for a, b in _blocks(3):

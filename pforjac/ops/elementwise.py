@@ -15,7 +15,7 @@ from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import Tensor, is_float
 from ._family import declare_elementwise
 
-__all__ = ["neg", "add", "subtract", "multiply", "divide", "power", "pow", "maximum", "minimum",
+__all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow", "maximum", "minimum",
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
            "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
@@ -54,13 +54,16 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
 
 # -- unary ---------------------------------------------------------------------
 
-def _unary(name: str, impl, deriv=None) -> core.Primitive:
-    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops."""
+def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False) -> core.Primitive:
+    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. With
+    `zero_stays_zero` a zero cotangent (or tangent) gives zero even where the derivative is
+    infinite or NaN (sqrt at 0, reciprocal of a tiny value), as TensorFlow's kernels do."""
     prim = declare_elementwise(name, impl)
     UNARY[name] = prim
     if deriv is not None:
-        defvjp(prim, lambda g, ans, x: g * deriv(ans, x))
-        defjvp(prim, lambda t, ans, x: t * deriv(ans, x))
+        scale = (lambda g, d: multiply_no_nan(d, g)) if zero_stays_zero else (lambda g, d: g * d)
+        defvjp(prim, lambda g, ans, x: scale(g, deriv(ans, x)))
+        defjvp(prim, lambda t, ans, x: scale(t, deriv(ans, x)))
     return prim
 
 
@@ -105,9 +108,10 @@ tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans))
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
 softplus_p = _unary("softplus", _softplus_impl,
                     lambda ans, x: sigmoid(x))
-sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans)
+sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True)
 square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
-reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans))
+reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans),
+                      zero_stays_zero=True)
 abs_p = _unary("abs", np.abs, lambda ans, x: sign(x))
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype))
@@ -154,6 +158,16 @@ def _fit(t: Tensor, shape: tuple) -> Tensor:
     return t if tuple(t.shape) == tuple(shape) else broadcast_to(t, shape)
 
 
+def _multiply_no_nan_impl(x, y):
+    """x * y, and 0 wherever y is 0 (even where x is inf or NaN): tf.math.multiply_no_nan."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.multiply(x, y)
+    zero = np.asarray(y) == 0
+    if zero.any():
+        out = np.where(zero, out.dtype.type(0), out)
+    return out
+
+
 def _pow_dy(g, ans, x, y):
     safe_log = where(greater(x, 0.0), log(where(greater(x, 0.0), x, ones_like(x))), zeros_like(x))
     return g * ans * safe_log
@@ -165,6 +179,9 @@ multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g
 divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
                    lambda g, a, x, y: -g * a / y)
 power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0), _pow_dy)
+multiply_no_nan_p = _binary("multiply_no_nan", _multiply_no_nan_impl,
+                            lambda g, a, x, y: multiply_no_nan(g, y),
+                            lambda g, a, x, y: multiply_no_nan(x, g))
 maximum_p = _binary("maximum", np.maximum,
                     lambda g, a, x, y: g * cast(greater_equal(x, y), g.dtype),
                     lambda g, a, x, y: g * cast(less(x, y), g.dtype))
@@ -187,6 +204,7 @@ logical_not_p.differentiable = False
 def add(x, y): return add_p.bind(*coerce(x, y))
 def subtract(x, y): return subtract_p.bind(*coerce(x, y))
 def multiply(x, y): return multiply_p.bind(*coerce(x, y))
+def multiply_no_nan(x, y): return multiply_no_nan_p.bind(*coerce(x, y))
 def divide(x, y): return divide_p.bind(*coerce(x, y))
 def power(x, y): return power_p.bind(*coerce(x, y))
 def maximum(x, y): return maximum_p.bind(*coerce(x, y))
