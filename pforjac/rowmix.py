@@ -207,10 +207,15 @@ def _getitem(eqn: Equation, a):
             out_axis += 1
             continue
         if axis == a:   # picking some rows: mixing only if they meet other rows later
-            return out_axis if isinstance(k, slice) and k == slice(None) else None
+            return out_axis if _whole_axis(k, eqn.inputs[0].shape[axis]) else None
         out_axis += 0 if isinstance(k, int) else 1
         axis += 1
     return out_axis + (a - axis)
+
+
+def _whole_axis(k, size: int) -> bool:
+    """`k` keeps every entry of an axis of `size`, in order (`:`, `0:`, `0:size`, `::1`)."""
+    return isinstance(k, slice) and k.indices(size) == (0, size, 1)
 
 
 def _setitem_zeros(eqn: Equation, a):
@@ -223,7 +228,7 @@ def _setitem_zeros(eqn: Equation, a):
             out_axis += 1
             continue
         if in_axis == a:
-            return out_axis if isinstance(k, slice) and k == slice(None) else None
+            return out_axis if _whole_axis(k, eqn.outputs[0].shape[out_axis]) else None
         in_axis += 1
         out_axis += 0 if k is None else 1
     return out_axis + (a - in_axis)

@@ -147,7 +147,10 @@ INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(
                "gather_2d_index": lambda x: pj.gather(x, np.array([[3, 0], [1, 1]]), axis=1),
                "gather_scalar_index": lambda x: pj.gather(pj.stack([x, 2.0 * x]), np.array(1), axis=0),
                "einsum_weights": lambda x: pj.einsum("bi,ij->bj", x, W),
-               "einsum_per_example": lambda x: pj.einsum("bi,bi->b", x, x)[:, None] * x}
+               "einsum_per_example": lambda x: pj.einsum("bi,bi->b", x, x)[:, None] * x,
+               # every row kept, spelled with bounds (pad's gradient slices like this)
+               "pad_features": lambda x: pj.pad(x, [(0, 0), (1, 1)]),
+               "rows_sliced_whole": lambda x: x[0:6, 1:] * 2.0 + x[0:, :3]}
 MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul"),
           # batch rows permuted by a gather with a 2-d index (its gradient scatters along them)
           "einsum_over_the_batch": (lambda x: pj.einsum("bi,cj->bi", x, x), "einsum"),
