@@ -146,6 +146,11 @@ class Function:
     def _trace(self, leaves, structure, structured: bool) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
         avals = [(tuple(np.shape(leaves[k])), leaves[k].dtype) for k in slots]
+        for (_, dtype), k in zip(avals, slots):
+            if dtype.kind in "OSUV":
+                raise TypeError(f"pforjac.function: input {k} (in flattened argument order) is "
+                                f"an array of dtype {dtype}, which is not a number; pass "
+                                f"numeric arrays or Tensors")
 
         def call(*symbols):
             filled = list(leaves)

@@ -24,16 +24,14 @@ def _all_python_numbers(value) -> bool:
 
 def _to_array(value, dtype=None) -> np.ndarray:
     """TensorFlow's conversion: Python floats -> float32, Python ints -> int32."""
-    if dtype is not None:
-        return np.asarray(value, dtype=dtype)
-    if isinstance(value, np.ndarray):
-        return value
-    if isinstance(value, np.generic):
-        return np.asarray(value)
-    arr = np.asarray(value)
+    arr = np.asarray(value, dtype=dtype)
     if arr.dtype.kind in "OUSV":  # objects, strings, records: not numbers
-        raise TypeError(f"cannot convert {type(value).__name__} {value!r:.80} to a pforjac tensor; "
-                        f"pass numbers, nested lists of numbers, numpy arrays or Tensors")
+        what = f"a numpy array of dtype {arr.dtype}" if isinstance(value, (np.ndarray, np.generic)) \
+            else f"{type(value).__name__} {value!r:.80}"
+        raise TypeError(f"cannot convert {what} to a pforjac tensor; pass numbers, nested lists "
+                        f"of numbers, numeric numpy arrays or Tensors")
+    if dtype is not None or isinstance(value, (np.ndarray, np.generic)):
+        return arr
     if _all_python_numbers(value):
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
@@ -195,6 +193,11 @@ class Variable(Tensor):
     def assign(self, value) -> "Variable":
         self._check_not_tracing()
         new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        if new.dtype.kind in "OSUV" or not np.can_cast(new.dtype, self.dtype, "same_kind"):
+            raise TypeError(f"Variable.assign: '{self.name}' holds {self.dtype.name}, and a value of "
+                            f"dtype {new.dtype.name} would change kind (e.g. lose a fraction or "
+                            f"an imaginary part, or become NaN); cast it first: "
+                            f"pforjac.cast(value, '{self.dtype.name}')")
         if new.shape != self.shape:
             raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
                              f"variable's shape {self.shape}")

@@ -57,10 +57,19 @@ def test_variable_from_tensor_and_array_copies():
     assert pj.Variable(pj.constant([1.0, 2.0])).dtype == np.float32
 
 
-@pytest.mark.parametrize("bad", [object(), [1.0, "a"], {"a": 1.0}])
+@pytest.mark.parametrize("bad", [object(), [1.0, "a"], {"a": 1.0}, np.array([1.0, None]),
+                                 np.array(["a", "b"]), np.str_("a")])
 def test_unconvertible_value_is_type_error(bad):
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot convert"):
         pj.constant(bad)
+    if isinstance(bad, np.ndarray):
+        with pytest.raises(TypeError, match="not a number"):
+            pj.function(lambda x: x)(bad)
+
+
+def test_compiled_function_refuses_a_non_numeric_array_naming_it():
+    with pytest.raises(TypeError, match="input 0 .* dtype object"):
+        pj.function(lambda x: x * 2.0)(np.array([1.0, None], dtype=object))
 
 
 # -- Variable -----------------------------------------------------------------------------
@@ -81,6 +90,29 @@ def test_variable_assign_keeps_dtype_and_checks_shape():
     assert v.dtype == np.float64
     with pytest.raises(ValueError, match=r"shape \(3,\).*shape \(2,\)"):
         v.assign([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("dtype, bad", [(np.float32, None), (np.float32, [None, None]),
+                                        (np.float32, np.complex64(3 + 4j)), (np.float32, "1.0"),
+                                        (np.int32, [1.9, -2.7]), (np.int32, 0.5)])
+def test_variable_assign_refuses_a_value_of_another_kind(dtype, bad):
+    v = pj.Variable(np.zeros(2 if isinstance(bad, list) else (), dtype))
+    before = v.numpy().copy()
+    with pytest.raises(TypeError, match=f"holds {np.dtype(dtype).name}.*cast it first"):
+        v.assign(bad)
+    if not isinstance(bad, list) and bad is not None and not isinstance(bad, str):
+        with pytest.raises(TypeError):
+            v.assign_add(bad)
+    np.testing.assert_array_equal(v.numpy(), before)       # nothing changed
+
+
+def test_variable_assign_casts_within_a_kind():
+    v, i = pj.Variable(np.zeros(2, np.float32)), pj.Variable(np.zeros(2, np.int32))
+    v.assign(np.array([1.5, 2.5]))           # float64 -> float32, as a weight update
+    i.assign([1, 2])
+    v.assign_add(i)                           # int -> float
+    assert (v.dtype, i.dtype) == (np.float32, np.int32)
+    np.testing.assert_array_equal(v.numpy(), [2.5, 4.5])
 
 
 def test_ops_on_variable_see_its_current_value():
