@@ -336,3 +336,43 @@ def test_multiply_no_nan_is_tensorflows():
     y = pj.constant([0.0, 0.0, 3.0, -0.0])
     np.testing.assert_array_equal(pj.multiply_no_nan(x, y).numpy(), [0.0, 0.0, 6.0, 0.0])
     pj.testing.check_grads(pj.multiply_no_nan, [np.array([1.5, -2.0]), np.array([0.5, 3.0])])
+
+
+# -- integer arguments: named when wrong, never truncated ---------------------------------------
+A23 = np.ones((2, 3), np.float32)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: pj.sum(a, axis=1.0), "sum: axis must be an integer"),
+    (lambda a: pj.sum(a, axis="x"), "sum: axis must be an integer"),
+    (lambda a: pj.sum(a, axis=[None]), r"sum: axis\[0\] must be an integer"),
+    (lambda a: pj.softmax(a, axis=0.5), "softmax: axis must be an integer"),
+    (lambda a: pj.mean(a, axis=(0, 1.5)), r"mean: axis\[1\] must be an integer"),
+    (lambda a: pj.zeros((2.5, 2)), r"zeros: shape\[0\] must be an integer"),
+    (lambda a: pj.reshape(a, (3.7, 2)), r"reshape: shape\[0\] must be an integer"),
+    (lambda a: pj.expand_dims(a, 1.9), "expand_dims: axis must be an integer"),
+    (lambda a: pj.one_hot(pj.constant([0, 1]), 2.5), "one_hot: depth must be an integer"),
+    (lambda a: pj.tile(a, (1, 2.0)), r"tile: reps\[1\] must be an integer"),
+    (lambda a: pj.split(a, 1.5, axis=1), "split: sections must be an integer"),
+])
+def test_non_integer_axes_and_sizes_are_refused_naming_the_op(call, message):
+    with pytest.raises(TypeError, match=message):
+        call(pj.constant(A23))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: pj.sum(a, axis=5), "sum: axis 5 is out of range"),
+    (lambda a: pj.concat([a, a], axis=2), "concat: axis 2 is out of range"),
+    (lambda a: pj.gather(a, np.array([0]), axis=-3), "gather: axis -3 is out of range"),
+    (lambda a: pj.one_hot(pj.constant([0, 1]), -1), "one_hot: depth must be >= 0"),
+])
+def test_out_of_range_axes_and_sizes_name_the_op(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(pj.constant(A23))
+
+
+def test_numpy_integers_are_accepted_as_axes_and_sizes():
+    a = pj.constant(A23)
+    assert pj.sum(a, axis=np.int64(1)).shape == (2,)
+    assert pj.reshape(a, (np.int32(3), 2)).shape == (3, 2)
+    assert pj.one_hot(pj.constant([0, 1]), np.int64(4)).shape == (2, 4)

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import functools
+import operator
 
 import numpy as np
 
 from .. import core
 
-__all__ = ["broadcast_shapes", "elementwise_dtype", "declare_elementwise", "normalize_axes"]
+__all__ = ["broadcast_shapes", "elementwise_dtype", "declare_elementwise", "normalize_axes",
+           "int_arg", "int_tuple"]
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -37,26 +39,52 @@ def declare_elementwise(name: str, impl, differentiable: bool = True) -> core.Pr
     return core.new_primitive(name, impl, shape_rule, differentiable=differentiable)
 
 
+def int_arg(value, what: str) -> int:
+    """An integer argument (an axis, a size, a dimension) as an int, or a TypeError naming
+    `what`: floats, strings and None are refused, never truncated (numpy refuses them too)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r:.40}") \
+            from None
+
+
+def int_tuple(values, what: str) -> tuple:
+    """An int or a sequence of them (a shape, repetitions) as a tuple of ints; see int_arg."""
+    if isinstance(values, (str, bytes)) or values is None:
+        raise TypeError(f"{what} must be an integer or a sequence of integers, got {values!r:.40}")
+    try:
+        return (operator.index(values),)
+    except TypeError:
+        pass
+    try:
+        items = list(values)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer or a sequence of integers, got "
+                        f"{type(values).__name__} {values!r:.40}") from None
+    return tuple(int_arg(v, f"{what}[{k}]") for k, v in enumerate(items))
+
+
 def axis_index(axis, ndim: int, op: str) -> int:
     """One axis (negative counts from the end) as a non-negative int, or a ValueError naming
     `op`, as numpy's AxisError does (never wrapped around)."""
-    a = int(axis)
+    a = int_arg(axis, f"{op}: axis")
     if not -ndim <= a < ndim:
         raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {ndim}")
     return a % ndim
 
 
-def normalize_axes(axis, ndim: int) -> tuple:
-    """`axis` (None, int or tuple) as a sorted tuple of non-negative ints; errors name the rank."""
+def normalize_axes(axis, ndim: int, op: str = "") -> tuple:
+    """`axis` (None, int or tuple) as a sorted tuple of non-negative ints; errors name `op`
+    and the rank."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    prefix = f"{op}: " if op else ""
     out = []
-    for a in axes:
-        a = int(a)
+    for a in int_tuple(axis, f"{prefix}axis"):
         if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of range for a tensor of rank {ndim}")
+            raise ValueError(f"{prefix}axis {a} is out of range for a tensor of rank {ndim}")
         out.append(a % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"repeated axis in {axis!r}")
+        raise ValueError(f"{prefix}repeated axis in {axis!r}")
     return tuple(sorted(out))

@@ -13,7 +13,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import Tensor, is_float
-from ._family import declare_elementwise
+from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow", "maximum", "minimum",
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
@@ -277,8 +277,8 @@ def ones_like(x): return ones_like_p.bind(x)
 
 
 def zeros(shape, dtype=np.float32) -> Tensor:
-    return Tensor._from_array(np.zeros(shape, dtype))
+    return Tensor._from_array(np.zeros(int_tuple(shape, "zeros: shape"), dtype))
 
 
 def ones(shape, dtype=np.float32) -> Tensor:
-    return Tensor._from_array(np.ones(shape, dtype))
+    return Tensor._from_array(np.ones(int_tuple(shape, "ones: shape"), dtype))

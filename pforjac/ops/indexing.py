@@ -13,7 +13,7 @@ from .. import core
 from ..core import defjvp, defvjp
 from ..memory import result_zeros, sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float
-from ._family import normalize_axes
+from ._family import axis_index, int_arg
 
 __all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
 
@@ -160,7 +160,7 @@ defjvp(scatter_add_p, lambda t, ans, x, indices, axis, size, unique=None:
 def gather(x, indices, axis: int = 0):
     """Takes the entries `indices` (an integer tensor) along `axis`, as `np.take`."""
     x, indices = as_tensor(x), as_tensor(indices)
-    axis = normalize_axes(axis, x.ndim)[0]
+    axis = axis_index(axis, x.ndim, "gather")
     return gather_p.bind(x, indices, axis=axis)
 
 
@@ -169,7 +169,8 @@ take = gather
 
 def scatter_add(g, indices, axis: int, size: int):
     """Adds the slices of `g` into zeros of length `size` along `axis` at `indices`."""
-    return scatter_add_p.bind(g, indices, axis=int(axis), size=int(size))
+    return scatter_add_p.bind(g, indices, axis=int_arg(axis, "scatter_add: axis"),
+                              size=int_arg(size, "scatter_add: size"))
 
 
 def _check_index_impl(indices, size):
@@ -209,4 +210,7 @@ def one_hot(indices, depth: int, dtype=np.float32):
         raise TypeError(f"one_hot dtype must be numeric, got {dtype.name}")
     if not np.issubdtype(indices.dtype, np.integer):
         raise TypeError(f"one_hot indices must be integers, got {indices.dtype.name}")
-    return one_hot_p.bind(indices, depth=int(depth), dtype=dtype)
+    depth = int_arg(depth, "one_hot: depth")
+    if depth < 0:
+        raise ValueError(f"one_hot: depth must be >= 0, got {depth}")
+    return one_hot_p.bind(indices, depth=depth, dtype=dtype)

@@ -1,6 +1,8 @@
 """Neural-network helpers built from primitives (no rules of their own)."""
 from __future__ import annotations
 
+from ..tensor import as_tensor
+from ._family import normalize_axes
 from .elementwise import exp, stop_gradient
 from .reductions import logsumexp, max as _max, sum as _sum
 
@@ -9,9 +11,13 @@ __all__ = ["softmax", "log_softmax"]
 
 def softmax(x, axis: int = -1):
     """`exp(x) / sum(exp(x))` along `axis`, shifted by the max for stability."""
+    x = as_tensor(x)
+    axis = normalize_axes(axis, x.ndim, "softmax")
     z = exp(x - stop_gradient(_max(x, axis=axis, keepdims=True)))
     return z / _sum(z, axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis: int = -1):
+    x = as_tensor(x)
+    axis = normalize_axes(axis, x.ndim, "log_softmax")
     return x - logsumexp(x, axis=axis, keepdims=True)

@@ -133,7 +133,7 @@ defjvp(prod_p, lambda t, ans, x, axes, keepdims:
 def _reduce(prim, x, axis, keepdims):
     from ..tensor import as_tensor
     x = as_tensor(x)
-    return prim.bind(x, axes=normalize_axes(axis, x.ndim), keepdims=bool(keepdims))
+    return prim.bind(x, axes=normalize_axes(axis, x.ndim, prim.name), keepdims=bool(keepdims))
 
 
 def sum(x, axis=None, keepdims=False):
@@ -159,7 +159,7 @@ def prod(x, axis=None, keepdims=False):
 def mean(x, axis=None, keepdims=False):
     from ..tensor import as_tensor
     x = as_tensor(x)
-    axes = normalize_axes(axis, x.ndim)
+    axes = normalize_axes(axis, x.ndim, "mean")
     count = math.prod(x.shape[a] for a in axes)
     return sum_p.bind(x, axes=axes, keepdims=bool(keepdims)) / count
 
@@ -171,7 +171,7 @@ def logsumexp(x, axis=None, keepdims=False):
     from ..tensor import as_tensor
     from .elementwise import abs as abs_, exp, less, log, stop_gradient, where, zeros_like
     x = as_tensor(x)
-    axes = normalize_axes(axis, x.ndim)
+    axes = normalize_axes(axis, x.ndim, "logsumexp")
     top = max_p.bind(x, axes=axes, keepdims=True)
     shift = stop_gradient(where(less(abs_(top), np.inf), top, zeros_like(top)))
     out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift

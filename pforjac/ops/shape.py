@@ -11,14 +11,14 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
 from ..tensor import Tensor, as_tensor
-from ._family import axis_index, normalize_axes
+from ._family import axis_index, int_arg, int_tuple, normalize_axes
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
            "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten"]
 
 
 def _resolve_shape(shape, size: int) -> tuple:
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    shape = int_tuple(shape, "reshape: shape")
     if shape.count(-1) > 1:
         raise ValueError(f"only one dimension of the new shape {shape} can be -1")
     if -1 in shape:
@@ -115,7 +115,7 @@ def _unbroadcast(g, shape):
 
 def broadcast_to(x, shape):
     x = as_tensor(x)
-    shape = tuple(int(d) for d in shape)
+    shape = int_tuple(shape, "broadcast_to: shape")
     if shape == tuple(x.shape):
         return x
     return broadcast_to_p.bind(x, shape=shape)
@@ -159,7 +159,7 @@ def concat(values, axis: int = 0):
         raise ValueError("concat needs at least one tensor")
     if len(values) == 1:
         return values[0]
-    axis = normalize_axes(axis, values[0].ndim)[0]
+    axis = axis_index(axis, values[0].ndim, "concat")
     return concat_p.bind(*values, axis=axis)
 
 
@@ -187,16 +187,16 @@ defjvp(split_p, lambda t, ans, x, indices, axis: split(t, indices, axis=axis))
 def split(x, indices_or_sections, axis: int = 0) -> list:
     """Splits `x` into equal sections (an int) or at the given indices, as `np.split`."""
     x = as_tensor(x)
-    axis = normalize_axes(axis, x.ndim)[0]
+    axis = axis_index(axis, x.ndim, "split")
     n = x.shape[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        k = int(indices_or_sections)
+    if not isinstance(indices_or_sections, (list, tuple, np.ndarray)):
+        k = int_arg(indices_or_sections, "split: sections")
         if k <= 0 or n % k:
             raise ValueError(f"split: axis {axis} of size {n} can't be split into {k} equal sections")
         indices = tuple(range(n // k, n, n // k)) if n else (0,) * (k - 1)
     else:      # slice bounds, as np.split's: negative ones count from the end, clipped to n
-        indices = tuple(min(max(int(i) + n if int(i) < 0 else int(i), 0), n)
-                        for i in indices_or_sections)
+        bounds = [int_arg(i, "split: index") for i in indices_or_sections]
+        indices = tuple(min(max(i + n if i < 0 else i, 0), n) for i in bounds)
         if any(b < a for a, b in zip(indices, indices[1:])):
             raise ValueError(f"split: indices {tuple(indices_or_sections)} (as positions "
                              f"{indices} on axis {axis} of size {n}) must not decrease")
@@ -221,7 +221,7 @@ defjvp(tile_p, lambda t, ans, x, reps: tile(t, reps))
 def tile(x, reps):
     """Repeats `x` `reps` times along each axis, as `np.tile`."""
     x = as_tensor(x)
-    reps = (int(reps),) if isinstance(reps, (int, np.integer)) else tuple(int(r) for r in reps)
+    reps = int_tuple(reps, "tile: reps")
     if len(reps) > x.ndim:
         x = reshape(x, (1,) * (len(reps) - x.ndim) + tuple(x.shape))
     reps = (1,) * (x.ndim - len(reps)) + reps
@@ -249,7 +249,8 @@ def pad(x, pad_width, constant_values=0.0):
     """Pads with a constant; `pad_width` is `((before, after), ...)` per axis, as `np.pad`."""
     x = as_tensor(x)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
-    return pad_p.bind(x, pad_width=tuple((int(a), int(b)) for a, b in widths),
+    return pad_p.bind(x, pad_width=tuple((int_arg(a, "pad: pad_width"), int_arg(b, "pad: pad_width"))
+                                               for a, b in widths),
                       value=float(constant_values))
 
 
@@ -265,7 +266,7 @@ def squeeze(x, axis=None):
     if axis is None:
         axes = tuple(k for k, d in enumerate(x.shape) if d == 1)
     else:
-        axes = normalize_axes(axis, x.ndim)
+        axes = normalize_axes(axis, x.ndim, "squeeze")
         for a in axes:
             if x.shape[a] != 1:
                 raise ValueError(f"squeeze: axis {a} of shape {x.shape} has size {x.shape[a]}, not 1")
