@@ -16,7 +16,10 @@ they have more (wide Jacobians, R^4096 -> R^8, gradients of losses);
 
 Differences from PyTorch: forward mode also works with `create_graph=True`;
 `func` must be traceable for forward mode and `jvp` (no Python `if` on tensor
-values: use `pforjac.where`).
+values: use `pforjac.where`); `strict=True` refuses an output independent of an
+input, but not (as PyTorch also does with `create_graph=True`) a derivative that
+is constant in the inputs, as a linear function's is; complex inputs follow
+JAX's (holomorphic) convention, without PyTorch's conjugate in `vjp`.
 """
 from __future__ import annotations
 
@@ -186,26 +189,42 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
     _check_func(func, "jacobian")
     is_inputs_tuple, xs = _as_inputs(inputs, "jacobian")
     _check_strategy(strategy, "strategy", "jacobian")
+    is_outputs_tuple, rows = _jacobian(func, xs, create_graph, strict, vectorize, strategy,
+                                       parallel_iterations, "jacobian")
+    return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
+
+
+def _independent(fn_name: str, i: int, j: int) -> str:
+    if fn_name == "hessian":      # the rows are the gradient's entries: name what is constant
+        return (f"hessian: the gradient of the user-provided function with respect to input {i} "
+                f"is independent of input {j} (as for a function linear in it)")
+    return f"{fn_name}: output {i} of the user-provided function is independent of input {j}"
+
+
+def _jacobian(func, xs: tuple, create_graph: bool, strict: bool, vectorize: bool, strategy: str,
+              parallel_iterations, fn_name: str):
+    """The rows of the Jacobian of `func` at `xs` (checked options; `fn_name` for errors)."""
+    strategy_arg = "outer_jacobian_strategy" if fn_name == "hessian" else "strategy"
     if strict and vectorize:
         raise UnsupportedOptionsError(
-            "jacobian: strict=True and vectorize=True are not supported together (as in PyTorch); "
-            "set strict=False or vectorize=False")
+            f"{fn_name}: strict=True and vectorize=True are not supported together (as in "
+            f"PyTorch); set strict=False or vectorize=False")
     if strategy == "forward-mode" and not vectorize:
         raise UnsupportedOptionsError(
-            "jacobian: strategy='forward-mode' is only implemented with vectorize=True (as in "
-            "PyTorch); pass vectorize=True, or use strategy='reverse-mode'")
+            f"{fn_name}: {strategy_arg}='forward-mode' is only implemented with vectorize=True "
+            f"(as in PyTorch); pass vectorize=True, or use {strategy_arg}='reverse-mode'")
     with _graph_mode(create_graph):
         if strategy == "forward-mode":
             is_outputs_tuple, rows = _jacobian_forward(func, xs, parallel_iterations)
         else:
             is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize,
-                                                       parallel_iterations)
+                                                       parallel_iterations, fn_name)
         rows = tuple(_detach(row, create_graph) for row in rows)
-    return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
+    return is_outputs_tuple, rows
 
 
 def _jacobian_reverse(func, xs: tuple, strict: bool, vectorize: bool, parallel_iterations,
-                      fn_name: str = "jacobian"):
+                      fn_name: str):
     """One tape.jacobian per output: its rows by pfor (vectorize) or by the while-loop."""
     with GradientTape(persistent=True) as tape:
         aliases, outputs = _watched_call(tape, func, xs)
@@ -218,9 +237,8 @@ def _jacobian_reverse(func, xs: tuple, strict: bool, vectorize: bool, parallel_i
         for j, (block, x) in enumerate(zip(blocks, xs)):
             if block is None:
                 if strict:
-                    raise RuntimeError(f"{fn_name}: output {i} of the user-provided function is "
-                                       f"independent of input {j}; this is not allowed in strict "
-                                       f"mode (pass strict=False to get zeros)")
+                    raise RuntimeError(f"{_independent(fn_name, i, j)}; this is not allowed in "
+                                       f"strict mode (pass strict=False to get zeros)")
                 block = _zeros_for(out, x)
             row.append(block)
         rows.append(tuple(row))
@@ -309,13 +327,9 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     _check_func(func, "hessian")
     is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
     _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
-    if outer_jacobian_strategy == "forward-mode" and not vectorize:
-        raise UnsupportedOptionsError(
-            "hessian: outer_jacobian_strategy='forward-mode' is only implemented with "
-            "vectorize=True (as in PyTorch); pass vectorize=True, or use 'reverse-mode'")
-    result = jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph=create_graph,
-                      strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
-    return _unpack(result, (is_inputs_tuple, is_inputs_tuple))
+    _, rows = _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph, strict,
+                        vectorize, outer_jacobian_strategy, None, "hessian")
+    return _unpack(rows, (is_inputs_tuple, is_inputs_tuple))
 
 
 # -- vjp, jvp, hvp -----------------------------------------------------------------------------

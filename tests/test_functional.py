@@ -352,3 +352,11 @@ def test_tape_jacobians_of_a_boolean_target_are_none(use_pfor):
     assert tape.batch_jacobian(y, x, experimental_use_pfor=use_pfor) is None
     zeros = tape.batch_jacobian(y, x, unconnected_gradients="zero", experimental_use_pfor=use_pfor)
     np.testing.assert_array_equal(zeros.numpy(), np.zeros((2, 3, 3)))
+
+
+def test_hessian_strict_names_the_gradient_that_is_constant():
+    with pytest.raises(RuntimeError, match="hessian: the gradient of the user-provided function "
+                                           "with respect to input 0 is independent of input 0"):
+        pj.hessian(lambda a: 3.0 * a.sum(), np.array([1.0, 2.0]), strict=True)
+    with pytest.raises(pj.functional.UnsupportedOptionsError, match="hessian: strict=True"):
+        pj.hessian(lambda a: (a ** 3).sum(), np.array([1.0]), strict=True, vectorize=True)
