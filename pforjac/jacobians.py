@@ -114,6 +114,10 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     return tree_unflatten(tree, out)
 
 
+class _StrictRefusal(ValueError):
+    """batch_jacobian(strict=True) refused the target: the tape stays usable (for jacobian())."""
+
+
 @contextlib.contextmanager
 def _refusal_leaves_usable(tape: GradientTape, was_used: bool):
     try:
@@ -172,15 +176,12 @@ def batch_jacobian(self: GradientTape, target, source,
             return _unconnected_value(result_shape, source, unconnected)
         cached = None
         if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
-            cached = cached_backward(("batch_jacobian", bool(strict)), self._entries, target,
-                                     [source], lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
+            cached = cached_backward(
+                ("batch_jacobian", bool(strict)), self._entries, target, [source],
+                lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
         jac = cached[0] if cached is not None else _batch_jacobian_core(
             self._entries, target, source, strict, parallel_iterations, experimental_use_pfor, self)
         return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
-
-
-class _StrictRefusal(ValueError):
-    """batch_jacobian(strict=True) refused the target: the tape stays usable (for jacobian())."""
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:

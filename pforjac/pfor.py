@@ -134,7 +134,7 @@ def warn_at_user_line(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
-def cause(reason: str) -> str:
+def _cause(reason: str) -> str:
     """A reason with its numbers (shapes, axes, sizes) left out: one warning per cause."""
     return re.sub(r"\d+", "#", reason)
 
@@ -368,7 +368,7 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         if not fallback_to_while_loop:
             raise
         record_fallback("while-loop", e.op, e.detail, e.reason, n)
-        warn_once(("while-loop", e.op, cause(e.reason)),
+        warn_once(("while-loop", e.op, _cause(e.reason)),
                   f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
                   f"(pforjac.testing.check_converter finds the failing stacked mix)")

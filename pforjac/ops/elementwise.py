@@ -15,7 +15,8 @@ from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import Tensor, is_float
 from ._family import declare_elementwise, int_tuple
 
-__all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow", "maximum", "minimum",
+__all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
+           "maximum", "minimum",
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
            "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
