@@ -376,3 +376,25 @@ def test_numpy_integers_are_accepted_as_axes_and_sizes():
     assert pj.sum(a, axis=np.int64(1)).shape == (2,)
     assert pj.reshape(a, (np.int32(3), 2)).shape == (3, 2)
     assert pj.one_hot(pj.constant([0, 1]), np.int64(4)).shape == (2, 4)
+
+
+# -- forward mode of max/min at infinite extremes; reductions over empty axes ----------------------
+@pytest.mark.parametrize("x, expected", [([np.inf, 1.0, 2.0], [1.0, 0.0, 0.0]),
+                                         ([np.inf, np.inf, 0.0], [0.5, 0.5, 0.0]),
+                                         ([-np.inf, -np.inf, -np.inf], [1 / 3] * 3)])
+def test_forward_mode_of_max_at_an_infinite_maximum_matches_reverse(x, expected):
+    x = np.array(x)
+    forward = pj.jacobian(pj.max, x, vectorize=True, strategy="forward-mode").numpy()
+    reverse = pj.jacobian(pj.max, x).numpy()
+    np.testing.assert_allclose(forward, expected, rtol=1e-15)
+    np.testing.assert_array_equal(forward, reverse)
+    np.testing.assert_array_equal(pj.jacobian(lambda a: pj.min(-a), x, vectorize=True,
+                                              strategy="forward-mode").numpy(), -forward)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero encountered in log:RuntimeWarning")
+def test_logsumexp_and_softmax_over_an_empty_axis_are_numpys():
+    x = pj.zeros((0, 3), np.float64)
+    np.testing.assert_array_equal(pj.logsumexp(x, axis=0).numpy(), [-np.inf] * 3)
+    assert pj.softmax(x, axis=0).shape == (0, 3) and pj.log_softmax(x, axis=0).shape == (0, 3)
+    assert pj.jacobian(lambda a: pj.softmax(a, axis=0), x.numpy()).shape == (0, 3, 0, 3)

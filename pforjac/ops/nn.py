@@ -13,6 +13,8 @@ def softmax(x, axis: int = -1):
     """`exp(x) / sum(exp(x))` along `axis`, shifted by the max for stability."""
     x = as_tensor(x)
     axis = normalize_axes(axis, x.ndim, "softmax")
+    if any(x.shape[a] == 0 for a in axis):       # nothing to shift by (and nothing to return)
+        return x * 1.0
     z = exp(x - stop_gradient(_max(x, axis=axis, keepdims=True)))
     return z / _sum(z, axis=axis, keepdims=True)
 

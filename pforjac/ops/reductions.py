@@ -80,10 +80,19 @@ def _extremum_vjp(g, ans, x, axes, keepdims):
 
 max_p = _reduction("max", np.max)
 min_p = _reduction("min", np.min)
+
+
+def _extremum_jvp(ts, ans, x, axes, keepdims):
+    """The tangent's mean over the entries that tie for the extremum (ones_like, not
+    `ans * 0 + 1`, whose ones are NaN where the extremum is infinite)."""
+    from .elementwise import ones_like
+    weights = _extremum_vjp(ones_like(ans), ans, x, axes, keepdims)
+    return sum_p.bind(ts[0] * weights, axes=axes, keepdims=keepdims)
+
+
 for _p in (max_p, min_p):
     defvjp(_p, _extremum_vjp)
-    defjvp_all(_p, lambda ts, ans, x, axes, keepdims: sum_p.bind(
-        ts[0] * _extremum_vjp(ans * 0.0 + 1.0, ans, x, axes, keepdims), axes=axes, keepdims=keepdims))
+    defjvp_all(_p, _extremum_jvp)
 
 
 prod_p = _reduction("prod", _in_c_order(np.prod))
@@ -164,16 +173,25 @@ def mean(x, axis=None, keepdims=False):
     return sum_p.bind(x, axes=axes, keepdims=bool(keepdims)) / count
 
 
+def stable_shift(x, axes: tuple):
+    """The max over `axes` (kept), where finite, else 0, with no gradient: what logsumexp and
+    softmax subtract before exp. Over an empty axis it is 0 (there is no max)."""
+    from .elementwise import abs as abs_, less, stop_gradient, where, zeros, zeros_like
+    if any(x.shape[a] == 0 for a in axes):
+        return zeros(_reduction_shape(x.shape, axes, True), x.dtype)
+    top = max_p.bind(x, axes=axes, keepdims=True)
+    return stop_gradient(where(less(abs_(top), np.inf), top, zeros_like(top)))
+
+
 def logsumexp(x, axis=None, keepdims=False):
     """`log(sum(exp(x)))` over `axis`, computed stably (shifted by the max; by 0 where
     the max is not finite, so all -inf gives -inf and any +inf gives inf, as numpy's
     unshifted formula does)."""
     from ..tensor import as_tensor
-    from .elementwise import abs as abs_, exp, less, log, stop_gradient, where, zeros_like
+    from .elementwise import exp, log
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "logsumexp")
-    top = max_p.bind(x, axes=axes, keepdims=True)
-    shift = stop_gradient(where(less(abs_(top), np.inf), top, zeros_like(top)))
+    shift = stable_shift(x, axes)
     out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift
     if keepdims:
         return out
