@@ -112,7 +112,14 @@ def sparse_zeros(shape, dtype, blocks: int, block_bytes: int) -> np.ndarray:
     pages_written = blocks * (block_bytes // _PAGE + (2 if block_bytes % _PAGE else 1))
     if pages_written * _PAGE * 8 >= nbytes:
         return result_zeros(shape, dtype)
-    return np.frombuffer(mmap.mmap(-1, nbytes), dtype, count=size).reshape(shape)
+    return np.frombuffer(_private_mapping(nbytes), dtype, count=size).reshape(shape)
+
+
+def _private_mapping(nbytes: int) -> mmap.mmap:
+    """Anonymous memory that, like numpy's, a forked child gets as a copy-on-write copy
+    (Python's default for mmap(-1, n) is MAP_SHARED: parent and child would write into
+    the same pages)."""
+    return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
 
 
 # -- reused result buffers ---------------------------------------------------------------
@@ -172,7 +179,7 @@ class _BufferCache:
                     del self._idle[nbytes]
                 mapping.fresh = False
                 return mapping
-        raw = mmap.mmap(-1, nbytes)
+        raw = _private_mapping(nbytes)
         if hasattr(mmap, "MADV_HUGEPAGE"):
             raw.madvise(mmap.MADV_HUGEPAGE)      # as numpy asks for its large arrays
         return _Mapping(raw)
@@ -221,7 +228,18 @@ class _BufferCache:
             return self._idle_bytes
 
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: a fresh lock (another thread may have held the parent's at the
+        fork) and no idle mappings (copies of the parent's pages; dropping them frees them)."""
+        self._lock = threading.Lock()
+        self._idle.clear()
+        self._idle_bytes = 0
+        self._returned.clear()
+
+
 _cache = _BufferCache(_default_cache_limit())
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_cache.forget_after_fork)
 
 # numpy reports its data buffers to tracemalloc under this domain; a cached result is
 # reported the same way, so tracemalloc-based memory measurements still count it.

@@ -7,6 +7,7 @@ anything of that size is allocated, and say what to do instead.
 from __future__ import annotations
 
 import gc
+import os
 import time
 import tracemalloc
 
@@ -270,6 +271,31 @@ def test_a_dead_result_is_reused_and_cleared(small_cache):
     del b
     c = small_cache.result_empty((256, 256, 8), np.float32)             # empty: not cleared
     assert c.ctypes.data == address
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_gets_copies_of_cached_results(small_cache):
+    # The mappings used to be shared (mmap's default): a child writing into its copy of a
+    # result, or reusing the pages of a result it dropped, changed the parent's.
+    live = small_cache.result_zeros((512, 1024), np.float32)
+    live[:] = 1.0
+    idle = small_cache.result_zeros((512, 1024), np.float32)
+    idle[:] = 2.0
+    del idle                                      # an idle mapping the child could take
+    sparse = small_cache.sparse_zeros((4096, 1024), np.float32, 1, 4)
+    pid = os.fork()
+    if pid == 0:                                  # the child: write everywhere it can
+        try:
+            live[:] = -1.0
+            sparse[:] = -1.0
+            small_cache.result_zeros((512, 1024), np.float32)[:] = -1.0
+            small_cache.result_zeros((512, 1024), np.float32)[:] = -1.0
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert (live == 1.0).all() and not sparse.any()
+    again = small_cache.result_zeros((512, 1024), np.float32)   # the parent's idle mapping
+    assert not again.any()
 
 
 def test_a_sparsely_written_result_is_cleared_where_it_was_written(small_cache, monkeypatch):
