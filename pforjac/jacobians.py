@@ -98,7 +98,8 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     target = _one_target(target, "jacobian")
     check_parallel_iterations(parallel_iterations)
     n = target.size
-    check_results_fit([(tuple(target.shape) + tuple(s.shape), s.dtype) for s in flat_sources])
+    check_results_fit([(tuple(target.shape) + tuple(s.shape), _result_dtype(s))
+                       for s in flat_sources])
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
     with self._computing():     # recorded by a persistent tape, as gradient is
@@ -127,10 +128,15 @@ def _refusal_leaves_usable(tape: GradientTape, was_used: bool):
         raise
 
 
+def _result_dtype(source: Tensor) -> np.dtype:
+    """An integer source's result (zeros, under unconnected_gradients="zero") is float32."""
+    return source.dtype if is_float(source.dtype) else np.dtype(np.float32)
+
+
 def _unconnected_value(shape: tuple, source: Tensor, unconnected: UnconnectedGradients):
     if unconnected is UnconnectedGradients.NONE:
         return None
-    return ops.zeros(shape, source.dtype if is_float(source.dtype) else np.float32)
+    return ops.zeros(shape, _result_dtype(source))
 
 
 def batch_jacobian(self: GradientTape, target, source,
@@ -168,7 +174,7 @@ def batch_jacobian(self: GradientTape, target, source,
     check_parallel_iterations(parallel_iterations)
     row_shape = tuple(target.shape[1:])
     result_shape = (target.shape[0],) + row_shape + tuple(source.shape[1:])
-    check_results_fit([(result_shape, source.dtype)], per_example=True)
+    check_results_fit([(result_shape, _result_dtype(source))], per_example=True)
     was_used = self._used
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
     with self._computing(), _refusal_leaves_usable(self, was_used):

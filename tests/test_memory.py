@@ -72,6 +72,16 @@ def test_huge_jacobian_unconnected_zero_fails_fast():
     _fails_fast(lambda: tape.jacobian(y, x, unconnected_gradients="zero"), f"({N}, {N})")
 
 
+def test_the_size_check_counts_an_integer_sources_zeros_as_float32():
+    x = pj.constant(np.broadcast_to(np.float32(1.0), (N,)))
+    i = pj.constant(np.broadcast_to(np.int8(1), (N,)))
+    with pj.GradientTape() as tape:
+        tape.watch([x, i])
+        y = pj.sin(x)
+    message = _fails_fast(lambda: tape.jacobian(y, i, unconnected_gradients="zero"), f"({N}, {N})")
+    assert "float32 entries" in message and "3.6 TiB" in message, message
+
+
 @pytest.mark.parametrize("use_pfor", [True, False])
 def test_huge_batch_jacobian_fails_fast(use_pfor):
     tape, y, x = _huge_forward((8, 400_000), persistent=not use_pfor)
