@@ -43,6 +43,7 @@ class _Compiled:
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
         self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
+        self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
         self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
 
     def run(self, arrays: list) -> tuple:

@@ -30,10 +30,13 @@ from .tree import tree_unflatten
 
 __all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching"]
 
-_MAX_ENTRIES = 128
+_MAX_ENTRIES = 128                   # compiled (or uncacheable) structures
+_MAX_SEEN = 512                      # structures seen once (keys only)
+_MAX_CONST_BYTES = 256 << 20         # arrays the compiled entries hold, all together
+_MAX_ENTRY_CONST_BYTES = 64 << 20    # ... and one alone (a dense seed made while tracing)
 _UNCACHEABLE = object()
-_SEEN_ONCE = object()
 _cache: "OrderedDict[tuple, object]" = OrderedDict()
+_seen: "OrderedDict[tuple, None]" = OrderedDict()
 _lock = threading.Lock()
 
 
@@ -48,6 +51,7 @@ def caching(enabled: bool):
 def clear_cache() -> None:
     with _lock:
         _cache.clear()
+        _seen.clear()
 
 
 @core.on_rules_changed
@@ -59,9 +63,10 @@ def _rules_changed(name: str, replaced: bool) -> None:
 
 def cache_info() -> dict:
     with _lock:
-        values = list(_cache.values())
-    return {"entries": len(values),
-            "compiled": sum(1 for v in values if v not in (_UNCACHEABLE, _SEEN_ONCE))}
+        values, seen = list(_cache.values()), len(_seen)
+    compiled = [v for v in values if v is not _UNCACHEABLE]
+    return {"entries": len(values), "compiled": len(compiled), "seen_once": seen,
+            "const_bytes": sum(v.const_bytes for v in compiled)}
 
 
 def program_key(program, n: int) -> tuple:
@@ -105,17 +110,22 @@ def cached_call(key, inputs: list, fn, name: str):
     """`fn(*inputs)` (a nested structure of tensors) from compiled code cached under `key`:
     None the first time a key is seen (the caller computes it as usual), compiled the
     second time, then reused. `fn` must depend only on the values of `inputs`."""
+    avals = [(tuple(t.shape), t.dtype) for t in inputs]
     with _lock:
         entry = _cache.get(key)
-        if entry is None:
-            _cache[key] = _SEEN_ONCE
-            _trim()
+        if entry is None and key not in _seen:
+            _seen[key] = None
+            while len(_seen) > _MAX_SEEN:
+                _seen.popitem(last=False)
             return None
-        _cache.move_to_end(key)
-    if entry is _SEEN_ONCE:
-        entry = _build(fn, [(tuple(t.shape), t.dtype) for t in inputs], name)
+        if entry is not None:
+            _cache.move_to_end(key)
+    if entry is None:
+        entry = _build(fn, avals, name, structured=True)
         with _lock:
+            _seen.pop(key, None)
             _cache[key] = entry
+            _trim()
     if entry is _UNCACHEABLE:
         return None
     from .pfor import warn_wrong_result
@@ -123,28 +133,39 @@ def cached_call(key, inputs: list, fn, name: str):
         warn_wrong_result(message)
     arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
-    if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor)
+    if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor):
+        if entry.dense is None:         # the dense twin, made the first time it is needed
+            entry.dense = _build(fn, avals, name + "_dense", structured=False)
+        if entry.dense is _UNCACHEABLE:
+            return None
         outs = entry.dense.run(arrays)
     return tree_unflatten(entry.program.out_tree, [Tensor._from_array(np.asarray(o)) for o in outs])
 
 
 def _trim() -> None:
-    while len(_cache) > _MAX_ENTRIES:
-        _cache.popitem(last=False)
+    """At most _MAX_ENTRIES entries holding at most _MAX_CONST_BYTES of arrays (oldest
+    dropped first)."""
+    held = sum(e.const_bytes for e in _cache.values() if e is not _UNCACHEABLE)
+    while len(_cache) > _MAX_ENTRIES or (held > _MAX_CONST_BYTES and len(_cache) > 1):
+        _, old = _cache.popitem(last=False)
+        held -= 0 if old is _UNCACHEABLE else old.const_bytes
 
 
-def _build(fn, avals, name: str):
+def _build(fn, avals, name: str, structured: bool):
+    """Compiled code for `fn`, or _UNCACHEABLE: it fell back, could not be traced, or holds
+    arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
     from .diagnostics import private_report
     from .function import trace_compiled
     from .pfor import deferred_warnings
     try:
         with private_report() as report, deferred_warnings() as messages:
-            compiled = trace_compiled(fn, avals, True, name)
-            compiled.dense = trace_compiled(fn, avals, False, name + "_dense")
+            compiled = trace_compiled(fn, avals, structured, name)
     except Exception:       # e.g. a user's rule that reads a concrete value: it can't be traced,
         return _UNCACHEABLE  # and the uncached path runs (and raises a real error) as before
+    if len(report) or compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:
+        return _UNCACHEABLE
     compiled.warnings = messages          # shown again by every call that runs the code
-    return _UNCACHEABLE if len(report) else compiled
+    return compiled
 
 
 # -- jacobians: the backward pass and its vectorization, compiled per tape structure -----------

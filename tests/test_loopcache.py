@@ -107,6 +107,7 @@ from hypothesis import assume, given, settings  # noqa: E402
 from random_programs import finite_program_value, random_programs  # noqa: E402
 
 
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # log(0) on the way
 @settings(max_examples=150, deadline=None)
 @given(random_programs())
 def test_random_programs_cached_equal_uncached(program):
@@ -152,3 +153,76 @@ def test_repeated_jacobians_of_new_tapes_run_compiled_code():
             want = g2.batch_jacobian(y2, x).numpy()
         np.testing.assert_array_equal(got, want)
     assert loopcache.cache_info()["compiled"] == 1
+
+
+# -- what the cache holds -------------------------------------------------------------------
+def _mlp_batch_jacobian(x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = BODIES["mlp"](x)
+    return g.batch_jacobian(y, x).numpy()
+
+
+def _linear_jacobian(x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = x @ W60
+    return g.jacobian(y, x).numpy()
+
+
+W60 = pj.constant(RNG.normal(size=(10, 60)))
+
+
+def test_an_entry_holding_large_arrays_is_not_kept(monkeypatch):
+    # x @ W's backward is traced with its one-hot seed made densely (a (120, 2, 60) array,
+    # 57,600 bytes), which the compiled code holds: an entry holding more than the limit is
+    # not cached (such seeds kept 1 GiB after the caller was done).
+    x = pj.constant(RNG.normal(size=(2, 10)).astype(np.float32))
+    with loopcache.caching(False):
+        want = _linear_jacobian(x)
+    for limit, compiled in ((1 << 20, 1), (50_000, 0)):
+        monkeypatch.setattr(loopcache, "_MAX_ENTRY_CONST_BYTES", limit)
+        loopcache.clear_cache()
+        for _ in range(3):
+            np.testing.assert_array_equal(_linear_jacobian(x), want)
+        info = loopcache.cache_info()
+        assert info["compiled"] == compiled and (info["const_bytes"] > 50_000) == bool(compiled)
+
+
+def test_entries_are_dropped_oldest_first_beyond_the_byte_limit(monkeypatch):
+    loopcache.clear_cache()
+    for n in (4, 5):                          # two structures, compiled on their second call
+        for _ in range(2):
+            _mlp_batch_jacobian(pj.constant(RNG.normal(size=(n, 6))))
+    info = loopcache.cache_info()
+    assert info["compiled"] == 2 and info["const_bytes"] > 0
+    monkeypatch.setattr(loopcache, "_MAX_CONST_BYTES", info["const_bytes"] // 2 + 1)
+    for _ in range(2):
+        _mlp_batch_jacobian(pj.constant(RNG.normal(size=(6, 6))))
+    assert loopcache.cache_info()["compiled"] == 1      # only the newest fits
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")   # inf * 0
+def test_the_dense_twin_is_made_only_when_a_guard_fails():
+    loopcache.clear_cache()
+    w = pj.Variable(RNG.normal(size=(6, 3)))
+    f = lambda x: pj.tanh(x @ w)  # noqa: E731
+    x = pj.constant(RNG.normal(size=(4, 6)))
+    for _ in range(3):
+        _jac(f, x, "jacobian")
+    (entry,) = [e for e in loopcache._cache.values() if e is not loopcache._UNCACHEABLE]
+    assert entry.dense is None
+    w.assign(np.full((6, 3), np.inf))                   # a structure guard fails now
+    got = _jac(f, x, "jacobian")
+    with loopcache.caching(False):
+        np.testing.assert_array_equal(got, _jac(f, x, "jacobian"))
+    assert entry.dense is not None and entry.dense is not loopcache._UNCACHEABLE
+
+
+def test_structures_seen_once_leave_room_for_compiled_ones():
+    loopcache.clear_cache()
+    for n in range(1, 5):
+        for _ in range(2):
+            _mlp_batch_jacobian(pj.constant(RNG.normal(size=(n, 6))))
+    info = loopcache.cache_info()
+    assert info["entries"] == info["compiled"] == 4     # no placeholder takes a slot
