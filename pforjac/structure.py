@@ -344,6 +344,8 @@ def _matmul(prim, ctx, args, stacked):
             diag = take_diagonal(x)                                     # (n, ..., m) or (n,)
             return ops.expand_dims(diag, -1) * ops.reshape(
                 rows, (x.n,) + (1,) * (diag.ndim - 1) + (y.shape[1],)), True
+        if x.stop == x.compact.ndim and x.indices._trace is None:   # a jacobian's seed, reshaped
+            return _tied_rows_and_columns_times(x, y), True
     if isinstance(y, OneHot) and not xs and y.compact.ndim <= 2 and x.ndim == 2 \
             and _zero_times_is_zero(x):
         if (y.start, y.stop) == (1, 2):  # tied columns pass through
@@ -355,6 +357,27 @@ def _matmul(prim, ctx, args, stacked):
                 return cols * ops.expand_dims(diag, -1), True
             return ops.expand_dims(cols, -1) * ops.expand_dims(diag, 1), True
     return None
+
+
+def _tied_rows_and_columns_times(x: OneHot, y: Tensor) -> Tensor:
+    """x @ y where x's block spans its last (contracted) axis and the row axes before it
+    (the seed of a jacobian of a matrix target, reshaped): iteration i's only non-zero row
+    is r = i // m, holding x's entry times row c = i % m of y. Made as the (n, ..., p)
+    result directly; densifying x first would make n times x's size (n^2 for a seed)."""
+    s = tuple(x.compact.shape)
+    m, p = s[-1], int(y.shape[1])
+    lead = s[x.start:-1]                                         # the tied row axes
+    idx, valid = _safe_indices(x)                                # concrete: the loop's indices
+    row, column = np.divmod(idx.numpy(), m)
+    rows = ops.gather(y, constant(column), axis=0)               # (n, p): row c of y
+    diag = take_diagonal(x)                                      # (n, *s[:start])
+    values = ops.reshape(diag, tuple(diag.shape) + (1,) * len(lead) + (1,)) * ops.reshape(
+        rows, (x.n,) + (1,) * (diag.ndim - 1 + len(lead)) + (p,))
+    place = row[:, None] == np.arange(math.prod(lead))          # (n, L): where row r lies
+    if valid is not None:
+        place &= valid.numpy()[:, None]
+    place = constant(place.reshape((x.n,) + (1,) * (diag.ndim - 1) + lead + (1,)))
+    return ops.where(place, values, ops.zeros((), values.dtype))   # +0 elsewhere, as the gemm
 
 
 def _gather_rows(u: Tensor, oh: OneHot, axis: int) -> Tensor:

@@ -426,6 +426,9 @@ def _structured_examples():
     out += [Ex("matmul", [OH(4, start=0, stop=1), ("u", F(4, 2))]),
             Ex("matmul", [("u", F(2, 4)), OH(4, start=0, stop=1)]),
             Ex("matmul", [OH(4, start=0, stop=1), ("u", F(4))]),
+            # tied rows and contracted axis, small blocks: loop indices past the block
+            Ex("matmul", [OH(2, 2, start=0, stop=2), ("u", F(2, 3))]),
+            Ex("matmul", [OH(2, 1, 2, start=1, stop=3), ("u", F(2, 3))]),
             Ex("matmul", [("u", F(3, 2, 4)), OH(4, 2, start=0, stop=1)]),
             Ex("matmul", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([[1.0], [np.nan], [0], [2]]))]),
             Ex("one_hot", [("index",)], depth=4, dtype=np.dtype(np.float64)),

@@ -163,10 +163,10 @@ def _mlp_batch_jacobian(x):
     return g.batch_jacobian(y, x).numpy()
 
 
-def _linear_jacobian(x):
+def _reversed_linear_jacobian(x):
     with pj.GradientTape() as g:
         g.watch(x)
-        y = x @ W60
+        y = (x @ W60)[:, ::-1]
     return g.jacobian(y, x).numpy()
 
 
@@ -174,19 +174,20 @@ W60 = pj.constant(RNG.normal(size=(10, 60)))
 
 
 def test_an_entry_holding_large_arrays_is_not_kept(monkeypatch):
-    # x @ W's backward is traced with its one-hot seed made densely (a (120, 2, 60) array,
-    # 57,600 bytes), which the compiled code holds: an entry holding more than the limit is
-    # not cached (such seeds kept 1 GiB after the caller was done).
-    x = pj.constant(RNG.normal(size=(2, 10)).astype(np.float32))
+    # A reversed slice has no structure-aware rule, so the backward pass is traced with its
+    # one-hot seed made densely (a (120, 2, 60) float64 array, 115,200 bytes), which the
+    # compiled code holds: an entry holding more than the limit is not cached (such seeds
+    # kept 1 GiB after the caller was done).
+    x = pj.constant(RNG.normal(size=(2, 10)))
     with loopcache.caching(False):
-        want = _linear_jacobian(x)
-    for limit, compiled in ((1 << 20, 1), (50_000, 0)):
+        want = _reversed_linear_jacobian(x)
+    for limit, compiled in ((1 << 20, 1), (100_000, 0)):
         monkeypatch.setattr(loopcache, "_MAX_ENTRY_CONST_BYTES", limit)
         loopcache.clear_cache()
         for _ in range(3):
-            np.testing.assert_array_equal(_linear_jacobian(x), want)
+            np.testing.assert_array_equal(_reversed_linear_jacobian(x), want)
         info = loopcache.cache_info()
-        assert info["compiled"] == compiled and (info["const_bytes"] > 50_000) == bool(compiled)
+        assert info["compiled"] == compiled and (info["const_bytes"] > 100_000) == bool(compiled)
 
 
 def test_entries_are_dropped_oldest_first_beyond_the_byte_limit(monkeypatch):
