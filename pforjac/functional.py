@@ -30,7 +30,7 @@ import numpy as np
 
 from . import core, ops
 from .forward import jvp_program
-from .memory import check_results_fit
+from .memory import check_results_fit, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import run_loop
 from .program import make_program
@@ -215,7 +215,8 @@ def _jacobian(func, xs: tuple, create_graph: bool, strict: bool, vectorize: bool
             f"(as in PyTorch); pass vectorize=True, or use {strategy_arg}='reverse-mode'")
     with _graph_mode(create_graph):
         if strategy == "forward-mode":
-            is_outputs_tuple, rows = _jacobian_forward(func, xs, parallel_iterations)
+            with working_memory_advice(f"{fn_name} (forward mode)"):
+                is_outputs_tuple, rows = _jacobian_forward(func, xs, parallel_iterations)
         else:
             is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize,
                                                        parallel_iterations, fn_name)

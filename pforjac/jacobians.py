@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import ops
-from .memory import check_results_fit
+from .memory import check_results_fit, working_memory_advice
 from .loopcache import cached_backward
 from .pfor import check_parallel_iterations, run_loop
 from .program import make_program
@@ -102,7 +102,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
                        for s in flat_sources])
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
-    with self._computing():     # recorded by a persistent tape, as gradient is
+    with self._computing(), working_memory_advice("GradientTape.jacobian"):
         jac = None if is_float(target.dtype) else [None] * len(flat_sources)  # int/bool: None
         if jac is None and experimental_use_pfor and _one_chunk(parallel_iterations, n):
             jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
@@ -177,7 +177,8 @@ def batch_jacobian(self: GradientTape, target, source,
     check_results_fit([(result_shape, _result_dtype(source))], per_example=True)
     was_used = self._used
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
-    with self._computing(), _refusal_leaves_usable(self, was_used):
+    with self._computing(), _refusal_leaves_usable(self, was_used), \
+            working_memory_advice("GradientTape.batch_jacobian"):
         if not is_float(target.dtype):          # an int or bool target: no gradient flows
             return _unconnected_value(result_shape, source, unconnected)
         cached = None

@@ -4,6 +4,7 @@ reuse the pages of dead large results (`result_zeros`, `result_empty`, `result_c
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import functools
 import math
@@ -22,7 +23,23 @@ __all__ = ["available_memory", "check_results_fit", "JacobianMemoryError", "spar
 
 
 class JacobianMemoryError(MemoryError):
-    """The dense result of a Jacobian is larger than the memory available."""
+    """The dense result of a Jacobian (or its working memory) is larger than the memory
+    available."""
+
+
+@contextlib.contextmanager
+def working_memory_advice(what: str):
+    """Turns numpy's MemoryError while `what` computes all its rows at once into a
+    JacobianMemoryError that says how to compute fewer at a time."""
+    try:
+        yield
+    except JacobianMemoryError:
+        raise
+    except MemoryError as e:
+        raise JacobianMemoryError(
+            f"{what}: the working memory for all rows at once does not fit ({e}). Pass "
+            f"parallel_iterations=k to compute k rows at a time: the working memory falls "
+            f"roughly in proportion (the result itself still has to fit)") from e
 
 
 def available_memory() -> int:

@@ -491,3 +491,28 @@ def test_idle_cached_results_are_freed_before_a_result_is_refused(small_cache, m
     assert small_cache._cache.idle_bytes() == 0
     with pytest.raises(JacobianMemoryError):
         small_cache.check_results_fit([((300 << 18,), np.float32)])
+
+
+@pytest.mark.parametrize("call", ["jacobian", "batch_jacobian", "pfor", "forward"])
+def test_running_out_of_working_memory_says_to_pass_parallel_iterations(call):
+    from pforjac import extend
+    from pforjac.testing import isolated_registries
+    with isolated_registries():
+        op = extend.defop("mem_hungry", lambda x: x * 2.0, extend.same_shape,
+                          vjp=lambda g, ans, x: op(g), jvp=lambda t, ans, x: op(t))
+
+        @extend.register_converter(op)
+        def _convert(n, args, stacked):
+            raise MemoryError("Unable to allocate 37.3 GiB for an array")
+        x = pj.constant(np.ones((2, 3)))
+        with pytest.raises(JacobianMemoryError, match=f"{call if call != 'forward' else 'jacobian'}.*"
+                           r"37.3 GiB.*parallel_iterations=k"):
+            if call == "pfor":
+                pj.pfor(lambda i: op(x * pj.cast(i, np.float64)), 4)
+            elif call == "forward":
+                pj.jacobian(op, x, vectorize=True, strategy="forward-mode")
+            else:
+                with pj.GradientTape() as tape:
+                    tape.watch(x)
+                    y = op(x)
+                getattr(tape, call)(y, x)
