@@ -115,7 +115,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     return tree_unflatten(tree, out)
 
 
-class _StrictRefusal(ValueError):
+class StrictCheckError(ValueError):
     """batch_jacobian(strict=True) refused the target: the tape stays usable (for jacobian())."""
 
 
@@ -123,7 +123,7 @@ class _StrictRefusal(ValueError):
 def _refusal_leaves_usable(tape: GradientTape, was_used: bool):
     try:
         yield
-    except _StrictRefusal:
+    except StrictCheckError:
         tape._used = was_used
         raise
 
@@ -197,7 +197,7 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
     verdict = analyze(program, seed)
     if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
         eqn = verdict.eqn
-        raise _StrictRefusal(
+        raise StrictCheckError(
             f"batch_jacobian(strict=True) could not check that rows of the batch stay "
             f"independent: {_forward_of(eqn)} gives backward op '{eqn.prim.name}' on "
             f"{[tuple(v.shape) for v in eqn.inputs]}, which the check (pforjac.rowmix) has no "
@@ -214,7 +214,7 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
                f"would not be the Jacobian. Use jacobian() for the full result, or keep batch "
                f"rows independent (e.g. no batch statistics)")
     if strict:
-        raise _StrictRefusal(message)
+        raise StrictCheckError(message)
     warn_wrong_result(message)
 
 

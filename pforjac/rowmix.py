@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .program import Equation, Program
 from .simplify import eliminate_dead_code
 from .structure import _block_after_reshape
@@ -63,6 +65,7 @@ _ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide
 def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     """Follows the batch axis (axis 0 of `seed`) to the program's outputs."""
     state: dict[int, object] = {id(seed): 0}
+    consts = {id(v): value for v, value in zip(program.consts, program.const_values)}
     unknown = None
     # only equations the outputs need: a rule's cotangent for an input that is not a
     # source (a weight's) may be computed and never used, and its mixing is harmless
@@ -73,7 +76,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
         if any(s == MIXED for s in ins):
             out = MIXED
         else:
-            out = _rule(eqn, ins)
+            out = _rule(eqn, ins, consts)
         if out is None:
             unknown = unknown or eqn
             out = "unknown"
@@ -89,8 +92,9 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     return Proof()
 
 
-def _rule(eqn: Equation, ins):
-    """The batch axis of the output, UNIFORM, MIXED, or None when there is no rule."""
+def _rule(eqn: Equation, ins, consts: dict):
+    """The batch axis of the output, UNIFORM, MIXED, or None when there is no rule
+    (`consts`: the program's constant values by variable id)."""
     name, p = eqn.prim.name, eqn.params
     if "unknown" in ins:
         return "unknown"
@@ -140,11 +144,22 @@ def _rule(eqn: Equation, ins):
         axis, k = p["axis"], eqn.inputs[1].ndim
         # gather takes entries along `axis`; scatter_add spreads its k index axes there
         along = 1 if name == "gather" else k
-        if axis <= a < axis + along:
-            return MIXED
+        if axis <= a < axis + along:     # rows moved, unless the indices leave each in place
+            return a if _identity_indices(eqn, consts) else MIXED
         shift = k - 1 if name == "gather" else 1 - k
         return a if a < axis else a + shift
     return None
+
+
+def _identity_indices(eqn: Equation, consts: dict) -> bool:
+    """gather/scatter_add with constant indices 0, 1, ..., size-1 (pfor's `x[i]` and its
+    gradient): every row stays where it was."""
+    value = consts.get(id(eqn.inputs[1]))
+    size = eqn.params["size"] if eqn.prim.name == "scatter_add" \
+        else eqn.inputs[0].shape[eqn.params["axis"]]
+    if value is None or value.ndim != 1 or value.shape[0] != size:
+        return False
+    return bool(np.array_equal(value.numpy(), np.arange(size)))
 
 
 def _elementwise(eqn: Equation, ins):

@@ -150,7 +150,10 @@ INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(
                "einsum_per_example": lambda x: pj.einsum("bi,bi->b", x, x)[:, None] * x,
                # every row kept, spelled with bounds (pad's gradient slices like this)
                "pad_features": lambda x: pj.pad(x, [(0, 0), (1, 1)]),
-               "rows_sliced_whole": lambda x: x[0:6, 1:] * 2.0 + x[0:, :3]}
+               "rows_sliced_whole": lambda x: x[0:6, 1:] * 2.0 + x[0:, :3],
+               # pfor's x[i] is a gather of 0..n-1 (its gradient a scatter back)
+               "vectorized_map": lambda x: pj.vectorized_map(lambda r: r * r, x),
+               "pfor_rows": lambda x: pj.pfor(lambda i: pj.sin(x[i]) * x[i], 6)}
 MIXING = {"batch_norm": (_batch_norm, "divide"), "batch_matmul": (lambda x: A @ x, "matmul"),
           # batch rows permuted by a gather with a 2-d index (its gradient scatters along them)
           "einsum_over_the_batch": (lambda x: pj.einsum("bi,cj->bi", x, x), "einsum"),
