@@ -398,3 +398,15 @@ def test_logsumexp_and_softmax_over_an_empty_axis_are_numpys():
     np.testing.assert_array_equal(pj.logsumexp(x, axis=0).numpy(), [-np.inf] * 3)
     assert pj.softmax(x, axis=0).shape == (0, 3) and pj.log_softmax(x, axis=0).shape == (0, 3)
     assert pj.jacobian(lambda a: pj.softmax(a, axis=0), x.numpy()).shape == (0, 3, 0, 3)
+
+
+def test_slice_bounds_from_the_loop_index_are_refused_with_the_way_out():
+    x = pj.constant(np.arange(12.0).reshape(4, 3))
+    for body in (lambda i: x[i:i + 2], lambda i: x[:, :i]):
+        with pytest.raises(TypeError, match=r"slice bound that depends on a loop index.*gather"):
+            pj.pfor(body, 2)
+    np.testing.assert_array_equal(pj.pfor(lambda i: pj.gather(x, i + np.arange(2)), 2).numpy(),
+                                  np.stack([x.numpy()[0:2], x.numpy()[1:3]]))
+    np.testing.assert_array_equal(x[pj.constant(1):pj.constant(3)].numpy(), x.numpy()[1:3])
+    with pytest.raises(TypeError, match="slice bounds must be integers"):
+        x[1.5:]

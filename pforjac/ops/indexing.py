@@ -59,11 +59,28 @@ def _normalize_key(key, ndim: int) -> tuple:
             raise IndexError("boolean scalars can't index a pforjac tensor")
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
-        elif k is None or isinstance(k, slice):
-            out.append(k)
+        elif isinstance(k, slice):
+            out.append(slice(*(_slice_bound(b) for b in (k.start, k.stop, k.step))))
         else:
             out.append(k)
     return tuple(out)
+
+
+def _slice_bound(b):
+    """A slice bound as an int (None stays): a concrete integer scalar is read now; one
+    that depends on a loop index or a traced value would give no static shape."""
+    if b is None or isinstance(b, (int, np.integer)) and not isinstance(b, (bool, np.bool_)):
+        return b
+    if isinstance(b, Tensor) and b._trace is None and b.ndim == 0 \
+            and np.issubdtype(b.dtype, np.integer):
+        return int(b.numpy())
+    if isinstance(b, Tensor):
+        raise TypeError(
+            "getitem: a slice bound that depends on a loop index or a traced value (x[i:i+2] "
+            "in a pfor body) gives no static shape; take the rows with pforjac.gather(x, i + "
+            "np.arange(2)) instead")
+    raise TypeError(f"getitem: slice bounds must be integers or None, got "
+                    f"{type(b).__name__} {b!r:.40}")
 
 
 def _is_index_tensor(k) -> bool:
