@@ -19,7 +19,8 @@ Writing a converter (the whole contract)::
 A converter that can't handle a case raises ValueError naming the reason; the
 whole loop then runs sequentially (the while-loop) with a warning, unless the
 caller passed `fallback_to_while_loop=False`. An op with no converter at all
-runs once per iteration and its results are stacked, with one warning.
+runs once per iteration and its results are stacked, with one warning (with
+`fallback_to_while_loop=False` it raises, as TensorFlow's pfor does).
 """
 from __future__ import annotations
 
@@ -154,13 +155,15 @@ class LoopContext:
 
 
 def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | None = None,
-              structured: bool | None = None, const_values=None) -> list[tuple[Tensor, bool]]:
+              structured: bool | None = None, const_values=None,
+              per_iteration: bool = True) -> list[tuple[Tensor, bool]]:
     """Runs `program` for every loop index in `indices` at once; returns (value, stacked).
 
     With structure tracking on (the default), values that stay one-hot along a
     block of axes are carried compactly (see structure.py); outputs are dense.
     `const_values` replaces the program's captured constants (loopcache.py
-    passes symbolic ones to compile the vectorized body).
+    passes symbolic ones to compile the vectorized body). Without `per_iteration`,
+    an op with no converter raises ConversionError instead of running per iteration.
     """
     from . import structure
     n = int(indices.shape[0])
@@ -181,7 +184,7 @@ def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | 
             outs, flags = _convert_structured(eqn, vals, ctx) if structured else (None, None)
             if outs is None:
                 vals = [(structure.densify(v), s) for v, s in vals]
-                outs, flags = _convert(eqn, vals, n)
+                outs, flags = _convert(eqn, vals, n, per_iteration)
         for var, out in zip(eqn.outputs, outs):
             env[id(var)] = (out, flags)
         for key in dead:  # stacked values are n times bigger: free each after its last use
@@ -240,10 +243,13 @@ def _annotate(oh) -> None:
             return
 
 
-def _convert(eqn, vals, n: int):
+def _convert(eqn, vals, n: int, per_iteration: bool = True):
     name = eqn.prim.name
     conv = converters.get(name)
     args, stacked = [v for v, _ in vals], [s for _, s in vals]
+    if conv is None and not per_iteration:
+        raise ConversionError(name, _describe(eqn, vals), "no converter is registered (and "
+                              "fallback_to_while_loop=False runs nothing per iteration)")
     if conv is None:
         record_fallback("per-iteration", name, _describe(eqn, vals), "no converter registered", n)
         warn_once(("per-iteration", name),
@@ -361,8 +367,8 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
             cached = run_cached(program, n)
             if cached is not None:
                 return cached
-            return next(_vectorized_chunks(program, chunks))[2]
-        return _collect(_vectorized_chunks(program, chunks), n,
+            return next(_vectorized_chunks(program, chunks, fallback_to_while_loop))[2]
+        return _collect(_vectorized_chunks(program, chunks, fallback_to_while_loop), n,
                         lambda parts: ops.concat(parts, axis=0), stacked=True)
     except ConversionError as e:
         if not fallback_to_while_loop:
@@ -375,11 +381,11 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
         return while_loop(program, n)
 
 
-def _vectorized_chunks(program: Program, chunks):
+def _vectorized_chunks(program: Program, chunks, per_iteration: bool = True):
     for start, stop in chunks:
         indices = constant(np.arange(start, stop, dtype=np.int32))
-        yield start, stop, [_stack_output(v, s, stop - start)
-                            for v, s in vectorize(program, indices, (start, stop))]
+        yield start, stop, [_stack_output(v, s, stop - start) for v, s in
+                            vectorize(program, indices, (start, stop), per_iteration=per_iteration)]
 
 
 def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,

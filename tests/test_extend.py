@@ -276,3 +276,17 @@ def test_declaring_an_op_again_drops_the_old_ones_converter():
     with pytest.warns(RuntimeWarning, match="'ext_redeclared' has no converter"):
         got = pj.vectorized_map(foo, x)
     np.testing.assert_array_equal(got.numpy(), 3.0)
+
+
+def test_an_op_without_converter_raises_under_fallback_to_while_loop_false():
+    # As TensorFlow's pfor: "any failure to vectorize the operation will cause an error".
+    op = _declare_roll()
+    x = pj.constant(np.arange(6.0).reshape(2, 3))
+    body = lambda i: op(x * pj.cast(i, np.float64), shift=1)  # noqa: E731
+    with pytest.raises(pj.ConversionError, match="'ext_roll'.*no converter is registered"):
+        pj.pfor(body, 3, fallback_to_while_loop=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = pj.pfor(body, 3).numpy()                       # the default runs it per iteration
+    np.testing.assert_array_equal(got, np.stack([np.roll(x.numpy() * k, 1, axis=-1)
+                                                 for k in range(3)]))
