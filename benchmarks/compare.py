@@ -9,7 +9,10 @@ compare against in a throwaway environment (see benchmarks/README.md); missing
 ones are skipped with a note. For every workload each variant is one call from
 an input array (already converted to the framework's tensor type) to the
 finished Jacobian: the forward pass AND the Jacobian are timed (unlike
-loop_vs_pfor.py, which records the forward pass once outside the timing).
+loop_vs_pfor.py, which records the forward pass once outside the timing), and
+the result ends in row-major order (a transposed view, as pforjac's and torch's
+per-example Jacobians can be, is copied inside the timing, as XLA and TF write
+theirs in that order).
 The variants of a workload are timed in interleaved rounds (every variant in
 turn, `--rounds` times), so the ratios are taken under the same conditions.
 Weights are held the way a user would hold trainable parameters
@@ -60,7 +63,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 if THREADS == 1:
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                               " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+                               " --xla_cpu_multi_thread_eigen=false").strip()
 
 import ctypes  # noqa: E402
 import gc  # noqa: E402
@@ -341,6 +344,21 @@ def torch_variants(w: Workload, torch) -> dict:
 
 
 # -- measurement -----------------------------------------------------------------------------------
+def _c_ordered(fn):
+    """`fn` ending with its result in row-major (C) order, in the library's own array type:
+    XLA's and TensorFlow's results always are; pforjac's and torch's may be transposed views
+    (a per-example Jacobian assembled loop axis first), which would save them the copy."""
+    def call():
+        out = fn()
+        if hasattr(out, "contiguous"):                 # torch
+            return out.contiguous()
+        if isinstance(out, pj.Tensor):
+            array = out.numpy()
+            return out if array.flags.c_contiguous else np.ascontiguousarray(array)
+        return out
+    return call
+
+
 def _to_numpy(out) -> np.ndarray:
     if hasattr(out, "detach"):
         out = out.detach()
@@ -366,6 +384,7 @@ except OSError:
 def rss_peak(fn) -> tuple[int | None, object]:
     """VmHWM - VmRSS over one call of fn (None if the kernel won't reset VmHWM)."""
     gc.collect()
+    pj.memory.clear_result_cache()   # pforjac's idle result pages would be in the baseline
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
     try:
@@ -539,12 +558,13 @@ def main(argv=None) -> int:
     all_ok = True
     for w in workloads:
         print(f"[{w.name}] {w.description} -> {w.shape}", flush=True)
-        variants = [("pforjac", n, fn, True) for n, fn in pforjac_variants(w).items()]
+        variants = [("pforjac", n, _c_ordered(fn), True) for n, fn in pforjac_variants(w).items()]
         variants += [("numpy (hand-written)", n, fn, True) for n, fn in w.baselines.items()]
         builders = {"jax": jax_variants, "tensorflow": tf_variants, "torch": torch_variants}
         for fw_name, module in fws.items():
             try:
-                variants += [(fw_name, n, fn, False) for n, fn in builders[fw_name](w, module).items()]
+                variants += [(fw_name, n, _c_ordered(fn), False)
+                             for n, fn in builders[fw_name](w, module).items()]
             except Exception as e:  # noqa: BLE001
                 print(f"    {fw_name}: could not build variants: {type(e).__name__}: {e}")
         ref, results, timed = None, [], []
@@ -614,11 +634,11 @@ def main(argv=None) -> int:
                     target_rows.append([w.name, label, "n/a", "not measured"])
                     continue
                 ratio = pjr[vn]["median"] / best[0]
-                target_rows.append([w.name, label, f"{ratio:.2f}x", "met" if ratio <= limit else "MISSED"])
+                target_rows.append([w.name, label, f"{ratio:.2f}x", _verdict(ratio <= limit, ratio / limit)])
             if tf_eager and "pfor" in pjr:
                 f = tf_eager[0] / pjr["pfor"]["median"]
                 target_rows.append([w.name, "#5 eager pfor >= 10x faster than TF eager", f"{f:.1f}x faster",
-                                    "met" if f >= TF_EAGER_FACTOR else "MISSED"])
+                                    _verdict(f >= TF_EAGER_FACTOR, TF_EAGER_FACTOR / f)])
         print()
 
     summary = markdown_table(["workload", "best framework ms (variant)", "pforjac while-loop ms (ratio)",
@@ -638,7 +658,9 @@ def main(argv=None) -> int:
     if not args.no_write:
         cmd = "python benchmarks/compare.py" + (" --quick" if args.quick else "") + \
               (f" --reps {args.reps}" if args.reps else "") + (f" --only {args.only}" if args.only else "") + \
-              (f" --threads {args.threads}" if args.threads is not None else "")
+              (f" --threads {args.threads}" if args.threads is not None else "") + \
+              (f" --rounds {args.rounds}" if args.rounds != 5 else "") + \
+              (f" --frameworks {args.frameworks}" if args.frameworks != "jax,tensorflow,torch" else "")
         text = (f"# pforjac vs JAX, TensorFlow, PyTorch ({mode} mode)\n\n`{cmd}`\n\n{header}\n\n"
                 f"{vers}; {threads}\n\n" + "".join(f"- note: {n}\n" for n in notes) +
                 "\nEach variant is timed from input tensor to finished Jacobian (forward pass included): "
@@ -657,7 +679,22 @@ def main(argv=None) -> int:
     return 0 if all_ok else 1
 
 
-def _check(out: np.ndarray, ref: np.ndarray, shape: tuple) -> tuple[bool, str]:
+NOISE_BAND = 0.10
+
+
+def _verdict(met: bool, ratio_to_limit: float) -> str:
+    """met / MISSED, marked when the ratio is within 10% of the limit: on this shared VM
+    such a verdict flips between runs (run-to-run spread of a ratio is 10-30%)."""
+    verdict = "met" if met else "MISSED"
+    return verdict + (" (within 10% of the limit: noise decides)"
+                      if abs(ratio_to_limit - 1) < NOISE_BAND else "")
+
+
+def _check(out: np.ndarray, ref: np.ndarray | None, shape: tuple) -> tuple[bool, str]:
+    if tuple(out.shape) != tuple(shape):
+        return False, f"WRONG SHAPE {out.shape}"
+    if ref is None:                       # pforjac's eager pfor failed: nothing to check against
+        return False, "UNCHECKED (no pforjac pfor result)"
     if tuple(out.shape) != tuple(shape):
         return False, f"WRONG SHAPE {out.shape}"
     scale = float(np.max(np.abs(ref))) if ref.size else 0.0

@@ -16,7 +16,10 @@ import argparse
 import os
 import sys
 
-import numpy as np
+# One BLAS thread unless told otherwise, set before numpy loads OpenBLAS (as loop_vs_pfor.py does).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine_header, markdown_table, time_reps, write_result  # noqa: E402
