@@ -218,6 +218,10 @@ def in_place_outputs(program: Program) -> dict[int, int]:
     for v in list(program.inputs) + list(program.consts):
         add(v)
     owned: set[int] = set()           # variables whose buffer this program's ufuncs made
+    # a transposed view is not in C order: a result written into one, then reshaped, would
+    # be copied by the reshape (without out= the ufunc is asked for C order instead)
+    reshaped = {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
+    transposed = {id(e.outputs[0]) for e in program.equations if e.prim.name == "transpose"}
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
         out = eqn.outputs[0]
@@ -227,6 +231,8 @@ def in_place_outputs(program: Program) -> dict[int, int]:
                 and math.prod(out.shape) >= _IN_PLACE_MIN \
                 and all(v.dtype == out.dtype for v in eqn.inputs):
             for pos, v in enumerate(eqn.inputs):
+                if id(v) in transposed and id(out) in reshaped:
+                    continue
                 if id(v) in owned and tuple(v.shape) == tuple(out.shape) and end[root(v)] <= k:
                     chosen[k] = pos
                     join(out, v)

@@ -11,6 +11,10 @@ and never changes what the Program computes.
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
   product with the Jacobian's one-hot seed is a row lookup, not a dense product.
 - `drop_identities`: products with constant ones and gathers of every row in order.
+- `batch_major_products`: a result made by swapping the two leading axes of a product
+  (`batch_jacobian`'s rows-first Jacobian turned batch-first) is computed in that order:
+  the elementwise op before the product writes its output swapped, so the product's
+  rows come out batch-first and the result is C-ordered without a copy.
 """
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from .program import Equation, Program
 from .tensor import SymbolicTensor, Tensor, Variable
 
 __all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
-           "cancel_reshapes", "onehot_products", "drop_identities", "PASSES"]
+           "cancel_reshapes", "onehot_products", "drop_identities", "batch_major_products",
+           "PASSES"]
 
 
 def _rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
@@ -330,8 +335,75 @@ def _fits(x, out) -> bool:
     return tuple(x.shape) == tuple(out.shape) and x.dtype == out.dtype
 
 
+def batch_major_products(program: Program) -> Program:
+    """out = transpose(reshape(matmul(reshape(f(u...), (A*B, K)), W), (A, B, N)), (1, 0, 2))
+    with f an elementwise ufunc whose (A, B, K) result nothing else reads becomes
+    reshape(matmul(reshape(f(u'...), (B*A, K)), W), (B, A, N)), each u' a view of u with its
+    two leading axes swapped. The same numbers, in the order the result is read in."""
+    from .codegen import _elementwise
+    from .ops.linalg import matmul_p
+    from .ops.shape import transpose_p
+    uses: dict[int, int] = {}
+    for eqn in program.equations:
+        for v in eqn.inputs:
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    for v in program.outputs:
+        uses[id(v)] = uses.get(id(v), 0) + 1
+    producer = {id(v): eqn for eqn in program.equations for v in eqn.outputs}
+
+    def single(v, name: str):
+        eqn = producer.get(id(v))
+        return eqn if eqn is not None and eqn.prim.name == name and uses.get(id(v)) == 1 else None
+    replaced: dict[int, list] = {}           # id(transpose eqn) -> its replacement equations
+    for eqn in program.equations:
+        if eqn.prim.name != "transpose" or tuple(eqn.params["perm"]) != (1, 0, 2):
+            continue
+        split = single(eqn.inputs[0], "reshape")
+        product = split and single(split.inputs[0], "matmul")
+        merge = product and single(product.inputs[0], "reshape")
+        f = merge and producer.get(id(merge.inputs[0]))
+        if not (f and uses.get(id(merge.inputs[0])) == 1 and _elementwise(f)
+                and product.inputs[1].ndim == 2 and merge.inputs[0].ndim == 3
+                and f.outputs[0].ndim == 3):
+            continue
+        (a, b, k), n = f.outputs[0].shape, product.outputs[0].shape[1]
+        fresh = _fresh_vars(eqn.outputs[0])
+        swapped_inputs, new = [], []
+        for u in f.inputs:                    # each operand as (..., B, A, K) views
+            if u.ndim < 3:
+                padded = fresh((1,) * (3 - u.ndim) + tuple(u.shape), u.dtype)
+                new.append(Equation(reshape_p, [u], {"shape": tuple(padded.shape)}, [padded]))
+                u = padded
+            swapped = fresh((u.shape[1], u.shape[0], u.shape[2]), u.dtype)
+            new.append(Equation(transpose_p, [u], {"perm": (1, 0, 2)}, [swapped]))
+            swapped_inputs.append(swapped)
+        f_out = fresh((b, a, k), f.outputs[0].dtype)
+        rows = fresh((b * a, k), f_out.dtype)
+        prod = fresh((b * a, n), product.outputs[0].dtype)
+        new += [Equation(f.prim, swapped_inputs, dict(f.params), [f_out], f.origin),
+                Equation(reshape_p, [f_out], {"shape": (b * a, k)}, [rows]),
+                Equation(matmul_p, [rows, product.inputs[1]], dict(product.params), [prod],
+                         product.origin),
+                Equation(reshape_p, [prod], {"shape": (b, a, n)}, eqn.outputs)]
+        replaced[id(eqn)] = new
+    if not replaced:
+        return program
+    kept = [new for eqn in program.equations for new in replaced.get(id(eqn), [eqn])]
+    return cancel_reshapes(eliminate_dead_code(replace(program, equations=kept)))
+
+
+def _fresh_vars(like: SymbolicTensor):
+    """Makes new variables of `like`'s trace, named after it."""
+    count = [0]
+
+    def fresh(shape, dtype) -> SymbolicTensor:
+        count[0] += 1
+        return SymbolicTensor(tuple(shape), dtype, like._trace, f"{like.name}_{count[0]}")
+    return fresh
+
+
 PASSES = (fold_constants, onehot_products, drop_identities, cancel_reshapes,
-          eliminate_common_subexpressions, eliminate_dead_code)
+          eliminate_common_subexpressions, batch_major_products, eliminate_dead_code)
 
 
 def simplify(program: Program, passes=PASSES) -> Program:

@@ -6,9 +6,9 @@ from hypothesis import given, settings, strategies as st
 import pforjac as pj
 from pforjac.codegen import compile_program
 from pforjac.program import make_program
-from pforjac.simplify import (PASSES, cancel_reshapes, drop_identities, eliminate_common_subexpressions,
-                              eliminate_dead_code, fold_constants, onehot_products, simplify,
-                              view_chain_in_order)
+from pforjac.simplify import (PASSES, batch_major_products, cancel_reshapes, drop_identities,
+                              eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
+                              onehot_products, simplify, view_chain_in_order)
 
 RNG = np.random.default_rng(5)
 C = pj.constant(RNG.normal(size=(3, 4)))
@@ -230,6 +230,52 @@ def test_a_result_is_never_replaced_by_a_broadcast_view():
     q = drop_identities(p)
     assert "matmul" in _names(q)
     assert _run(q, RNG.normal(size=3))[0].flags.writeable
+
+W8 = pj.constant(RNG.normal(size=(5, 8)))
+
+
+def _rows_first_product(e, d):
+    """batch_jacobian's shape of work: (A, B, K) rows-first, a product, batch-first out."""
+    rows = pj.reshape(e * d, (e.shape[0] * e.shape[1], e.shape[2])) @ W8
+    return pj.transpose(pj.reshape(rows, (e.shape[0], e.shape[1], 8)), (1, 0, 2))
+
+
+@pytest.mark.parametrize("d_shape", [(3, 4, 5), (4, 5), (1, 4, 5), (5,)])
+def test_a_swapped_product_is_computed_batch_first(d_shape):
+    p = make_program(_rows_first_product, [((3, 4, 5), np.float32), (d_shape, np.float32)])
+    q = batch_major_products(p)
+    assert _names(p)[-1] == "transpose" and "transpose" not in _names(q)[-3:]
+    e, d = RNG.normal(size=(3, 4, 5)).astype(np.float32), RNG.normal(size=d_shape).astype(np.float32)
+    (want,), (got,) = _run(p, e, d), _run(q, e, d)
+    assert got.shape == (4, 3, 8) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)           # the same gemm rows, in another order
+
+
+def test_a_swapped_product_whose_parts_are_read_twice_is_left_alone():
+    def f(e, d):
+        prod = e * d                                     # read twice: by the product and sum
+        rows = pj.reshape(prod, (12, 5)) @ W8
+        return pj.transpose(pj.reshape(rows, (3, 4, 8)), (1, 0, 2)), pj.sum(prod)
+    p = make_program(f, [((3, 4, 5), np.float32), ((4, 5), np.float32)])
+    assert _names(batch_major_products(p)) == _names(p)
+
+
+def test_a_compiled_per_example_jacobian_is_c_ordered_and_equals_eager():
+    w1, w2 = pj.Variable(RNG.normal(size=(6, 16))), pj.Variable(RNG.normal(size=(16, 3)))
+
+    def jac(x):
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = pj.tanh(x @ w1) @ w2
+        return tape.batch_jacobian(y, x)
+    x = RNG.normal(size=(8, 6))
+    got = pj.function(jac)(x).numpy()
+    from pforjac.loopcache import caching
+    with caching(False):
+        want = jac(pj.constant(x)).numpy()
+    assert got.flags.c_contiguous and not want.flags.c_contiguous   # eager: a transposed view
+    np.testing.assert_array_equal(got, want)
+
 
 
 @pytest.mark.parametrize("kind", ["jacobian", "batch_jacobian"])
