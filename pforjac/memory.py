@@ -246,7 +246,6 @@ class _BufferCache:
             self._drain()
             return self._idle_bytes
 
-
     def forget_after_fork(self) -> None:
         """In a forked child: a fresh lock (another thread may have held the parent's at the
         fork) and no idle mappings (copies of the parent's pages; dropping them frees them)."""

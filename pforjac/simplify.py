@@ -363,10 +363,11 @@ def batch_major_products(program: Program) -> Program:
         merge = product and single(product.inputs[0], "reshape")
         f = merge and producer.get(id(merge.inputs[0]))
         if not (f and uses.get(id(merge.inputs[0])) == 1 and _elementwise(f)
-                and product.inputs[1].ndim == 2 and merge.inputs[0].ndim == 3
-                and f.outputs[0].ndim == 3):
+                and product.inputs[1].ndim == 2 and f.outputs[0].ndim == 3):
             continue
         (a, b, k), n = f.outputs[0].shape, product.outputs[0].shape[1]
+        if tuple(merge.outputs[0].shape) != (a * b, k) or tuple(eqn.inputs[0].shape) != (a, b, n):
+            continue                          # rows merged and split other than (A, B)
         fresh = _fresh_vars(eqn.outputs[0])
         swapped_inputs, new = [], []
         for u in f.inputs:                    # each operand as (..., B, A, K) views

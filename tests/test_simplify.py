@@ -295,3 +295,13 @@ def test_all_passes_keep_jacobian_results(kind):
         np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
     for single in PASSES:
         _same(p, single(p), x)
+
+
+def test_a_product_whose_rows_are_merged_otherwise_is_left_alone():
+    w = pj.constant(RNG.normal(size=(8, 3)))
+
+    def f(e):          # (2, 3, 4) merged as (3, 8), not (6, 4): not rows of a swapped product
+        rows = pj.reshape(pj.exp(e), (3, 8)) @ w
+        return pj.transpose(pj.reshape(rows, (3, 1, 3)), (1, 0, 2))
+    p = make_program(f, [((2, 3, 4), np.float64)])
+    assert _names(batch_major_products(p)) == _names(p)
