@@ -161,8 +161,8 @@ def broadcast_transposes(program: Program) -> set[int]:
     chosen: set[int] = set()
     for k, eqn in enumerate(program.equations):
         name = eqn.prim.name
-        if name == "transpose":
-            source[id(eqn.outputs[0])] = k
+        if name == "transpose":       # a transpose of such a view: still the first one's data
+            source[id(eqn.outputs[0])] = source.get(id(eqn.inputs[0]), k)
         elif name in ("reshape", "broadcast_to") and id(eqn.inputs[0]) in source:
             source[id(eqn.outputs[0])] = source[id(eqn.inputs[0])]
         elif _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc):

@@ -336,10 +336,13 @@ def _fits(x, out) -> bool:
 
 
 def batch_major_products(program: Program) -> Program:
-    """out = transpose(reshape(matmul(reshape(f(u...), (A*B, K)), W), (A, B, N)), (1, 0, 2))
-    with f an elementwise ufunc whose (A, B, K) result nothing else reads becomes
-    reshape(matmul(reshape(f(u'...), (B*A, K)), W), (B, A, N)), each u' a view of u with its
-    two leading axes swapped. The same numbers, in the order the result is read in."""
+    """out = transpose(reshape(matmul(reshape(e, (A*B, K)), W), (A, B, N)), (1, 0, 2)) is
+    computed as reshape(matmul(reshape(e', (B*A, K)), W), (B, A, N)), with e' the swapped
+    e: for an elementwise e = f(u...) that nothing else reads, f of the swapped operands;
+    an operand made the same way (a product's rows, then an elementwise op) is itself
+    computed swapped, so the swap reaches back to where it is free (a broadcast, a small
+    weight) and every product's rows come out batch-first. The same numbers, in the order
+    the result is read in."""
     from .codegen import _elementwise
     from .ops.linalg import matmul_p
     from .ops.shape import transpose_p
@@ -351,41 +354,65 @@ def batch_major_products(program: Program) -> Program:
         uses[id(v)] = uses.get(id(v), 0) + 1
     producer = {id(v): eqn for eqn in program.equations for v in eqn.outputs}
 
-    def single(v, name: str):
+    def only(v, name: str):
+        """v's producer if it is `name` and v is read once."""
         eqn = producer.get(id(v))
         return eqn if eqn is not None and eqn.prim.name == name and uses.get(id(v)) == 1 else None
-    replaced: dict[int, list] = {}           # id(transpose eqn) -> its replacement equations
-    for eqn in program.equations:
-        if eqn.prim.name != "transpose" or tuple(eqn.params["perm"]) != (1, 0, 2):
-            continue
-        split = single(eqn.inputs[0], "reshape")
-        product = split and single(split.inputs[0], "matmul")
-        merge = product and single(product.inputs[0], "reshape")
+
+    def product_rows(v):
+        """v = reshape(matmul(reshape(e, (A*B, K)), W), (A, B, N)) with e = f(...) elementwise,
+        each step read once: (e's producer, the matmul), else None."""
+        split = only(v, "reshape")
+        product = split and only(split.inputs[0], "matmul")
+        merge = product and only(product.inputs[0], "reshape")
         f = merge and producer.get(id(merge.inputs[0]))
-        if not (f and uses.get(id(merge.inputs[0])) == 1 and _elementwise(f)
+        if not (f and uses.get(id(merge.inputs[0])) == 1 and _elementwise(f) and v.ndim == 3
                 and product.inputs[1].ndim == 2 and f.outputs[0].ndim == 3):
-            continue
+            return None
+        a, b, k = f.outputs[0].shape
+        if tuple(merge.outputs[0].shape) != (a * b, k) or tuple(v.shape[:2]) != (a, b):
+            return None                       # rows merged and split other than (A, B)
+        return f, product
+
+    def swapped_rows(f, product, fresh, new, out=None):
+        """Equations computing the product of swapped rows; returns its (B, A, N) value."""
         (a, b, k), n = f.outputs[0].shape, product.outputs[0].shape[1]
-        if tuple(merge.outputs[0].shape) != (a * b, k) or tuple(eqn.inputs[0].shape) != (a, b, n):
-            continue                          # rows merged and split other than (A, B)
-        fresh = _fresh_vars(eqn.outputs[0])
-        swapped_inputs, new = [], []
-        for u in f.inputs:                    # each operand as (..., B, A, K) views
+        e = swapped_elementwise(f, fresh, new)
+        rows, prod = fresh((b * a, k), e.dtype), fresh((b * a, n), product.outputs[0].dtype)
+        out = fresh((b, a, n), prod.dtype) if out is None else out
+        new += [Equation(reshape_p, [e], {"shape": (b * a, k)}, [rows]),
+                Equation(matmul_p, [rows, product.inputs[1]], dict(product.params), [prod],
+                         product.origin),
+                Equation(reshape_p, [prod], {"shape": (b, a, n)}, [out])]
+        return out
+
+    def swapped_elementwise(f, fresh, new):
+        operands = []
+        for u in f.inputs:
+            inner = product_rows(u) if u.ndim == 3 else None
+            if inner is not None:             # made by a product: compute it swapped too
+                operands.append(swapped_rows(*inner, fresh, new))
+                continue
             if u.ndim < 3:
                 padded = fresh((1,) * (3 - u.ndim) + tuple(u.shape), u.dtype)
                 new.append(Equation(reshape_p, [u], {"shape": tuple(padded.shape)}, [padded]))
                 u = padded
-            swapped = fresh((u.shape[1], u.shape[0], u.shape[2]), u.dtype)
-            new.append(Equation(transpose_p, [u], {"perm": (1, 0, 2)}, [swapped]))
-            swapped_inputs.append(swapped)
-        f_out = fresh((b, a, k), f.outputs[0].dtype)
-        rows = fresh((b * a, k), f_out.dtype)
-        prod = fresh((b * a, n), product.outputs[0].dtype)
-        new += [Equation(f.prim, swapped_inputs, dict(f.params), [f_out], f.origin),
-                Equation(reshape_p, [f_out], {"shape": (b * a, k)}, [rows]),
-                Equation(matmul_p, [rows, product.inputs[1]], dict(product.params), [prod],
-                         product.origin),
-                Equation(reshape_p, [prod], {"shape": (b, a, n)}, eqn.outputs)]
+            view = fresh((u.shape[1], u.shape[0], u.shape[2]), u.dtype)
+            new.append(Equation(transpose_p, [u], {"perm": (1, 0, 2)}, [view]))
+            operands.append(view)
+        a, b, k = f.outputs[0].shape
+        out = fresh((b, a, k), f.outputs[0].dtype)
+        new.append(Equation(f.prim, operands, dict(f.params), [out], f.origin))
+        return out
+    replaced: dict[int, list] = {}           # id(transpose eqn) -> its replacement equations
+    for eqn in program.equations:
+        if eqn.prim.name != "transpose" or tuple(eqn.params["perm"]) != (1, 0, 2):
+            continue
+        found = product_rows(eqn.inputs[0]) if uses.get(id(eqn.inputs[0])) == 1 else None
+        if found is None:
+            continue
+        new: list = []
+        swapped_rows(*found, _fresh_vars(eqn.outputs[0]), new, out=eqn.outputs[0])
         replaced[id(eqn)] = new
     if not replaced:
         return program

@@ -173,9 +173,9 @@ def mean(x, axis=None, keepdims=False):
     return sum_p.bind(x, axes=axes, keepdims=bool(keepdims)) / count
 
 
-def stable_shift(x, axes: tuple):
-    """The max over `axes` (kept), where finite, else 0, with no gradient: what logsumexp and
-    softmax subtract before exp. Over an empty axis it is 0 (there is no max)."""
+def _stable_shift(x, axes: tuple):
+    """The max over `axes` (kept), where finite, else 0, with no gradient: what logsumexp
+    subtracts before exp. Over an empty axis it is 0 (there is no max)."""
     from .elementwise import abs as abs_, less, stop_gradient, where, zeros, zeros_like
     if any(x.shape[a] == 0 for a in axes):
         return zeros(_reduction_shape(x.shape, axes, True), x.dtype)
@@ -191,7 +191,7 @@ def logsumexp(x, axis=None, keepdims=False):
     from .elementwise import exp, log
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "logsumexp")
-    shift = stable_shift(x, axes)
+    shift = _stable_shift(x, axes)
     out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift
     if keepdims:
         return out
