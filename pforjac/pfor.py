@@ -401,8 +401,12 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
         >>> pj.pfor(lambda i: pj.exp(x[i]).sum(), 2).shape
         (2,)
     """
+    if isinstance(iters, (Tensor, np.ndarray)) and iters.ndim == 0 \
+            and np.issubdtype(iters.dtype, np.integer) and getattr(iters, "_trace", None) is None:
+        iters = int(np.asarray(iters))    # a concrete scalar, as tf.shape(x)[0] is for TF's pfor
     if isinstance(iters, bool) or not isinstance(iters, (int, np.integer)) or iters < 0:
-        raise ValueError(f"pfor: iters must be a non-negative int, got {iters!r}")
+        raise ValueError(f"pfor: iters must be a non-negative int (or a concrete integer "
+                         f"scalar), got {iters!r}")
     if not callable(loop_fn):
         raise TypeError(f"pfor: loop_fn must be callable, got {type(loop_fn).__name__}")
     program = make_program(loop_fn, [((), np.int32)])

@@ -410,3 +410,13 @@ def test_slice_bounds_from_the_loop_index_are_refused_with_the_way_out():
     np.testing.assert_array_equal(x[pj.constant(1):pj.constant(3)].numpy(), x.numpy()[1:3])
     with pytest.raises(TypeError, match="slice bounds must be integers"):
         x[1.5:]
+
+
+def test_pfor_takes_a_concrete_integer_scalar_as_iters():
+    # As TensorFlow's pfor takes tf.shape(x)[0]; a float or negative count is still refused.
+    x = pj.constant(np.arange(6.0).reshape(3, 2))
+    for iters in (pj.constant(3), np.array(3), np.int64(3)):
+        np.testing.assert_array_equal(pj.pfor(lambda i: x[i] * 2.0, iters).numpy(), 2 * x.numpy())
+    for bad in (pj.constant(2.0), pj.constant([3]), -1):
+        with pytest.raises(ValueError, match="iters must be a non-negative int"):
+            pj.pfor(lambda i: x[i], bad)
