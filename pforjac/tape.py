@@ -142,6 +142,8 @@ class GradientTape:
                 hit = True
             elif isinstance(a, Variable):
                 self._unwatched_variables[id(a)] = a
+                if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
+                    self._variables[id(a)] = a              # its gradient None
         if not hit:
             return
         # Inside a trace (a compiled function) a Variable is itself read when the program

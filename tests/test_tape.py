@@ -59,6 +59,17 @@ def test_watched_variables_in_order_of_first_use():
     close(gb, [1.0, 1.0])
 
 
+def test_an_integer_trainable_variable_read_is_listed_with_a_none_gradient():
+    # As TensorFlow: watched_variables lists it; its gradient is None.
+    n, w = pj.Variable(np.array([1, 2], np.int32), name="n"), pj.Variable([2.0, 3.0], name="w")
+    with pj.GradientTape() as tape:
+        y = pj.sum(pj.cast(n, np.float32) * w)
+    assert [v.name for v in tape.watched_variables()] == ["n", "w"]
+    gn, gw = tape.gradient(y, [n, w])
+    assert gn is None
+    close(gw, [1.0, 2.0])
+
+
 def test_watch_accessed_variables_false_watches_only_explicitly():
     a, b = pj.Variable(1.0), pj.Variable(2.0)
     with pj.GradientTape(watch_accessed_variables=False) as tape:
