@@ -354,6 +354,7 @@ A23 = np.ones((2, 3), np.float32)
     (lambda a: pj.one_hot(pj.constant([0, 1]), 2.5), "one_hot: depth must be an integer"),
     (lambda a: pj.tile(a, (1, 2.0)), r"tile: reps\[1\] must be an integer"),
     (lambda a: pj.split(a, 1.5, axis=1), "split: sections must be an integer"),
+    (lambda a: pj.pad(a, [(0, 0), (1.5, 1)]), "pad: pad_width must be integers"),
 ])
 def test_non_integer_axes_and_sizes_are_refused_naming_the_op(call, message):
     with pytest.raises(TypeError, match=message):

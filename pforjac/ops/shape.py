@@ -248,9 +248,11 @@ defjvp(pad_p, lambda t, ans, x, pad_width, value: pad(t, pad_width, 0.0))
 def pad(x, pad_width, constant_values=0.0):
     """Pads with a constant; `pad_width` is `((before, after), ...)` per axis, as `np.pad`."""
     x = as_tensor(x)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
-    return pad_p.bind(x, pad_width=tuple((int_arg(a, "pad: pad_width"), int_arg(b, "pad: pad_width"))
-                                               for a, b in widths),
+    widths = np.asarray(pad_width)        # not cast to int first: 1.5 must not become 1
+    if widths.size and widths.dtype.kind not in "iu":
+        raise TypeError(f"pad: pad_width must be integers, got {pad_width!r:.60}")
+    widths = np.broadcast_to(widths, (x.ndim, 2))
+    return pad_p.bind(x, pad_width=tuple((int(a), int(b)) for a, b in widths),
                       value=float(constant_values))
 
 
