@@ -76,7 +76,7 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                                value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
                                                    ctx=ast.Load())))
     in_place = in_place_outputs(program)
-    reshaped = {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
+    reshaped = _reshaped(program)
     contiguous = broadcast_transposes(program)
     for k, eqn in enumerate(program.equations):
         keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
@@ -103,6 +103,11 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
                          type_params=[])
     module = ast.Module(body=[fn], type_ignores=[])
     return ast.fix_missing_locations(module)
+
+
+def _reshaped(program: Program) -> set[int]:
+    """The variables some reshape reads (a non-C-ordered one would be copied by it)."""
+    return {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
 
 
 def _fresh_result(eqn) -> bool:
@@ -220,7 +225,7 @@ def in_place_outputs(program: Program) -> dict[int, int]:
     owned: set[int] = set()           # variables whose buffer this program's ufuncs made
     # a transposed view is not in C order: a result written into one, then reshaped, would
     # be copied by the reshape (without out= the ufunc is asked for C order instead)
-    reshaped = {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
+    reshaped = _reshaped(program)
     transposed = {id(e.outputs[0]) for e in program.equations if e.prim.name == "transpose"}
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):

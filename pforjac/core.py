@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .tensor import Tensor, Variable, as_tensor, is_float
+from .tensor import Tensor, Variable, as_tensor
 
 __all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
@@ -231,8 +231,7 @@ def _trace_for_tapes(args, trace):
 def _tracks(tape, a) -> bool:
     """The tape tracks `a`, or would start to on this read (a trainable float Variable
     under watch_accessed_variables)."""
-    return id(a) in tape._tracked or (isinstance(a, Variable) and tape._watch_variables
-                                      and a.trainable and is_float(a.dtype))
+    return id(a) in tape._tracked or tape._watches_on_read(a)
 
 
 def _eager(prim: Primitive, args, params):

@@ -54,7 +54,8 @@ class Unknown:
     eqn: Equation
 
 
-_ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "maximum", "minimum",
+_ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power",
+                "maximum", "minimum",
                 "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
                 "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
                 "stop_gradient", "equal", "not_equal", "less", "less_equal", "greater",

@@ -134,8 +134,7 @@ class GradientTape:
         for a in args:
             if id(a) in tracked:
                 hit = True
-            elif self._watch_variables and isinstance(a, Variable) and a.trainable \
-                    and is_float(a.dtype):
+            elif self._watches_on_read(a):
                 self._variables[id(a)] = a
                 self._watched[id(a)] = a
                 tracked[id(a)] = a
@@ -154,6 +153,12 @@ class GradientTape:
         for o in outs:
             if is_float(o.dtype):
                 tracked[id(o)] = o
+
+    def _watches_on_read(self, a) -> bool:
+        """A read of `a` makes this tape watch it: a trainable float Variable, under
+        watch_accessed_variables."""
+        return self._watch_variables and isinstance(a, Variable) and a.trainable \
+            and is_float(a.dtype)
 
     def _read(self, v: Variable) -> Tensor:
         value = v._read()
