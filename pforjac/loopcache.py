@@ -17,6 +17,7 @@ tape skips tracing too and runs on that tape's recorded values.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 
@@ -26,15 +27,26 @@ from . import core
 from .simplify import _param_key
 from .switch import Switch
 from .tensor import Tensor
-from .tree import tree_unflatten
+from .tree import tree_flatten, tree_unflatten
 
-__all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching"]
+__all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching",
+           "verifying", "verify_info"]
 
 _MAX_ENTRIES = 128                   # compiled (or uncacheable) structures
 _MAX_SEEN = 512                      # structures seen once (keys only)
 _MAX_CONST_BYTES = 256 << 20         # arrays the compiled entries hold, all together
 _MAX_ENTRY_CONST_BYTES = 64 << 20    # ... and one alone (a dense seed made while tracing)
-_UNCACHEABLE = object()
+
+
+class _Uncacheable:
+    """A structure whose code can't be compiled: the uncached path runs (why, for
+    `verify_info`)."""
+    const_bytes = 0
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
 _cache: "OrderedDict[tuple, object]" = OrderedDict()
 _seen: "OrderedDict[tuple, None]" = OrderedDict()
 _lock = threading.Lock()
@@ -46,6 +58,34 @@ _caching = Switch(True)
 def caching(enabled: bool):
     """Context manager: `with caching(False): ...` always takes the uncached path."""
     return _caching.setting(enabled)
+
+
+class _Verify:
+    """Process-wide (threads the tests start are checked too): see `verifying`."""
+    enabled = False
+    compared = 0            # calls whose compiled and uncached results were compared
+    not_compiled: dict = {}  # why code could not be compiled -> calls
+
+
+@contextlib.contextmanager
+def verifying(enabled: bool = True):
+    """Testing aid: `with verifying(): ...` runs every eligible jacobian, batch_jacobian and
+    pfor call both ways, uncached and as compiled code (built at the first call, not the
+    second), and raises AssertionError unless the two results are identical bit for bit
+    (dtype, shape, NaN positions). The caller gets the uncached result (its own path
+    when the code can't be compiled, so nothing else changes). The test suite
+    runs under it (tests/conftest.py); `verify_info()` counts what it compared."""
+    saved, _Verify.enabled = _Verify.enabled, bool(enabled)
+    try:
+        yield
+    finally:
+        _Verify.enabled = saved
+
+
+def verify_info() -> dict:
+    """{"compared": calls checked, "not_compiled": {reason: calls}} under `verifying`."""
+    with _lock:
+        return {"compared": _Verify.compared, "not_compiled": dict(_Verify.not_compiled)}
 
 
 def clear_cache() -> None:
@@ -64,7 +104,7 @@ def _rules_changed(name: str, replaced: bool) -> None:
 def cache_info() -> dict:
     with _lock:
         values, seen = list(_cache.values()), len(_seen)
-    compiled = [v for v in values if v is not _UNCACHEABLE]
+    compiled = [v for v in values if not isinstance(v, _Uncacheable)]
     return {"entries": len(values), "compiled": len(compiled), "seen_once": seen,
             "const_bytes": sum(v.const_bytes for v in compiled)}
 
@@ -111,6 +151,8 @@ def cached_call(key, inputs: list, fn, name: str):
     None the first time a key is seen (the caller computes it as usual), compiled the
     second time, then reused. `fn` must depend only on the values of `inputs`."""
     avals = [(tuple(t.shape), t.dtype) for t in inputs]
+    if _Verify.enabled:
+        return _verified_call(key, inputs, avals, fn, name)
     with _lock:
         entry = _cache.get(key)
         if entry is None and key not in _seen:
@@ -126,44 +168,96 @@ def cached_call(key, inputs: list, fn, name: str):
             _seen.pop(key, None)
             _cache[key] = entry
             _trim()
-    if entry is _UNCACHEABLE:
+    if isinstance(entry, _Uncacheable):
         return None
     from .pfor import warn_wrong_result
     for message in entry.warnings:
         warn_wrong_result(message)
+    return _run(entry, inputs, avals, fn, name)
+
+
+def _run(entry, inputs: list, avals, fn, name: str):
+    """The entry's results on the inputs' values, or None if its dense twin can't be built."""
     arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
     if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor):
         if entry.dense is None:         # the dense twin, made the first time it is needed
             entry.dense = _build(fn, avals, name + "_dense", structured=False)
-        if entry.dense is _UNCACHEABLE:
+        if isinstance(entry.dense, _Uncacheable):
             return None
         outs = entry.dense.run(arrays)
     return tree_unflatten(entry.program.out_tree, [Tensor._from_array(np.asarray(o)) for o in outs])
 
 
+def _verified_call(key, inputs: list, avals, fn, name: str):
+    """`verifying()`'s path: the uncached result, checked against the compiled code's (None,
+    the caller's own path, when the code can't be compiled)."""
+    with _lock:
+        entry = _cache.get(key)
+    if entry is None:
+        entry = _build(fn, avals, name, structured=True)
+        with _lock:
+            _cache[key] = entry
+            _trim()
+    got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs, avals, fn, name)
+    with _lock:
+        if got is None:
+            reason = getattr(entry, "reason", None) or getattr(entry.dense, "reason", "?")
+            _Verify.not_compiled[reason] = _Verify.not_compiled.get(reason, 0) + 1
+        else:
+            _Verify.compared += 1
+    if got is None:
+        return None
+    with caching(False):
+        want = fn(*inputs)
+    _assert_identical(name, want, got)
+    return want
+
+
+def _assert_identical(name: str, want, got) -> None:
+    want_leaves, want_tree = tree_flatten(want)
+    got_leaves, got_tree = tree_flatten(got)
+    if repr(want_tree) != repr(got_tree):
+        raise AssertionError(f"{name}: compiled code returned {got_tree}, uncached {want_tree}")
+    for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
+        w, g = np.asarray(w.numpy()), np.asarray(g.numpy())
+        same = (w.dtype == g.dtype and w.shape == g.shape
+                and np.array_equal(w, g, equal_nan=w.dtype.kind in "fc"))
+        if not same:
+            detail = (f"dtype/shape {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+                      if w.dtype != g.dtype or w.shape != g.shape else
+                      f"{int(np.sum(w != g))} of {w.size} elements differ, largest by "
+                      f"{np.nanmax(np.abs(w.astype(np.float64) - g.astype(np.float64)))}")
+            raise AssertionError(f"{name}: compiled result {k} differs from the uncached one: "
+                                 f"{detail}")
+
+
 def _trim() -> None:
     """At most _MAX_ENTRIES entries holding at most _MAX_CONST_BYTES of arrays (oldest
     dropped first)."""
-    held = sum(e.const_bytes for e in _cache.values() if e is not _UNCACHEABLE)
+    held = sum(e.const_bytes for e in _cache.values())
     while len(_cache) > _MAX_ENTRIES or (held > _MAX_CONST_BYTES and len(_cache) > 1):
         _, old = _cache.popitem(last=False)
-        held -= 0 if old is _UNCACHEABLE else old.const_bytes
+        held -= old.const_bytes
 
 
 def _build(fn, avals, name: str, structured: bool):
-    """Compiled code for `fn`, or _UNCACHEABLE: it fell back, could not be traced, or holds
-    arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
+    """Compiled code for `fn`, or an _Uncacheable: it fell back, could not be traced, or
+    holds arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
     from .diagnostics import private_report
     from .function import trace_compiled
-    from .pfor import deferred_warnings
+    from .pfor import ConversionError, deferred_warnings
     try:
         with private_report() as report, deferred_warnings() as messages:
             compiled = trace_compiled(fn, avals, structured, name)
-    except Exception:       # e.g. a user's rule that reads a concrete value: it can't be traced,
-        return _UNCACHEABLE  # and the uncached path runs (and raises a real error) as before
-    if len(report) or compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:
-        return _UNCACHEABLE
+    except ConversionError as e:
+        return _Uncacheable(f"a converter failed: {e.op}")    # the uncached path falls back
+    except Exception as e:  # e.g. a user's rule that reads a concrete value: it can't be traced,
+        return _Uncacheable(f"untraceable: {type(e).__name__}")  # the uncached path raises
+    if len(report):
+        return _Uncacheable("fell back: " + ", ".join(sorted({r.kind for r in report.records})))
+    if compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:
+        return _Uncacheable("holds too large arrays")
     compiled.warnings = messages          # shown again by every call that runs the code
     return compiled
 

@@ -86,7 +86,11 @@ _warn_lock = threading.Lock()
 def warn_once(key, message: str) -> None:
     """A RuntimeWarning per `key` (a slow path: once per cause), shown at the user's line. If
     the warning raises (warnings turned into errors), the cause is not marked as warned: the
-    next call raises again instead of passing silently."""
+    next call raises again instead of passing silently. Not while the loop cache builds
+    code (`deferred_warnings`): a fallback makes that code unusable, and the uncached path
+    that then runs warns itself."""
+    if getattr(_deferred, "messages", None) is not None:
+        return
     with _warn_lock:
         if key in _warned:
             return
@@ -108,7 +112,8 @@ _deferred = threading.local()
 @contextlib.contextmanager
 def deferred_warnings():
     """Collects (instead of showing) this thread's `warn_wrong_result` messages: the loop
-    cache builds its code once and replays them on every call that runs it."""
+    cache builds its code once and replays them on every call that runs it. Fallback
+    warnings (`warn_once`) are not shown at all meanwhile."""
     saved = getattr(_deferred, "messages", None)
     _deferred.messages = messages = []
     try:

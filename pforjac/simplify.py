@@ -10,7 +10,8 @@ and never changes what the Program computes.
   elements in order (one reshape).
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
   product with the Jacobian's one-hot seed is a row lookup, not a dense product.
-- `drop_identities`: products with constant ones and gathers of every row in order.
+- `drop_identities`: products with constant ones (gathers of every row in order stay:
+  they are C-ordered copies, and what reads them rounds by that layout).
 - `batch_major_products`: a result made by swapping the two leading axes of a product
   (`batch_jacobian`'s rows-first Jacobian turned batch-first) is computed in that order:
   the elementwise op before the product writes its output swapped, so the product's
@@ -263,9 +264,10 @@ def _indices_in_range(value, depth: int) -> bool:
 
 
 def drop_identities(program: Program) -> Program:
-    """`x * ones` and `gather(x, arange(size))` on constants are `x` (the one-hot seed's
-    compact form is all ones, and an unchunked loop gathers every row in order); an outer
-    product with ones is a broadcast."""
+    """`x * ones` is `x` (the one-hot seed's compact form is all ones); an outer product
+    with ones is a broadcast. `gather(x, arange(size))` stays: it is a C-ordered copy of
+    `x`, and a product or sum after it rounds differently on a transposed `x` (compiled
+    code must give eager's bits)."""
     values = {id(c): v for c, v in zip(program.consts, program.const_values)
               if not isinstance(v, (Variable, SymbolicTensor))}
     alias: dict[int, SymbolicTensor] = {}
@@ -317,13 +319,6 @@ def _identity_input(eqn: Equation, values: dict):
         for x, other in (eqn.inputs, eqn.inputs[::-1]):
             if _fits(x, out) and _all_ones(values.get(id(other))):
                 return x
-    if eqn.prim.name == "gather":
-        x, idx = eqn.inputs
-        c = values.get(id(idx))
-        axis = eqn.params["axis"]
-        if c is not None and idx.ndim == 1 and _fits(x, out) and np.array_equal(
-                np.asarray(c.numpy()), np.arange(x.shape[axis])):
-            return x
     return None
 
 

@@ -1,6 +1,7 @@
 """Shared test settings: hypothesis profiles (`--hypothesis-profile=ci|long|dev`)."""
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("dev", max_examples=50, deadline=None)
@@ -11,11 +12,39 @@ settings.register_profile("long", max_examples=20000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+def pytest_configure(config):
+    """Every jacobian, batch_jacobian and pfor call of the suite that compiled code can run
+    (no tape or trace recording it, one chunk) is run both ways and must agree bit for bit:
+    the uncached result, which the test then checks, and the compiled code's."""
+    from pforjac import loopcache
+    config._pforjac_verifying = loopcache.verifying()
+    config._pforjac_verifying.__enter__()
+
+
+@pytest.fixture(autouse=True)
+def _unverified(request):
+    """`@pytest.mark.unverified` tests count converter calls or compiles, which the check
+    doubles: they run without it."""
+    if request.node.get_closest_marker("unverified") is None:
+        yield
+        return
+    from pforjac import loopcache
+    with loopcache.verifying(False):
+        yield
+
+
 def pytest_terminal_summary(terminalreporter):
     """Shows how many examples each property ran (modules export HYPOTHESIS_EXAMPLES)."""
     import sys
     counts = [(name, count) for module in list(sys.modules.values())
               for name, count in getattr(module, "HYPOTHESIS_EXAMPLES", {}).items()]
+    from pforjac import loopcache
+    info = loopcache.verify_info()
+    terminalreporter.section("compiled vs uncached")
+    terminalreporter.write_line(f"{info['compared']:7d}  jacobian/pfor results computed both ways, "
+                                f"identical bit for bit")
+    for reason, count in sorted(info["not_compiled"].items()):
+        terminalreporter.write_line(f"{count:7d}  not compiled ({reason})")
     if counts:
         terminalreporter.section(f"hypothesis examples (profile {settings.get_current_profile_name()})")
         for name, count in counts:

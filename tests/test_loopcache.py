@@ -7,6 +7,10 @@ import pytest
 import pforjac as pj
 from pforjac import loopcache
 
+# the loop cache's own behaviour (compiled at the second sight, warnings replayed): not
+# conftest's verification, which compiles at the first
+pytestmark = pytest.mark.unverified
+
 RNG = np.random.default_rng(11)
 W1 = pj.constant(RNG.normal(size=(6, 8)))
 W2 = pj.constant(RNG.normal(size=(8, 3)))
@@ -211,13 +215,13 @@ def test_the_dense_twin_is_made_only_when_a_guard_fails():
     x = pj.constant(RNG.normal(size=(4, 6)))
     for _ in range(3):
         _jac(f, x, "jacobian")
-    (entry,) = [e for e in loopcache._cache.values() if e is not loopcache._UNCACHEABLE]
+    (entry,) = [e for e in loopcache._cache.values() if not isinstance(e, loopcache._Uncacheable)]
     assert entry.dense is None
     w.assign(np.full((6, 3), np.inf))                   # a structure guard fails now
     got = _jac(f, x, "jacobian")
     with loopcache.caching(False):
         np.testing.assert_array_equal(got, _jac(f, x, "jacobian"))
-    assert entry.dense is not None and entry.dense is not loopcache._UNCACHEABLE
+    assert entry.dense is not None and not isinstance(entry.dense, loopcache._Uncacheable)
 
 
 def test_structures_seen_once_leave_room_for_compiled_ones():
@@ -227,3 +231,29 @@ def test_structures_seen_once_leave_room_for_compiled_ones():
             _mlp_batch_jacobian(pj.constant(RNG.normal(size=(n, 6))))
     info = loopcache.cache_info()
     assert info["entries"] == info["compiled"] == 4     # no placeholder takes a slot
+
+
+def test_verifying_compares_every_call_bit_for_bit_and_catches_one_ulp(monkeypatch):
+    """conftest runs the suite under `verifying()`: a compiled result one ulp off fails."""
+    x = pj.constant(np.array([[0.5, -1.0, 2.0]]))
+
+    def jac():
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.tanh(x) * x
+        return g.jacobian(y, x)
+    loopcache.clear_cache()
+    before = loopcache.verify_info()["compared"]
+    with loopcache.verifying():
+        want = jac().numpy()                    # compiled at the first call, compared
+        assert loopcache.verify_info()["compared"] == before + 1
+        run = loopcache._run
+
+        def one_ulp_off(*args):
+            (out,) = run(*args)
+            return [pj.constant(np.nextafter(out.numpy(), np.inf))]
+        monkeypatch.setattr(loopcache, "_run", one_ulp_off)
+        with pytest.raises(AssertionError, match=r"jacobian: compiled result 0 differs .* 9 of 9"):
+            jac()
+    monkeypatch.undo()
+    np.testing.assert_array_equal(jac().numpy(), want)
