@@ -16,6 +16,7 @@ structure, so results are the same as the eager path's.
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 from typing import Any, Callable
 
@@ -80,6 +81,10 @@ class Function:
             raise TypeError(f"pforjac.function expects a callable, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self._fn = fn
+        try:
+            self._signature = inspect.signature(fn)
+        except (TypeError, ValueError):     # some builtins have none: arguments as given
+            self._signature = None
         self._simplify = simplify_program
         self._cache: dict[Any, _Compiled] = {}
         self._generation = core.rules_generation   # code traced under these rules
@@ -103,6 +108,11 @@ class Function:
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
+    def __get__(self, instance, owner=None):
+        """`@pforjac.function` on a method: `obj.f(x)` calls it with `obj` first, as part of
+        the signature (by identity: one trace per object and input signature)."""
+        return self if instance is None else _BoundFunction(self, instance)
+
     def program(self, *args, **kwargs) -> Program:
         """The simplified Program that runs for these arguments' signature."""
         return self._compiled(args, kwargs)[0].program
@@ -123,9 +133,9 @@ class Function:
             compiled = self._cache.get(quick)
             if compiled is not None:
                 return compiled, [a if type(a) is np.ndarray else a.numpy() for a in args]
-        leaves, structure = tree_flatten((args, kwargs))
+        leaves, structure = tree_flatten(self._bound(args, kwargs))
         key, arrays = _signature(leaves)
-        key = (repr(structure), key)
+        key = (_structure_key(structure), key)
         compiled = self._cache.get(key)
         if compiled is None:
             with self._lock:
@@ -133,13 +143,25 @@ class Function:
                 if compiled is None:
                     compiled = self._trace(leaves, structure, structured=True)
                     self._cache[key] = compiled
-        if quick is not None:
+        if quick is not None and len(arrays) == len(args):    # no default arrays were added
             self._cache[quick] = compiled
         return compiled, arrays
 
+    def _bound(self, args, kwargs):
+        """The arguments as the signature binds them, defaults filled in, so `f(x)`,
+        `f(x, 2.0)`, `f(x, s=2.0)` and `f(x=x)` are one trace (as tf.function binds them)."""
+        if self._signature is None:
+            return args, kwargs
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"pforjac.function '{self.__name__}': {e}") from None
+        bound.apply_defaults()
+        return bound.args, bound.kwargs
+
     def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
         if compiled.dense is None:
-            leaves, structure = tree_flatten((args, kwargs))
+            leaves, structure = tree_flatten(self._bound(args, kwargs))
             with self._lock:
                 compiled.dense = compiled.dense or self._trace(leaves, structure, structured=False)
         return compiled.dense
@@ -165,6 +187,30 @@ class Function:
                                   self._simplify)
         self.trace_count += 1
         return compiled
+
+
+class _BoundFunction:
+    """A compiled method bound to its object (what `obj.f` gives for `@pforjac.function def f(self, ...)`)."""
+
+    def __init__(self, function: Function, instance):
+        self._function, self._instance = function, instance
+        functools.update_wrapper(self, function._fn)
+
+    def __call__(self, *args, **kwargs):
+        return self._function(self._instance, *args, **kwargs)
+
+    def program(self, *args, **kwargs) -> Program:
+        return self._function.program(self._instance, *args, **kwargs)
+
+    def source(self, *args, **kwargs) -> str:
+        return self._function.source(self._instance, *args, **kwargs)
+
+    @property
+    def trace_count(self) -> int:
+        return self._function.trace_count
+
+    def experimental_get_tracing_count(self) -> int:
+        return self._function.trace_count
 
 
 def trace_compiled(fn: Callable, avals, structured: bool, name: str,
@@ -208,6 +254,17 @@ def _quick_key(args: tuple):
         else:
             return None
     return tuple(key)
+
+
+def _structure_key(node):
+    """The arguments' nesting as a hashable key: container types themselves (two namedtuple
+    classes of one name are different signatures), dict keys by type and repr."""
+    if node is None or isinstance(node, str):
+        return node
+    if node[0] is dict:
+        return (dict, tuple((type(k), repr(k)) for k in node[1]),
+                tuple(_structure_key(c) for c in node[2]))
+    return (node[0], tuple(_structure_key(c) for c in node[1]))
 
 
 def _signature(leaves) -> tuple[tuple, list]:

@@ -30,7 +30,7 @@ from .tensor import Tensor
 from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching",
-           "verifying", "verify_info"]
+           "verifying", "verify_info", "same_bits"]
 
 _MAX_ENTRIES = 128                   # compiled (or uncacheable) structures
 _MAX_SEEN = 512                      # structures seen once (keys only)
@@ -214,6 +214,20 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
     return want
 
 
+def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same dtype, shape and values, zeros' signs included; NaN equals NaN (any payload)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind == "c":
+        return same_bits(a.real, b.real) and same_bits(a.imag, b.imag)
+    if a.dtype.kind != "f":
+        return bool(np.array_equal(a, b))
+    numbers = ~np.isnan(a)
+    return bool(np.array_equal(a, b, equal_nan=True)
+                and np.array_equal(np.signbit(a[numbers]), np.signbit(b[numbers])))
+
+
 def _assert_identical(name: str, want, got) -> None:
     want_leaves, want_tree = tree_flatten(want)
     got_leaves, got_tree = tree_flatten(got)
@@ -221,12 +235,11 @@ def _assert_identical(name: str, want, got) -> None:
         raise AssertionError(f"{name}: compiled code returned {got_tree}, uncached {want_tree}")
     for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
         w, g = np.asarray(w.numpy()), np.asarray(g.numpy())
-        same = (w.dtype == g.dtype and w.shape == g.shape
-                and np.array_equal(w, g, equal_nan=w.dtype.kind in "fc"))
-        if not same:
+        if not same_bits(w, g):
             detail = (f"dtype/shape {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
                       if w.dtype != g.dtype or w.shape != g.shape else
-                      f"{int(np.sum(w != g))} of {w.size} elements differ, largest by "
+                      f"{int(np.sum((w != g) | (np.signbit(w) != np.signbit(g))))} of {w.size} "
+                      f"elements differ (signs of zero included), largest by "
                       f"{np.nanmax(np.abs(w.astype(np.float64) - g.astype(np.float64)))}")
             raise AssertionError(f"{name}: compiled result {k} differs from the uncached one: "
                                  f"{detail}")

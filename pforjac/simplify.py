@@ -25,9 +25,10 @@ from dataclasses import replace
 import numpy as np
 
 from . import core
+from .ops.elementwise import add_p
 from .ops.shape import broadcast_to_p, reshape_p
 from .program import Equation, Program
-from .tensor import SymbolicTensor, Tensor, Variable
+from .tensor import SymbolicTensor, Tensor, Variable, constant
 
 __all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "cancel_reshapes", "onehot_products", "drop_identities", "batch_major_products",
@@ -271,19 +272,47 @@ def drop_identities(program: Program) -> Program:
     values = {id(c): v for c, v in zip(program.consts, program.const_values)
               if not isinstance(v, (Variable, SymbolicTensor))}
     alias: dict[int, SymbolicTensor] = {}
-    results = {id(v) for v in program.outputs}
-    kept = []
+    stretchable = _read_by_ufuncs_only(program)
+    kept, zeros = [], {}
     for eqn in program.equations:
         eqn = replace(eqn, inputs=[_resolve(v, alias) for v in eqn.inputs])
         same = _identity_input(eqn, values)
         if same is not None:
             alias[id(eqn.outputs[0])] = same
-        elif id(eqn.outputs[0]) in results:      # results stay fresh, writable arrays
-            kept.append(eqn)
+        elif id(eqn.outputs[0]) in stretchable:
+            by_ones = _broadcast_by_ones(eqn, values)
+            kept += [by_ones] if by_ones else _outer_product_with_ones(eqn, values, zeros) or [eqn]
         else:
-            kept.append(_broadcast_by_ones(eqn, values) or _outer_product_with_ones(eqn, values)
-                        or eqn)
-    return eliminate_dead_code(_rename(program, kept, alias))
+            kept.append(eqn)
+    program = _rename(program, kept, alias)
+    program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
+                      const_values=program.const_values + [v for _, v in zeros.values()])
+    return eliminate_dead_code(program)
+
+
+_VIEWS = ("reshape", "transpose", "broadcast_to")
+
+
+def _read_by_ufuncs_only(program: Program) -> set[int]:
+    """Variables only elementwise ufuncs read (directly or through reshapes, transposes and
+    broadcasts): a broadcast view in their place gives those the same values. A product or
+    einsum reading a broadcast view takes another numpy path than on eager's C-ordered
+    array and rounds differently; results stay fresh, writable arrays."""
+    from .codegen import _elementwise
+    readers: dict[int, list] = {}
+    for eqn in program.equations:
+        for v in eqn.inputs:
+            readers.setdefault(id(v), []).append(eqn)
+    ok: set[int] = set()
+    results = {id(v) for v in program.outputs}
+    for eqn in reversed(program.equations):
+        for v in eqn.outputs:
+            if id(v) not in results and all(
+                    _elementwise(r) and isinstance(core.impl_rules[r.prim], np.ufunc)
+                    or r.prim.name in _VIEWS and id(r.outputs[0]) in ok
+                    for r in readers.get(id(v), ())):
+                ok.add(id(v))
+    return ok
 
 
 def _broadcast_by_ones(eqn: Equation, values: dict):
@@ -298,9 +327,10 @@ def _broadcast_by_ones(eqn: Equation, values: dict):
     return None
 
 
-def _outer_product_with_ones(eqn: Equation, values: dict):
+def _outer_product_with_ones(eqn: Equation, values: dict, zeros: dict):
     """`ones(n, 1) @ b(1, k)` (how a batch_jacobian's seed meets a (1, k) weight row) is
-    `b` broadcast to (n, k): the sum has one term, 1 * b, exact for every b."""
+    `b + 0` broadcast to (n, k): the sum has one term, 0 + 1 * b, exact for every b (the
+    `+ 0` makes -0 +0, as the product does). `zeros` collects the new 0 constants by dtype."""
     if eqn.prim.name != "matmul" or eqn.inputs[0].ndim != 2 or eqn.inputs[1].ndim != 2 \
             or eqn.inputs[0].shape[1] != 1:
         return None
@@ -308,8 +338,13 @@ def _outer_product_with_ones(eqn: Equation, values: dict):
     out = eqn.outputs[0]
     for ones, other in ((a, b), (b, a)):
         if other.dtype == out.dtype and _all_ones(values.get(id(ones))):
-            return Equation(broadcast_to_p, [other], {"shape": tuple(out.shape)}, eqn.outputs,
-                            eqn.origin)
+            if out.dtype not in zeros:
+                zeros[out.dtype] = (SymbolicTensor((), out.dtype, out._trace, f"{out.name}_zero"),
+                                    constant(np.zeros((), out.dtype)))
+            plus_zero = SymbolicTensor(tuple(other.shape), out.dtype, out._trace, f"{out.name}_pz")
+            return [Equation(add_p, [other, zeros[out.dtype][0]], {}, [plus_zero], eqn.origin),
+                    Equation(broadcast_to_p, [plus_zero], {"shape": tuple(out.shape)}, eqn.outputs,
+                             eqn.origin)]
     return None
 
 

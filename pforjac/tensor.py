@@ -204,6 +204,20 @@ class Variable(Tensor):
         self._value = new.astype(self.dtype, copy=True)  # a new array: reads taken stay valid
         return self
 
+    def numpy(self) -> np.ndarray:
+        """The current value. Not inside a compiled function's trace: the value read there
+        would be baked into the code, while the function must read the Variable at every
+        call (so float(v), np.asarray(v), `if v` raise there too)."""
+        from .core import current_state
+        if current_state().lifting is not None:
+            raise TypeError(
+                f"cannot read the value of Variable '{self.name}' (numpy(), float(), np.asarray, "
+                f"`if`) while pforjac.function traces: the value would be fixed at trace time, "
+                f"but a compiled function reads Variables when it runs. Use the Variable in "
+                f"pforjac ops (x * v, pforjac.where(v > 0, a, b)), or pass the value in as an "
+                f"argument")
+        return self._value
+
     def _check_not_tracing(self) -> None:
         from .core import current_state
         if current_state().traces:

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
+from pforjac.loopcache import same_bits
 
 RNG = np.random.default_rng(3)
 
@@ -190,6 +191,109 @@ def _compare_compiled_and_eager(program):
     for _ in range(2):
         got = [t.numpy() for t in compiled(x_np, xb_np)]
         for a, b in zip(got, want):
-            assert a.dtype == b.dtype and a.shape == b.shape
-            np.testing.assert_array_equal(a, b)        # bit for bit (NaN where eager has NaN)
+            assert same_bits(a, b), (a, b)      # bit for bit, zeros' signs and NaNs included
     assert compiled.trace_count == 1
+
+
+# -- session 6 hunt: compiled functions against tf.function / jax.jit users' expectations --
+def test_reading_a_variables_value_while_tracing_raises_instead_of_freezing_it():
+    v = pj.Variable(2.0, name="scale")
+    for read in (lambda: v.numpy(), lambda: float(v), lambda: np.asarray(v)):
+        f = pj.function(lambda x, read=read: x * read())
+        with pytest.raises(TypeError, match="Variable 'scale'.*reads Variables when it runs"):
+            f(np.ones(2))
+    f = pj.function(lambda x: x * v)              # what the message says to do
+    assert f(np.ones(2)).numpy().tolist() == [2.0, 2.0]
+    v.assign(5.0)
+    assert f(np.ones(2)).numpy().tolist() == [5.0, 5.0]
+
+
+def test_a_compiled_method_binds_its_object():
+    class Model:
+        def __init__(self, scale):
+            self.w = pj.Variable(np.eye(3) * scale)
+
+        @pj.function
+        def per_example(self, x):
+            with pj.GradientTape() as g:
+                g.watch(x)
+                y = pj.tanh(x @ self.w)
+            return g.batch_jacobian(y, x)
+
+        @pj.function
+        def __call__(self, x):
+            return x @ self.w
+    a, b, x = Model(1.0), Model(2.0), np.ones((2, 3))
+    for m in (a, b):
+        with pj.GradientTape() as g:
+            xc = pj.constant(x)
+            g.watch(xc)
+            y = pj.tanh(xc @ m.w)
+        np.testing.assert_array_equal(m.per_example(x).numpy(), g.batch_jacobian(y, xc).numpy())
+        np.testing.assert_array_equal(m(x).numpy(), x @ m.w.numpy())
+    a.per_example(x)
+    assert a.per_example.trace_count == 2              # one per object, none for the repeat
+    a.w.assign(np.eye(3) * 5)
+    assert a(x).numpy()[0].tolist() == [5.0, 5.0, 5.0]
+    assert "matmul" in a.__call__.source(x) and Model.per_example.__name__ == "per_example"
+
+
+def test_arguments_bind_to_the_signature_with_defaults():
+    def f(x, s=2.0):
+        return pj.exp(x) * s
+    compiled, x = pj.function(f), np.ones((2, 3), np.float32)
+    results = [compiled(x), compiled(x, 2.0), compiled(x, s=2.0), compiled(x=x), compiled(x)]
+    assert compiled.trace_count == 1
+    for r in results:
+        np.testing.assert_array_equal(r.numpy(), f(pj.constant(x)).numpy())
+    compiled(x, 3.0)
+    assert compiled.trace_count == 2
+    with pytest.raises(TypeError, match="pforjac.function 'f': too many positional"):
+        compiled(x, 1.0, 2.0)
+    g = pj.function(lambda x, d=np.full(3, 2.0): x * d)    # a default array is an input too
+    assert g(np.ones(3)).numpy().tolist() == g(np.ones(3)).numpy().tolist() == [2.0] * 3
+
+
+def test_namedtuple_classes_of_one_name_are_different_signatures():
+    import collections
+    q1, q2 = (collections.namedtuple("Q", "a") for _ in range(2))
+    f = pj.function(lambda q: q.a * (2.0 if type(q) is q1 else 3.0))
+    x = np.ones(3, np.float32)
+    assert f(q1(x)).numpy().tolist() == [2.0] * 3
+    assert f(q2(x)).numpy().tolist() == [3.0] * 3
+    assert f.trace_count == 2
+
+
+def test_range_indices_compile():
+    x = np.arange(12.0).reshape(3, 4)
+
+    def jac(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = x[range(1, 3)] ** 2
+        return g.jacobian(y, x)
+    assert same_bits(pj.function(jac)(x).numpy(), jac(pj.constant(x)).numpy())
+    assert pj.function(lambda x: x[range(2)])(x).numpy().tolist() == x[:2].tolist()
+
+
+def test_outer_product_with_ones_keeps_the_products_signs_and_gemm():
+    """ones(n,1) @ b is 0 + 1*b: +0 where b is -0 (1/that is +inf); and where a product
+    reads the result it stays a product (a broadcast view takes numpy's other matmul path)."""
+    f = lambda x: 1.0 / (pj.ones((3, 1), np.float64) @ (x * 0.0)[:1])   # noqa: E731
+    x = -np.ones((3, 2))
+    with pj.loopcache.caching(False), np.errstate(divide="ignore"):
+        want = f(pj.constant(x)).numpy()
+        got = pj.function(f)(x).numpy()
+    assert same_bits(got, want) and np.all(got == np.inf)
+    rng = np.random.default_rng(0)
+    w1, w2 = pj.Variable(rng.standard_normal((2, 33))), pj.Variable(rng.standard_normal((33, 1)))
+
+    def per_example(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = x @ w1 @ w2
+        return g.batch_jacobian(y, x)
+    x = rng.standard_normal((2, 2))
+    with pj.loopcache.caching(False):
+        want = per_example(pj.constant(x)).numpy()
+    assert same_bits(pj.function(per_example)(x).numpy(), want)

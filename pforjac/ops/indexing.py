@@ -61,6 +61,8 @@ def _normalize_key(key, ndim: int) -> tuple:
             out.append(int(k))
         elif isinstance(k, slice):
             out.append(slice(*(_slice_bound(b) for b in (k.start, k.stop, k.step))))
+        elif isinstance(k, range):          # as numpy: the list of its integers
+            out.append(list(k))
         else:
             out.append(k)
     return tuple(out)
