@@ -90,6 +90,8 @@ class Function:
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.Lock()
         self.trace_count = 0
+        self._value_variants: dict = {}     # signature without Python values -> traces
+        self._warned_values = False
 
     def experimental_get_tracing_count(self) -> int:
         return self.trace_count
@@ -142,10 +144,28 @@ class Function:
                 compiled = self._cache.get(key)
                 if compiled is None:
                     compiled = self._trace(leaves, structure, structured=True)
+                    self._note_value_retrace(key, leaves)
                     self._cache[key] = compiled
         if quick is not None and len(arrays) == len(args):    # no default arrays were added
             self._cache[quick] = compiled
         return compiled, arrays
+
+    def _note_value_retrace(self, key, leaves) -> None:
+        """Warns once when Python values in the arguments keep making new traces (as
+        tf.function warns about retracing): each is compiled anew, slower than eager."""
+        structure, signature = key
+        plain = (structure, tuple(k[:2] if k[0] == "value" else k for k in signature))
+        n = self._value_variants[plain] = self._value_variants.get(plain, 0) + 1
+        if n == _RETRACE_WARNING and not self._warned_values:
+            self._warned_values = True
+            from .pfor import warn_at_user_line
+            values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))]
+            warn_at_user_line(
+                f"pforjac.function '{self.__name__}' has traced {n} times for tensors of the same "
+                f"shapes: Python arguments are part of the signature by value (this call: "
+                f"{', '.join(repr(v) for v in values)[:80]}), and every new value traces and "
+                f"compiles again. Pass values that change as numpy arrays or Tensors "
+                f"(np.asarray(s, np.float32), not s or np.float32(s)) to trace once")
 
     def _bound(self, args, kwargs):
         """The arguments as the signature binds them, defaults filled in, so `f(x)`,
@@ -254,6 +274,9 @@ def _quick_key(args: tuple):
         else:
             return None
     return tuple(key)
+
+
+_RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
 
 
 def _structure_key(node):

@@ -266,20 +266,36 @@ def _indices_in_range(value, depth: int) -> bool:
 
 def drop_identities(program: Program) -> Program:
     """`x * ones` is `x` (the one-hot seed's compact form is all ones); an outer product
-    with ones is a broadcast. `gather(x, arange(size))` stays: it is a C-ordered copy of
-    `x`, and a product or sum after it rounds differently on a transposed `x` (compiled
-    code must give eager's bits)."""
+    with ones is a broadcast. `gather(x, arange(size))` (an unchunked loop gathering every
+    row in order) is a C-ordered copy of `x`: it goes only where its readers are ufuncs
+    that can write C-ordered results from `x` itself (`order='C'`); a product or sum
+    after a transposed `x` would round differently (compiled code must give eager's bits)."""
     values = {id(c): v for c, v in zip(program.consts, program.const_values)
               if not isinstance(v, (Variable, SymbolicTensor))}
     alias: dict[int, SymbolicTensor] = {}
     stretchable = _read_by_ufuncs_only(program)
-    kept, zeros = [], {}
+    readers: dict[int, list] = {}
     for eqn in program.equations:
-        eqn = replace(eqn, inputs=[_resolve(v, alias) for v in eqn.inputs])
+        for v in eqn.inputs:
+            readers.setdefault(id(v), []).append(eqn)
+    kept, zeros, c_ordered = [], {}, set()
+    for original in program.equations:
+        eqn = replace(original, inputs=[_resolve(v, alias) for v in original.inputs])
+        if id(original) in c_ordered:
+            eqn = replace(eqn, params={**eqn.params, "order": "C"})
+        out = eqn.outputs[0]
         same = _identity_input(eqn, values)
+        if same is None and _ordered_gather(eqn, values) is not None \
+                and _writable_in_c_order(out, readers):
+            same = eqn.inputs[0]
+        if same is not None and (id(original) in c_ordered or eqn.prim.name == "gather"):
+            if not _writable_in_c_order(out, readers):   # (x * ones, to be written C-ordered)
+                kept.append(eqn)
+                continue
+            c_ordered.update(id(r) for r in readers[id(out)])   # they write it C-ordered
         if same is not None:
-            alias[id(eqn.outputs[0])] = same
-        elif id(eqn.outputs[0]) in stretchable:
+            alias[id(out)] = same
+        elif id(out) in stretchable:
             by_ones = _broadcast_by_ones(eqn, values)
             kept += [by_ones] if by_ones else _outer_product_with_ones(eqn, values, zeros) or [eqn]
         else:
@@ -288,6 +304,31 @@ def drop_identities(program: Program) -> Program:
     program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
                       const_values=program.const_values + [v for _, v in zeros.values()])
     return eliminate_dead_code(program)
+
+
+def _ordered_gather(eqn: Equation, values: dict):
+    """x, when `eqn` is gather(x, arange(size)) along an axis of that size."""
+    if eqn.prim.name != "gather":
+        return None
+    x, idx = eqn.inputs
+    c = values.get(id(idx))
+    if c is not None and idx.ndim == 1 and _fits(x, eqn.outputs[0]) and np.array_equal(
+            np.asarray(c.numpy()), np.arange(x.shape[eqn.params["axis"]])):
+        return x
+    return None
+
+
+def _writable_in_c_order(v, readers: dict) -> bool:
+    """Every reader of `v` is a ufunc with a result of v's shape, its other operands
+    smaller (broadcast): fed a view in v's place and asked for order='C', each writes what
+    it writes from v's C-ordered copy, in the same layout."""
+    from .codegen import _elementwise
+    found = readers.get(id(v), ())
+    return bool(found) and all(
+        _elementwise(r) and isinstance(core.impl_rules[r.prim], np.ufunc)
+        and tuple(r.outputs[0].shape) == tuple(v.shape)
+        and all(u is v or math.prod(u.shape) < math.prod(v.shape) for u in r.inputs)
+        for r in found)
 
 
 _VIEWS = ("reshape", "transpose", "broadcast_to")

@@ -297,3 +297,24 @@ def test_outer_product_with_ones_keeps_the_products_signs_and_gemm():
     with pj.loopcache.caching(False):
         want = per_example(pj.constant(x)).numpy()
     assert same_bits(pj.function(per_example)(x).numpy(), want)
+
+
+def test_retracing_for_python_values_warns_once_at_the_users_line():
+    import warnings
+    f = pj.function(lambda x, s: pj.exp(x) * s)
+    x = np.ones(3, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for s in range(12):
+            f(x, float(s))
+        f(np.ones(4, np.float32), 1.0)              # a new shape: not what the warning is about
+    assert f.trace_count == 13
+    (w,) = [w for w in caught if "pforjac.function" in str(w.message)]
+    assert "traced 5 times" in str(w.message) and "4.0" in str(w.message)
+    assert "np.asarray(s, np.float32)" in str(w.message) and w.filename == __file__
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        g = pj.function(lambda x: pj.exp(x))
+        for n in range(1, 12):                      # new shapes each call: no warning
+            g(np.ones(n, np.float32))
+    assert not [w for w in caught if "pforjac.function" in str(w.message)]

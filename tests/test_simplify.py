@@ -173,15 +173,30 @@ def test_product_with_a_one_hot_becomes_a_gather():
     _same(p, q, RNG.normal(size=(3, 3)))
 
 
-def test_products_with_ones_are_dropped_and_ordered_gathers_kept():
+def test_products_with_ones_and_ordered_gathers_are_dropped():
     ones = pj.constant(np.ones((3, 4)))
     rows = pj.constant(np.arange(3, dtype=np.int32))
     p = make_program(lambda x: pj.gather(pj.exp(x) * ones, rows, axis=0) + 1.0,
                      [((3, 4), np.float64)])
     q = drop_identities(p)
     assert _names(p) == ["exp", "multiply", "gather", "add"]
-    assert _names(q) == ["exp", "gather", "add"]
+    assert _names(q) == ["exp", "add"]
+    assert q.equations[1].params == {"order": "C"}     # writes what it wrote from the copy
     _same(p, q, RNG.normal(size=(3, 4)))
+
+
+def test_an_ordered_gather_of_a_transposed_view_read_by_ufuncs_is_dropped():
+    rows = pj.constant(np.arange(4, dtype=np.int32))
+
+    def f(x):
+        g = pj.gather(pj.transpose(x), rows, axis=0)
+        return (g * 1.7 + 1.0) @ x
+    p = make_program(f, [((20, 4), np.float64)])
+    q = simplify(p)
+    assert "gather" not in _names(q)
+    _same(p, q, np.random.default_rng(7).normal(size=(20, 4)))
+    assert compile_program(q)(np.ones((20, 4)), [v.numpy() for v in q.const_values]
+                              )[0].flags.c_contiguous
 
 
 def test_an_ordered_gather_of_a_transposed_view_keeps_its_rounding():
