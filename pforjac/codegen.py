@@ -75,17 +75,20 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
         body.append(ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                                value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
                                                    ctx=ast.Load())))
-    in_place = in_place_outputs(program)
+    layouts = Layouts(program)
+    in_place = in_place_outputs(program, layouts)
     reshaped = _reshaped(program)
-    contiguous = broadcast_transposes(program)
+    contiguous = broadcast_transposes(program, layouts)
     for k, eqn in enumerate(program.equations):
         keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
         if k in in_place:
             keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
-        elif id(eqn.outputs[0]) in reshaped and eqn.outputs[0].ndim >= 2 and _elementwise(eqn) \
+        elif id(eqn.outputs[0]) in reshaped and id(eqn.outputs[0]) in layouts.blind \
+                and eqn.outputs[0].ndim >= 2 and _elementwise(eqn) \
                 and isinstance(core.impl_rules[eqn.prim], np.ufunc):
             # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
             # reshape of that would copy it, so make it C-contiguous in the first place
+            # (where no product reads it: eager code hands a product the other layout)
             keywords.append(("order", ast.Constant(value="C")))
         call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs], keywords)
         if k in contiguous:
@@ -152,7 +155,7 @@ _MAY_ALIAS = {"broadcast_to", "cast", "check_index", "einsum", "getitem", "resha
 _BROADCAST_RATIO = 8             # operand at most 1/8 of the ufunc's result: copying it is cheap
 
 
-def broadcast_transposes(program: Program) -> set[int]:
+def broadcast_transposes(program: Program, layouts: Layouts | None = None) -> set[int]:
     """Indices of transposes whose (small) result some ufunc broadcasts against a much
     larger operand, through reshapes and broadcast_to's only: those are emitted as a
     C-contiguous copy (`np.ascontiguousarray(transpose_impl(w, perm=(1, 0)))`).
@@ -177,7 +180,100 @@ def broadcast_transposes(program: Program) -> set[int]:
                 if t is not None and \
                         math.prod(program.equations[t].outputs[0].shape) * _BROADCAST_RATIO <= size:
                     chosen.add(t)
-    return chosen
+    layouts = layouts or Layouts(program)
+    return {t for t in chosen if layouts.stretchable(program.equations[t].outputs[0])}
+
+
+# -- layouts ---------------------------------------------------------------------------------
+# A product rounds by its operands' memory layout (the layout picks numpy's path and BLAS's
+# kernel), so generated code must hand every product operands laid out as eager code's are.
+# These ops' values don't depend on their inputs' layout, and their results are C-ordered
+# (sum and prod reduce C-ordered data; np.take, np.concatenate, fresh zeros):
+_LAYOUT_FREE = {"sum", "prod", "gather", "concat", "scatter_add", "all_finite"}
+# ... and these keep values whatever the layout, but lay their results out like their inputs:
+_LAYOUT_FOLLOWING = {"reshape", "transpose", "broadcast_to", "max", "min", "cast"}
+
+
+def layout_blind(program: Program) -> set[int]:
+    """Variables whose memory layout no value depends on: everything that reads them is
+    layout-free, or keeps values (ufuncs, views, max/min, cast) and makes layout-blind
+    results. A result of the program is blind (its values are what they are)."""
+    readers: dict[int, list] = {}
+    for eqn in program.equations:
+        for v in eqn.inputs:
+            readers.setdefault(id(v), []).append(eqn)
+    blind: set[int] = set()
+    for eqn in reversed(program.equations):
+        for v in eqn.outputs:
+            if all(r.prim.name in _LAYOUT_FREE
+                   or (r.prim.name in _LAYOUT_FOLLOWING or _ufunc(r))
+                   and all(id(o) in blind for o in r.outputs)
+                   for r in readers.get(id(v), ())):
+                blind.add(id(v))
+    return blind
+
+
+def surely_c_ordered(program: Program) -> set[int]:
+    """Variables C-ordered at run time in generated and in eager code alike: results of
+    products and layout-free ops, reshapes of such, and ufunc results whose full-size
+    operands all are (numpy then lays the result out in C order) or that are asked for
+    C order (a parameter, as drop_identities sets it)."""
+    c: set[int] = set()
+    for eqn in program.equations:
+        out = eqn.outputs[0]
+        name = eqn.prim.name
+        if name in _LAYOUT_FREE or name == "matmul":
+            c.add(id(out))
+        elif name == "reshape" and id(eqn.inputs[0]) in c:
+            c.add(id(out))
+        elif _ufunc(eqn):
+            size = math.prod(out.shape)
+            if eqn.params.get("order") == "C" or all(
+                    id(v) in c or math.prod(v.shape) < size for v in eqn.inputs):
+                c.add(id(out))
+    return c
+
+
+class Layouts:
+    """What the layout analyses say about one program (see `stretchable`)."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.c_ordered = surely_c_ordered(program)
+        self.blind = layout_blind(program)
+        self.readers: dict[int, list] = {}
+        for eqn in program.equations:
+            for v in eqn.inputs:
+                self.readers.setdefault(id(v), []).append(eqn)
+        self.results = {id(v) for v in program.outputs}
+
+    def stretchable(self, v) -> bool:
+        """Whether `v` may be laid out otherwise than eager code lays it out (a broadcast
+        view, a contiguous copy of a transpose) without changing any value: only ufuncs
+        read it (directly or through reshapes, transposes and broadcasts), and each of
+        those has a C-ordered operand of its result's shape (which then decides the
+        result's layout, whatever `v`'s) or a result whose layout no value depends on."""
+        seen, todo = {id(v)}, [v]
+        while todo:
+            u = todo.pop()
+            for eqn in self.readers.get(id(u), ()):
+                out = eqn.outputs[0]
+                if eqn.prim.name in ("reshape", "transpose", "broadcast_to"):
+                    if id(out) not in seen:
+                        seen.add(id(out))
+                        todo.append(out)
+                elif eqn.prim.name != "all_finite" and not (_ufunc(eqn) and (
+                        id(out) in self.blind or any(
+                            id(i) in self.c_ordered and id(i) not in seen
+                            and tuple(i.shape) == tuple(out.shape) for i in eqn.inputs))):
+                    return False
+        return not seen & self.results
+
+
+def _ufunc(eqn) -> bool:
+    """A ufunc, or an impl that works as one (`elementwise_out`): values elementwise (not
+    np.matmul, a ufunc with a core signature)."""
+    return _fresh_result(eqn) and getattr(core.impl_rules[eqn.prim], "signature", None) is None
 
 
 # -- buffer reuse ---------------------------------------------------------------------------
@@ -185,7 +281,7 @@ _IN_PLACE_MIN = 1024             # elements: below this a fresh array is as chea
 _VIEWS = ("reshape", "transpose")
 
 
-def in_place_outputs(program: Program) -> dict[int, int]:
+def in_place_outputs(program: Program, layouts: Layouts | None = None) -> dict[int, int]:
     """{equation index: input position} for elementwise equations that can write
     their result into an input's buffer (`np.add(c, d, out=c)`), as XLA reuses dead buffers.
 
@@ -227,6 +323,10 @@ def in_place_outputs(program: Program) -> dict[int, int]:
     # be copied by the reshape (without out= the ufunc is asked for C order instead)
     reshaped = _reshaped(program)
     transposed = {id(e.outputs[0]) for e in program.equations if e.prim.name == "transpose"}
+    # the buffer's layout becomes the result's: where a product reads that, it must be the
+    # C order eager code's fresh result has (all full-size operands C-ordered)
+    layouts = layouts or Layouts(program)
+    blind, c_ordered = layouts.blind, layouts.c_ordered
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
         out = eqn.outputs[0]
@@ -237,6 +337,8 @@ def in_place_outputs(program: Program) -> dict[int, int]:
                 and all(v.dtype == out.dtype for v in eqn.inputs):
             for pos, v in enumerate(eqn.inputs):
                 if id(v) in transposed and id(out) in reshaped:
+                    continue
+                if id(out) not in blind and not (id(out) in c_ordered and id(v) in c_ordered):
                     continue
                 if id(v) in owned and tuple(v.shape) == tuple(out.shape) and end[root(v)] <= k:
                     chosen[k] = pos

@@ -104,6 +104,9 @@ class Function:
             # into its own Program: run the Python body itself, as a nested tf.function is.
             return self._fn(*args, **kwargs)
         compiled, arrays = self._compiled(args, kwargs)
+        # as pforjac.constant makes a C-ordered copy: a product reading an input rounds by
+        # its layout, and the compiled call must give what eager code on constant(x) gives
+        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
         outs = compiled.run(arrays)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
             outs = self._dense_twin(compiled, args, kwargs).run(arrays)
@@ -234,9 +237,9 @@ class _BoundFunction:
 
 
 def trace_compiled(fn: Callable, avals, structured: bool, name: str,
-                   simplify_program: bool = True) -> _Compiled:
+                   simplify_program: bool = True, passes=None) -> _Compiled:
     """Traces `fn(*symbolic inputs)` (Variables lifted, structure guards collected),
-    simplifies the Program and compiles it."""
+    simplifies the Program (`passes`, default all) and compiles it."""
     guards: list = []
 
     def traced(*symbols):
@@ -248,7 +251,7 @@ def trace_compiled(fn: Callable, avals, structured: bool, name: str,
         program = make_program(traced, avals, lift_variables=True)
     program.out_tree = _first_of_pair(program.out_tree)
     if simplify_program:
-        program = simplify(program)
+        program = simplify(program) if passes is None else simplify(program, passes)
     return _Compiled(program, len(guards), name)
 
 

@@ -24,7 +24,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import core
-from .simplify import _param_key
+from .simplify import PASSES, _param_key, batch_major_products
 from .switch import Switch
 from .tensor import Tensor
 from .tree import tree_flatten, tree_unflatten
@@ -36,6 +36,12 @@ _MAX_ENTRIES = 128                   # compiled (or uncacheable) structures
 _MAX_SEEN = 512                      # structures seen once (keys only)
 _MAX_CONST_BYTES = 256 << 20         # arrays the compiled entries hold, all together
 _MAX_ENTRY_CONST_BYTES = 64 << 20    # ... and one alone (a dense seed made while tracing)
+
+
+# every simplification but batch_major_products: computing a product's rows in another
+# order rounds them differently (BLAS blocks rows by position), and an eager call must give
+# the bits of the first, uncached one (pforjac.function does use it: README, Reliability)
+_PASSES = tuple(p for p in PASSES if p is not batch_major_products)
 
 
 class _Uncacheable:
@@ -262,7 +268,7 @@ def _build(fn, avals, name: str, structured: bool):
     from .pfor import ConversionError, deferred_warnings
     try:
         with private_report() as report, deferred_warnings() as messages:
-            compiled = trace_compiled(fn, avals, structured, name)
+            compiled = trace_compiled(fn, avals, structured, name, passes=_PASSES)
     except ConversionError as e:
         return _Uncacheable(f"a converter failed: {e.op}")    # the uncached path falls back
     except Exception as e:  # e.g. a user's rule that reads a concrete value: it can't be traced,

@@ -60,18 +60,36 @@ def _param_key(params: dict) -> str:
 def eliminate_common_subexpressions(program: Program) -> Program:
     alias: dict[int, SymbolicTensor] = {}
     seen: dict[tuple, Equation] = {}
+    apart = _operands_kept_apart(program)
     kept = []
     for eqn in program.equations:
         ins = tuple(id(_resolve(v, alias)) for v in eqn.inputs)
         key = (eqn.prim, ins, _param_key(eqn.params))
         first = seen.get(key)
-        if first is None:
-            seen[key] = eqn
+        if first is None or any(frozenset((id(v), id(w))) in apart
+                                for v, w in zip(eqn.outputs, first.outputs)):
+            seen.setdefault(key, eqn)
             kept.append(eqn)
         else:
             for v, w in zip(eqn.outputs, first.outputs):
                 alias[id(v)] = w
     return _rename(program, kept, alias)
+
+
+def _operands_kept_apart(program: Program) -> set[frozenset]:
+    """Pairs of values that one product reads (directly or through reshapes, transposes and
+    broadcasts): merged into one buffer, `a @ b.T` becomes `a @ a.T`, which numpy computes
+    with another BLAS routine (syrk) that rounds differently from eager code's gemm."""
+    root: dict[int, int] = {}
+    pairs: set[frozenset] = set()
+    for eqn in program.equations:
+        if eqn.prim.name in ("reshape", "transpose", "broadcast_to"):
+            v = id(eqn.inputs[0])
+            root[id(eqn.outputs[0])] = root.get(v, v)
+        elif eqn.prim.name in ("matmul", "einsum"):
+            roots = {root.get(id(v), id(v)) for v in eqn.inputs}
+            pairs.update(frozenset((a, b)) for a in roots for b in roots if a != b)
+    return pairs
 
 
 def _resolve(v, alias):
@@ -110,6 +128,10 @@ def fold_constants(program: Program) -> Program:
 
 
 def cancel_reshapes(program: Program) -> Program:
+    from .codegen import layout_blind, surely_c_ordered
+    # a chain whose first reshape copies non-C-ordered data (eager code does) must not
+    # become a view of that data where a product reads the result: it rounds by layout
+    c_ordered, blind = surely_c_ordered(program), layout_blind(program)
     producer: dict[int, Equation] = {}
     alias: dict[int, SymbolicTensor] = {}
     kept = []
@@ -127,14 +149,15 @@ def cancel_reshapes(program: Program) -> Program:
             eqn = replace(eqn, prim=reshape_p, params={"shape": tuple(out.shape)})
             name = "reshape"
         root = _in_order_root(eqn, producer) if name in ("reshape", "transpose") else None
-        if root is not None:
+        if root is not None and (id(root) in c_ordered or id(out) in blind):
             if tuple(root.shape) == tuple(out.shape):
                 alias[id(out)] = root
                 continue
             eqn = replace(eqn, prim=reshape_p, inputs=[root], params={"shape": tuple(out.shape)})
             name, x = "reshape", root
         inner = producer.get(id(x))
-        if name == "reshape" and inner is not None and inner.prim.name == "reshape":
+        if name == "reshape" and inner is not None and inner.prim.name == "reshape" \
+                and (id(inner.inputs[0]) in c_ordered or id(out) in blind):
             eqn = replace(eqn, inputs=[inner.inputs[0]])
             if tuple(inner.inputs[0].shape) == tuple(out.shape):
                 alias[id(out)] = inner.inputs[0]
@@ -273,7 +296,8 @@ def drop_identities(program: Program) -> Program:
     values = {id(c): v for c, v in zip(program.consts, program.const_values)
               if not isinstance(v, (Variable, SymbolicTensor))}
     alias: dict[int, SymbolicTensor] = {}
-    stretchable = _read_by_ufuncs_only(program)
+    from .codegen import Layouts
+    layouts = Layouts(program)
     readers: dict[int, list] = {}
     for eqn in program.equations:
         for v in eqn.inputs:
@@ -295,7 +319,7 @@ def drop_identities(program: Program) -> Program:
             c_ordered.update(id(r) for r in readers[id(out)])   # they write it C-ordered
         if same is not None:
             alias[id(out)] = same
-        elif id(out) in stretchable:
+        elif eqn.prim.name in ("multiply", "matmul") and layouts.stretchable(out):
             by_ones = _broadcast_by_ones(eqn, values)
             kept += [by_ones] if by_ones else _outer_product_with_ones(eqn, values, zeros) or [eqn]
         else:
@@ -329,31 +353,6 @@ def _writable_in_c_order(v, readers: dict) -> bool:
         and tuple(r.outputs[0].shape) == tuple(v.shape)
         and all(u is v or math.prod(u.shape) < math.prod(v.shape) for u in r.inputs)
         for r in found)
-
-
-_VIEWS = ("reshape", "transpose", "broadcast_to")
-
-
-def _read_by_ufuncs_only(program: Program) -> set[int]:
-    """Variables only elementwise ufuncs read (directly or through reshapes, transposes and
-    broadcasts): a broadcast view in their place gives those the same values. A product or
-    einsum reading a broadcast view takes another numpy path than on eager's C-ordered
-    array and rounds differently; results stay fresh, writable arrays."""
-    from .codegen import _elementwise
-    readers: dict[int, list] = {}
-    for eqn in program.equations:
-        for v in eqn.inputs:
-            readers.setdefault(id(v), []).append(eqn)
-    ok: set[int] = set()
-    results = {id(v) for v in program.outputs}
-    for eqn in reversed(program.equations):
-        for v in eqn.outputs:
-            if id(v) not in results and all(
-                    _elementwise(r) and isinstance(core.impl_rules[r.prim], np.ufunc)
-                    or r.prim.name in _VIEWS and id(r.outputs[0]) in ok
-                    for r in readers.get(id(v), ())):
-                ok.add(id(v))
-    return ok
 
 
 def _broadcast_by_ones(eqn: Equation, values: dict):

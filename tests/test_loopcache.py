@@ -257,3 +257,24 @@ def test_verifying_compares_every_call_bit_for_bit_and_catches_one_ulp(monkeypat
             jac()
     monkeypatch.undo()
     np.testing.assert_array_equal(jac().numpy(), want)
+
+
+def test_repeated_eager_batch_jacobians_keep_the_first_calls_bits():
+    """The cached code leaves a product's rows in eager order (batch_major_products, which
+    pforjac.function uses, would round an MLP's float32 rows differently)."""
+    from pforjac.loopcache import same_bits
+    rng = np.random.default_rng(5)
+    w1, w2, w3 = [pj.constant(rng.standard_normal(s).astype(np.float32))
+                  for s in [(10, 33), (33, 33), (33, 6)]]
+    x = pj.constant(rng.standard_normal((3, 10)).astype(np.float32))
+
+    def per_example():
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.tanh(pj.tanh(x @ w1) @ w2) @ w3
+        return g.batch_jacobian(y, x).numpy()
+    loopcache.clear_cache()
+    first = per_example()
+    for _ in range(3):
+        assert same_bits(per_example(), first)
+    assert loopcache.cache_info()["compiled"] >= 1

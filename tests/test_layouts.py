@@ -1,0 +1,135 @@
+"""Compiled code hands every product operands laid out as eager code's are, so its results
+equal eager results bit for bit: numpy's products round by layout (it picks the BLAS
+kernel, or numpy's own loop for a broadcast view, or syrk for `a @ a.T` on one buffer)."""
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import pforjac as pj
+from pforjac.loopcache import caching, same_bits
+
+RNG = np.random.default_rng(11)
+
+
+def _compiled_equals_eager(f, *args):
+    with caching(False), np.errstate(all="ignore"):
+        want = f(*[pj.constant(a) for a in args])
+        got = pj.function(f)(*args)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for w, g in zip(want, got):
+        assert (w is None and g is None) or same_bits(g.numpy(), w.numpy())
+
+
+X = RNG.standard_normal((40, 43))
+
+
+def test_an_elementwise_result_read_by_a_product_keeps_eagers_layout():
+    def f(x):                       # C order for the reshape would hand the product C order
+        y = pj.transpose(x) * 2.0
+        return pj.reshape(y, (-1,)), y @ x
+    _compiled_equals_eager(f, X)
+
+
+def test_no_result_is_written_into_a_buffer_laid_out_otherwise():
+    c = pj.constant(np.ones((43, 40)) * 0.5 + np.arange(40))
+
+    def f(x):                       # exp(x.T) is F-ordered; eager's product u * c is C-ordered
+        u = pj.exp(pj.transpose(x))
+        return (u * c) @ x
+    _compiled_equals_eager(f, X)
+
+
+def test_a_contiguous_copy_of_a_transpose_is_not_seen_by_a_product():
+    def f(x, s):
+        t = pj.transpose(pj.exp(s))                       # (96, 33)
+        big = pj.reshape(x, (64, 96, 1)) * t
+        return x @ t + 0.0 * pj.sum(big, axis=2)[:, :33]
+    _compiled_equals_eager(f, RNG.standard_normal((64, 96)).astype(np.float32),
+                           RNG.standard_normal((33, 96)).astype(np.float32))
+
+
+def test_a_reshape_round_trip_that_copies_is_not_cancelled_before_a_product():
+    def f(x, s):
+        t = pj.transpose(pj.exp(s))
+        return x @ pj.reshape(pj.reshape(t, (96 * 33,)), (96, 33))
+    _compiled_equals_eager(f, RNG.standard_normal((64, 96)), RNG.standard_normal((33, 96)))
+
+
+def test_common_subexpressions_a_product_reads_twice_stay_two_buffers():
+    w = pj.constant(RNG.standard_normal((35, 35)))
+
+    def f(y):                       # merged, a @ b.T would be a @ a.T: syrk, not gemm
+        c = pj.transpose(y)
+        a, b = pj.tanh(c @ w), pj.tanh(c @ w)
+        return a @ pj.transpose(b)
+    _compiled_equals_eager(f, RNG.standard_normal((35, 33)))
+
+
+def test_a_product_with_ones_read_by_a_ufunc_with_another_layout_stays():
+    def f(x):                       # x[:1] * ones as a broadcast: x (F) would decide the sum's layout
+        r = x[:1] * pj.ones(x.shape, np.float64) + x
+        return r @ pj.transpose(x)
+    _compiled_equals_eager(f, np.asfortranarray(X))
+
+
+def _random_program(seed: int, dtype):
+    """A program mixing transposes, products, reductions, ones and reshape round trips."""
+    draw = random.Random(seed)
+    w = pj.constant(np.random.default_rng(seed).standard_normal((43, 43)).astype(dtype) * 0.2)
+    steps = [draw.choice(["unary", "binary", "transpose", "product", "mean", "einsum", "chain",
+                          "ones", "row"]) for _ in range(draw.randint(3, 9))]
+    picks = [(draw.random(), draw.random()) for _ in steps]
+
+    def f(x, y):
+        pool = [x, pj.transpose(y)]
+        for step, (p, q) in zip(steps, picks):
+            a = pool[int(p * len(pool))]
+            if step == "unary":
+                r = [pj.exp, pj.tanh, pj.sin, pj.sigmoid][int(q * 4)](a)
+            elif step == "binary":
+                r = a * pool[int(q * len(pool))] + a
+            elif step == "transpose":
+                r = pj.transpose(pj.tanh(pj.transpose(a)) * 1.0001)
+            elif step == "product":
+                r = pj.tanh(a @ w)
+            elif step == "mean":
+                r = a * pj.mean(a, axis=int(q * 2), keepdims=True)
+            elif step == "einsum":
+                r = pj.einsum("ij,jk->ik", a, w) * 0.5
+            elif step == "chain":
+                r = pj.reshape(pj.transpose(pj.reshape(a, (a.shape[0], 1, a.shape[1])),
+                                            (1, 0, 2)), a.shape) + 0.0
+            elif step == "ones":
+                r = a[:1] * pj.ones(a.shape, dtype) + a
+            else:
+                r = a * pj.transpose(pj.sin(pj.transpose(a[:1])))
+            pool.append(r)
+        return pj.sum(pool[-1] @ pj.transpose(pool[-2]), axis=1) + pj.sum(pool[-1] @ w)
+    return f
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10 ** 6), st.sampled_from([np.float32, np.float64]),
+       st.sampled_from(["C", "F"]), st.sampled_from([(48, 43), (33, 43), (16, 43)]))
+def test_random_layout_programs_compiled_equal_eager(seed, dtype, layout, shape):
+    f = _random_program(seed, dtype)
+    rng = np.random.default_rng(seed)
+    x, y = (rng.standard_normal(s).astype(dtype) * 0.3 for s in (shape, shape[::-1]))
+    if layout == "F":
+        x, y = np.asfortranarray(x), np.asfortranarray(y)
+
+    def gradient(x, y):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            out = f(x, y)
+        return out, g.gradient(pj.sum(out), x)
+
+    def jacobian(x, y):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            out = f(x, y)
+        return g.jacobian(out[:3], x)
+    for fn in (f, gradient, jacobian):
+        _compiled_equals_eager(fn, x, y)
