@@ -102,10 +102,19 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
               for k, v in enumerate(program.outputs)], ctx=ast.Load())))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    for line, stmt in enumerate(body, 2):       # as program_to_source prints it, so a
+        stmt.lineno = stmt.end_lineno = line       # traceback's line is the source's line
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                         type_params=[])
+                         type_params=[], lineno=1)
     module = ast.Module(body=[fn], type_ignores=[])
     return ast.fix_missing_locations(module)
+
+
+def equation_at_line(program: Program, line: int):
+    """The equation the generated code runs at `line` (1-based, as `program_to_source`
+    prints it), or None for a constant's or the return line."""
+    k = line - 2 - len(program.consts)
+    return program.equations[k] if 0 <= k < len(program.equations) else None
 
 
 def _reshaped(program: Program) -> set[int]:

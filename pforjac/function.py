@@ -23,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import core
-from .codegen import compile_program
+from .codegen import compile_program, equation_at_line
 from .program import Program, make_program
 from .simplify import simplify
 from .structure import structure_tracking
@@ -51,12 +51,35 @@ class _Compiled:
         consts = list(self._consts)
         for k, v in self._variables:
             consts[k] = v.numpy()
-        outs = self.code(*arrays, consts)
+        try:
+            outs = self.code(*arrays, consts)
+        except Exception as e:
+            raise self._naming_op(e) from e
         if self.n_guards:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
             if not all(bool(g) for g in guards):
                 return None
         return outs
+
+
+    def _naming_op(self, e: Exception) -> Exception:
+        """`e` with the op of the generated line that raised it, as eager errors name it."""
+        tb, line = e.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code.__code__:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        eqn = None if line is None else equation_at_line(self.program, line)
+        if eqn is None:
+            return e
+        message = (f"{e} (in compiled code '{self.name}', line {line} of its source(): "
+                   f"pforjac.{eqn.prim.name} of inputs of shapes "
+                   f"{', '.join(str(tuple(v.shape)) for v in eqn.inputs)})")
+        try:
+            return type(e)(message)
+        except TypeError:                 # a constructor that wants more than a message
+            return next((c(message) for c in (IndexError, ValueError, TypeError)
+                         if isinstance(e, c)), e)
 
 
 class Function:
@@ -157,18 +180,21 @@ class Function:
         """Warns once when Python values in the arguments keep making new traces (as
         tf.function warns about retracing): each is compiled anew, slower than eager."""
         structure, signature = key
-        plain = (structure, tuple(k[:2] if k[0] == "value" else k for k in signature))
+        plain = (structure, tuple(k[:2] if k[0] == "value" else k[:1] if k[0] == "variable"
+                                  else k for k in signature))
         n = self._value_variants[plain] = self._value_variants.get(plain, 0) + 1
         if n == _RETRACE_WARNING and not self._warned_values:
             self._warned_values = True
             from .pfor import warn_at_user_line
-            values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))]
+            values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))
+                      or isinstance(leaf, Variable)]
             warn_at_user_line(
                 f"pforjac.function '{self.__name__}' has traced {n} times for tensors of the same "
-                f"shapes: Python arguments are part of the signature by value (this call: "
-                f"{', '.join(repr(v) for v in values)[:80]}), and every new value traces and "
-                f"compiles again. Pass values that change as numpy arrays or Tensors "
-                f"(np.asarray(s, np.float32), not s or np.float32(s)) to trace once")
+                f"shapes: Python arguments are part of the signature by value, Variables by "
+                f"identity (this call: {', '.join(repr(v) for v in values)[:120]}), and every "
+                f"new one traces and compiles again. Pass values that change as numpy arrays or "
+                f"Tensors (np.asarray(s, np.float32), not s or np.float32(s)), and reuse "
+                f"Variables (assign new values to them), to trace once")
 
     def _bound(self, args, kwargs):
         """The arguments as the signature binds them, defaults filled in, so `f(x)`,

@@ -318,3 +318,32 @@ def test_retracing_for_python_values_warns_once_at_the_users_line():
         for n in range(1, 12):                      # new shapes each call: no warning
             g(np.ones(n, np.float32))
     assert not [w for w in caught if "pforjac.function" in str(w.message)]
+
+
+def test_an_error_in_generated_code_names_the_op_and_the_source_line():
+    f = pj.function(lambda x, i: pj.exp(x) * 2.0 + pj.gather(x, i))
+    x, bad = np.ones(3), np.array([0, 1, 5])
+    with pytest.raises(IndexError, match=r"index 5 is out of bounds.*in compiled code .*line "
+                                         r"(\d+) of its source\(\): pforjac.gather of inputs "
+                                         r"of shapes \(3,\), \(3,\)") as caught:
+        f(x, bad)
+    line = int(caught.value.args[0].split("line ")[1].split()[0])
+    assert "gather_impl" in f.source(x, bad).splitlines()[line - 1]
+    assert f(x, np.array([2, 1, 0])).numpy().tolist() == (np.exp(x) * 2 + 1).tolist()
+
+
+def test_a_new_variable_argument_each_call_warns_once():
+    import warnings
+    f = pj.function(lambda x, v: x * v)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(7):
+            assert f(np.ones(2), pj.Variable(float(k))).numpy().tolist() == [float(k)] * 2
+    (w,) = [w for w in caught if "pforjac.function" in str(w.message)]
+    assert "Variables by identity" in str(w.message) and "reuse" in str(w.message)
+    v = pj.Variable(1.0)
+    g = pj.function(lambda x, v: x * v)
+    for k in range(7):
+        v.assign(float(k))
+        assert g(np.ones(2), v).numpy().tolist() == [float(k)] * 2
+    assert g.trace_count == 1
