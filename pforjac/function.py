@@ -61,7 +61,6 @@ class _Compiled:
                 return None
         return outs
 
-
     def _naming_op(self, e: Exception) -> Exception:
         """`e` with the op of the generated line that raised it, as eager errors name it."""
         tb, line = e.__traceback__, None
@@ -239,7 +238,8 @@ class Function:
 
 
 class _BoundFunction:
-    """A compiled method bound to its object (what `obj.f` gives for `@pforjac.function def f(self, ...)`)."""
+    """A compiled method bound to its object: what `obj.f` is for a method `f` decorated
+    with `@pforjac.function`."""
 
     def __init__(self, function: Function, instance):
         self._function, self._instance = function, instance

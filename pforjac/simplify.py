@@ -10,8 +10,8 @@ and never changes what the Program computes.
   elements in order (one reshape).
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`: the
   product with the Jacobian's one-hot seed is a row lookup, not a dense product.
-- `drop_identities`: products with constant ones (gathers of every row in order stay:
-  they are C-ordered copies, and what reads them rounds by that layout).
+- `drop_identities`: products with constant ones, and gathers of every row in order
+  where only ufuncs read them (those then write C-ordered results, as from the copy).
 - `batch_major_products`: a result made by swapping the two leading axes of a product
   (`batch_jacobian`'s rows-first Jacobian turned batch-first) is computed in that order:
   the elementwise op before the product writes its output swapped, so the product's
@@ -298,17 +298,14 @@ def drop_identities(program: Program) -> Program:
     alias: dict[int, SymbolicTensor] = {}
     from .codegen import Layouts
     layouts = Layouts(program)
-    readers: dict[int, list] = {}
-    for eqn in program.equations:
-        for v in eqn.inputs:
-            readers.setdefault(id(v), []).append(eqn)
+    readers = layouts.readers
     kept, zeros, c_ordered = [], {}, set()
     for original in program.equations:
         eqn = replace(original, inputs=[_resolve(v, alias) for v in original.inputs])
         if id(original) in c_ordered:
             eqn = replace(eqn, params={**eqn.params, "order": "C"})
         out = eqn.outputs[0]
-        same = _identity_input(eqn, values)
+        same = _identity_input(eqn, values, layouts)
         if same is None and _ordered_gather(eqn, values) is not None \
                 and _writable_in_c_order(out, readers):
             same = eqn.inputs[0]
@@ -388,11 +385,15 @@ def _outer_product_with_ones(eqn: Equation, values: dict, zeros: dict):
     return None
 
 
-def _identity_input(eqn: Equation, values: dict):
+def _identity_input(eqn: Equation, values: dict, layouts):
+    """x, for x * ones laid out as x is: the ones broadcast (then x decides the product's
+    layout), or x C-ordered, or a result whose layout nothing depends on."""
     out = eqn.outputs[0]
     if eqn.prim.name == "multiply":
         for x, other in (eqn.inputs, eqn.inputs[::-1]):
-            if _fits(x, out) and _all_ones(values.get(id(other))):
+            if _fits(x, out) and _all_ones(values.get(id(other))) and (
+                    other.size < out.size or id(x) in layouts.c_ordered
+                    or id(out) in layouts.blind):
                 return x
     return None
 

@@ -133,3 +133,9 @@ def test_random_layout_programs_compiled_equal_eager(seed, dtype, layout, shape)
         return g.jacobian(out[:3], x)
     for fn in (f, gradient, jacobian):
         _compiled_equals_eager(fn, x, y)
+
+
+def test_a_product_with_full_size_ones_keeps_eagers_layout():
+    def f(x):                       # x.T * ones is C-ordered (numpy breaks the tie so); x.T isn't
+        return (pj.transpose(x) * pj.ones((43, 40), np.float64)) @ x
+    _compiled_equals_eager(f, X)
