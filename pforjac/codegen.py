@@ -103,7 +103,10 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
     for line, stmt in enumerate(body, 2):       # as program_to_source prints it, so a
-        stmt.lineno = stmt.end_lineno = line       # traceback's line is the source's line
+        for node in ast.walk(stmt):                # traceback's line is the source's line
+            if "lineno" in node._attributes:
+                node.lineno = node.end_lineno = line
+                node.col_offset, node.end_col_offset = 0, 0
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
                          type_params=[], lineno=1)
     module = ast.Module(body=[fn], type_ignores=[])
@@ -197,10 +200,10 @@ def broadcast_transposes(program: Program, layouts: Layouts | None = None) -> se
 # A product rounds by its operands' memory layout (the layout picks numpy's path and BLAS's
 # kernel), so generated code must hand every product operands laid out as eager code's are.
 # These ops' values don't depend on their inputs' layout, and their results are C-ordered
-# (sum and prod reduce C-ordered data; np.take, np.concatenate, fresh zeros):
-_LAYOUT_FREE = {"sum", "prod", "gather", "concat", "scatter_add", "all_finite"}
+# (sum and prod reduce C-ordered data; np.take, fresh zeros):
+_LAYOUT_FREE = {"sum", "prod", "gather", "scatter_add", "all_finite"}
 # ... and these keep values whatever the layout, but lay their results out like their inputs:
-_LAYOUT_FOLLOWING = {"reshape", "transpose", "broadcast_to", "max", "min", "cast"}
+_LAYOUT_FOLLOWING = {"reshape", "transpose", "broadcast_to", "max", "min", "cast", "concat"}
 
 
 def layout_blind(program: Program) -> set[int]:
@@ -224,15 +227,15 @@ def layout_blind(program: Program) -> set[int]:
 
 def surely_c_ordered(program: Program) -> set[int]:
     """Variables C-ordered at run time in generated and in eager code alike: results of
-    products and layout-free ops, reshapes of such, and ufunc results whose full-size
+    2-D products and layout-free ops, reshapes of such, and ufunc results whose full-size
     operands all are (numpy then lays the result out in C order) or that are asked for
     C order (a parameter, as drop_identities sets it)."""
     c: set[int] = set()
     for eqn in program.equations:
         out = eqn.outputs[0]
         name = eqn.prim.name
-        if name in _LAYOUT_FREE or name == "matmul":
-            c.add(id(out))
+        if name in _LAYOUT_FREE or name == "matmul" and out.ndim <= 2:
+            c.add(id(out))      # (a batched product lays its batch axes out as its operands)
         elif name == "reshape" and id(eqn.inputs[0]) in c:
             c.add(id(out))
         elif _ufunc(eqn):

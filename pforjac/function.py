@@ -54,31 +54,30 @@ class _Compiled:
         try:
             outs = self.code(*arrays, consts)
         except Exception as e:
-            raise self._naming_op(e) from e
+            self._note_op(e)
+            raise
         if self.n_guards:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
             if not all(bool(g) for g in guards):
                 return None
         return outs
 
-    def _naming_op(self, e: Exception) -> Exception:
-        """`e` with the op of the generated line that raised it, as eager errors name it."""
+    def _note_op(self, e: Exception) -> None:
+        """Adds to `e` (unchanged otherwise) a note naming the op of the generated line
+        that raised it, as eager errors name their op (Python 3.11+: add_note)."""
         tb, line = e.__traceback__, None
         while tb is not None:
             if tb.tb_frame.f_code is self.code.__code__:
                 line = tb.tb_lineno
             tb = tb.tb_next
         eqn = None if line is None else equation_at_line(self.program, line)
-        if eqn is None:
-            return e
-        message = (f"{e} (in compiled code '{self.name}', line {line} of its source(): "
+        if eqn is None or not hasattr(e, "add_note"):
+            return
+        origin = getattr(eqn.origin, "prim", None)
+        e.add_note(f"in compiled code '{self.name}', line {line} of its source(): "
                    f"pforjac.{eqn.prim.name} of inputs of shapes "
-                   f"{', '.join(str(tuple(v.shape)) for v in eqn.inputs)})")
-        try:
-            return type(e)(message)
-        except TypeError:                 # a constructor that wants more than a message
-            return next((c(message) for c in (IndexError, ValueError, TypeError)
-                         if isinstance(e, c)), e)
+                   f"{', '.join(str(tuple(v.shape)) for v in eqn.inputs)}"
+                   + ("" if origin is None else f", from the derivative of pforjac.{origin.name}"))
 
 
 class Function:
@@ -103,8 +102,9 @@ class Function:
             raise TypeError(f"pforjac.function expects a callable, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
         self._fn = fn
-        try:
-            self._signature = inspect.signature(fn)
+        self._static = isinstance(fn, staticmethod)
+        try:        # (a ufunc's signature lists keywords it refuses when given as None)
+            self._signature = None if isinstance(fn, np.ufunc) else inspect.signature(fn)
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify = simplify_program
@@ -126,9 +126,6 @@ class Function:
             # into its own Program: run the Python body itself, as a nested tf.function is.
             return self._fn(*args, **kwargs)
         compiled, arrays = self._compiled(args, kwargs)
-        # as pforjac.constant makes a C-ordered copy: a product reading an input rounds by
-        # its layout, and the compiled call must give what eager code on constant(x) gives
-        arrays = [a if a.flags.c_contiguous else np.ascontiguousarray(a) for a in arrays]
         outs = compiled.run(arrays)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
             outs = self._dense_twin(compiled, args, kwargs).run(arrays)
@@ -136,9 +133,12 @@ class Function:
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
     def __get__(self, instance, owner=None):
-        """`@pforjac.function` on a method: `obj.f(x)` calls it with `obj` first, as part of
-        the signature (by identity: one trace per object and input signature)."""
-        return self if instance is None else _BoundFunction(self, instance)
+        """`@pforjac.function` on a method: `obj.f` is a compiled function of its own for
+        each object (by identity, whatever the class's `==`), kept with the object and
+        freed with it; it traces once per input signature."""
+        if instance is None or self._static:
+            return self
+        return _bound_function(self, instance)
 
     def program(self, *args, **kwargs) -> Program:
         """The simplified Program that runs for these arguments' signature."""
@@ -159,8 +159,9 @@ class Function:
         if quick is not None:
             compiled = self._cache.get(quick)
             if compiled is not None:
-                return compiled, [a if type(a) is np.ndarray else a.numpy() for a in args]
-        leaves, structure = tree_flatten(self._bound(args, kwargs))
+                return compiled, [_as_input(a) for a in args]
+        bound, defaulted = self._bound(args, kwargs)
+        leaves, structure = tree_flatten(bound)
         key, arrays = _signature(leaves)
         key = (_structure_key(structure), key)
         compiled = self._cache.get(key)
@@ -169,10 +170,10 @@ class Function:
                 compiled = self._cache.get(key)
                 if compiled is None:
                     compiled = self._trace(leaves, structure, structured=True)
-                    self._note_value_retrace(key, leaves)
                     self._cache[key] = compiled
-        if quick is not None and len(arrays) == len(args):    # no default arrays were added
-            self._cache[quick] = compiled
+                    self._note_value_retrace(key, leaves)
+        if quick is not None and not defaulted:   # defaults are read every call (a changed
+            self._cache[quick] = compiled         # default is a new signature, as f(x=x)'s)
         return compiled, arrays
 
     def _note_value_retrace(self, key, leaves) -> None:
@@ -188,7 +189,7 @@ class Function:
             values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))
                       or isinstance(leaf, Variable)]
             warn_at_user_line(
-                f"pforjac.function '{self.__name__}' has traced {n} times for tensors of the same "
+                f"pforjac.function '{self._name()}' has traced {n} times for tensors of the same "
                 f"shapes: Python arguments are part of the signature by value, Variables by "
                 f"identity (this call: {', '.join(repr(v) for v in values)[:120]}), and every "
                 f"new one traces and compiles again. Pass values that change as numpy arrays or "
@@ -196,20 +197,25 @@ class Function:
                 f"Variables (assign new values to them), to trace once")
 
     def _bound(self, args, kwargs):
-        """The arguments as the signature binds them, defaults filled in, so `f(x)`,
-        `f(x, 2.0)`, `f(x, s=2.0)` and `f(x=x)` are one trace (as tf.function binds them)."""
+        """((args, kwargs) as the signature binds them, defaults filled in, whether any
+        was): `f(x)`, `f(x, 2.0)`, `f(x, s=2.0)` and `f(x=x)` are one trace (as
+        tf.function binds them)."""
         if self._signature is None:
-            return args, kwargs
+            return (args, kwargs), False
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"pforjac.function '{self.__name__}': {e}") from None
+            raise TypeError(f"pforjac.function '{self._name()}': {e}") from None
+        given = len(bound.arguments)
         bound.apply_defaults()
-        return bound.args, bound.kwargs
+        return (bound.args, bound.kwargs), len(bound.arguments) > given
+
+    def _name(self) -> str:
+        return getattr(self, "__name__", None) or type(self._fn).__name__
 
     def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
         if compiled.dense is None:
-            leaves, structure = tree_flatten(self._bound(args, kwargs))
+            leaves, structure = tree_flatten(self._bound(args, kwargs)[0])
             with self._lock:
                 compiled.dense = compiled.dense or self._trace(leaves, structure, structured=False)
         return compiled.dense
@@ -230,36 +236,28 @@ class Function:
             args, kwargs = tree_unflatten(structure, filled)
             return self._fn(*args, **kwargs)
 
-        name = getattr(self._fn, "__name__", "")
+        name = self._name()
         compiled = trace_compiled(call, avals, structured, name if name.isidentifier() else "compiled",
                                   self._simplify)
         self.trace_count += 1
         return compiled
 
 
-class _BoundFunction:
-    """A compiled method bound to its object: what `obj.f` is for a method `f` decorated
-    with `@pforjac.function`."""
-
-    def __init__(self, function: Function, instance):
-        self._function, self._instance = function, instance
-        functools.update_wrapper(self, function._fn)
-
-    def __call__(self, *args, **kwargs):
-        return self._function(self._instance, *args, **kwargs)
-
-    def program(self, *args, **kwargs) -> Program:
-        return self._function.program(self._instance, *args, **kwargs)
-
-    def source(self, *args, **kwargs) -> str:
-        return self._function.source(self._instance, *args, **kwargs)
-
-    @property
-    def trace_count(self) -> int:
-        return self._function.trace_count
-
-    def experimental_get_tracing_count(self) -> int:
-        return self._function.trace_count
+def _bound_function(function: Function, instance) -> Function:
+    """`function` with `instance` bound first, made once per object: in the object's
+    `__dict__` (freed with it), or, for objects without one, held by `function`."""
+    slot = f"_pforjac_function_{id(function)}"
+    store = getattr(instance, "__dict__", None)
+    if store is None:
+        store = function.__dict__.setdefault("_bound_without_dict", {})
+        slot = id(instance)
+    bound = store.get(slot)
+    if bound is None or bound._instance is not instance:
+        bound = Function(functools.partial(function._fn, instance), function._simplify)
+        functools.update_wrapper(bound, function._fn)
+        bound._instance = instance
+        store[slot] = bound
+    return bound
 
 
 def trace_compiled(fn: Callable, avals, structured: bool, name: str,
@@ -288,6 +286,14 @@ def _first_of_pair(tree):
 
 def _is_input(leaf) -> bool:
     return isinstance(leaf, np.ndarray) or (isinstance(leaf, Tensor) and not isinstance(leaf, Variable))
+
+
+def _as_input(leaf) -> np.ndarray:
+    """A Tensor's array as it is; a numpy array C-ordered, as `pforjac.constant` copies it
+    (a product reading an input rounds by its layout: the call must give eager's bits)."""
+    if isinstance(leaf, Tensor):
+        return leaf.numpy()
+    return leaf if leaf.flags.c_contiguous else np.ascontiguousarray(leaf)
 
 
 def _quick_key(args: tuple):
@@ -326,7 +332,7 @@ def _signature(leaves) -> tuple[tuple, list]:
             raise TypeError("a pforjac.function can't be called with symbolic values; call it "
                             "eagerly, or call the undecorated function inside another trace")
         if _is_input(leaf):
-            arr = leaf.numpy() if isinstance(leaf, Tensor) else leaf
+            arr = _as_input(leaf)
             key.append(("tensor", arr.shape, arr.dtype.str))
             arrays.append(arr)
         elif isinstance(leaf, Variable):

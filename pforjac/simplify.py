@@ -106,10 +106,17 @@ def fold_constants(program: Program) -> Program:
     fixed = {id(c): v for c, v in zip(program.consts, program.const_values)
              if not isinstance(v, (Variable, SymbolicTensor))}
     consts, values = list(program.consts), list(program.const_values)
+    from .codegen import layout_blind, surely_c_ordered
+    # ones_like(h) is laid out as h is: a C-ordered constant in its place only where h is
+    # C-ordered too, or nothing depends on the layout (a product would round otherwise)
+    c_ordered, blind = surely_c_ordered(program), layout_blind(program)
     kept = []
     for eqn in program.equations:
         small = all(math.prod(v.shape) <= _FOLD_LIMIT for v in eqn.outputs)
-        if small and eqn.prim.name in _SHAPE_ONLY:       # ones_like(h): ones, whatever h holds
+        like_c = id(eqn.inputs[0]) in c_ordered or id(eqn.outputs[0]) in blind or (
+            id(eqn.inputs[0]) in fixed and fixed[id(eqn.inputs[0])].numpy().flags.c_contiguous
+        ) if eqn.inputs else False
+        if small and eqn.prim.name in _SHAPE_ONLY and like_c:   # ones_like(h): ones, whatever h holds
             like = Tensor._from_array(np.empty(eqn.inputs[0].shape, eqn.inputs[0].dtype))
             outs = core.bind(eqn.prim, like, **eqn.params)
             fixed[id(eqn.outputs[0])] = outs

@@ -178,7 +178,8 @@ class Variable(Tensor):
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
-        self._value = np.array(_to_array(value, dtype))  # own copy: assign mutates it
+        self._value = np.array(_to_array(value, dtype), order="C")  # own copy, C-ordered as
+        # constant() copies are (a product rounds by its operands' layout)
         self.trainable = trainable
         self.name = name or "Variable"
         self._snapshot = None
@@ -201,7 +202,8 @@ class Variable(Tensor):
         if new.shape != self.shape:
             raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
                              f"variable's shape {self.shape}")
-        self._value = new.astype(self.dtype, copy=True)  # a new array: reads taken stay valid
+        self._value = new.astype(self.dtype, order="C", copy=True)  # a new array: reads
+        # taken stay valid
         return self
 
     def numpy(self) -> np.ndarray:

@@ -139,3 +139,53 @@ def test_a_product_with_full_size_ones_keeps_eagers_layout():
     def f(x):                       # x.T * ones is C-ordered (numpy breaks the tie so); x.T isn't
         return (pj.transpose(x) * pj.ones((43, 40), np.float64)) @ x
     _compiled_equals_eager(f, X)
+
+
+# -- a second hunt -------------------------------------------------------------------------
+Y48, V48 = RNG.standard_normal((48, 48)), RNG.standard_normal(48)
+
+
+def test_ones_like_of_a_transposed_value_is_not_folded_into_a_c_ordered_constant():
+    def f(x, v):
+        t = pj.exp(pj.transpose(x))
+        return (pj.ones_like(t) + t) @ v
+    _compiled_equals_eager(f, Y48, V48)
+
+
+def test_concat_and_stack_lay_results_out_like_their_inputs():
+    y = RNG.standard_normal((48, 48))
+
+    def concat_after_reuse(x, y, v):
+        u = pj.exp(pj.transpose(x)) + y
+        return pj.concat([u, pj.sin(pj.transpose(x)) + y], axis=1) @ v
+
+    def stack(x, v):
+        s = pj.stack([pj.exp(pj.transpose(x)), pj.sin(pj.transpose(x))], axis=1)
+        return pj.einsum("ijk,k->ij", s, v)
+
+    def concat_of_views(x):
+        t = pj.transpose(x)
+        return (pj.concat([t[:, :24], t[:, 24:]], axis=1) * pj.ones((48, 48), np.float64)) @ x[0]
+    _compiled_equals_eager(concat_after_reuse, Y48, y, RNG.standard_normal(96))
+    _compiled_equals_eager(stack, Y48, V48)
+    _compiled_equals_eager(concat_of_views, Y48)
+
+
+def test_a_batched_products_result_is_not_taken_for_c_ordered():
+    def f(a, b, c):
+        m = pj.transpose(a, (1, 0, 2, 3)) @ b        # batch axes laid out as a's
+        return pj.einsum("abij->j", m + c @ b)
+    _compiled_equals_eager(f, RNG.standard_normal((3, 4, 10, 48)), RNG.standard_normal((48, 48)),
+                           RNG.standard_normal((4, 3, 10, 48)))
+
+
+def test_variables_hold_c_ordered_values_and_tensor_arguments_keep_their_layout():
+    var = pj.Variable(np.asfortranarray(Y48))
+    assert var.numpy().flags.c_contiguous
+    var.assign(np.asfortranarray(Y48 * 2))
+    assert var.numpy().flags.c_contiguous
+    _compiled_equals_eager(lambda x: pj.constant(var) @ x, V48)
+    t = pj.transpose(pj.constant(Y48))                 # an F-ordered Tensor, used as it is
+    with caching(False):
+        want = (t @ pj.constant(V48)).numpy()
+    assert same_bits(pj.function(lambda t, v: t @ v)(t, V48).numpy(), want)
