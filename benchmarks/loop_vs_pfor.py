@@ -175,6 +175,9 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None,
                    help="comma-separated workload names or prefixes: " + ", ".join(NAMES))
     p.add_argument("--no-write", action="store_true", help="don't write results/loop_vs_pfor.md")
+    p.add_argument("--write", action="store_true",
+                   help="write results/loop_vs_pfor_<mode>[_only].md for a --quick or --only run "
+                        "(those only print by default: the README demo leaves the checkout clean)")
     args = p.parse_args(argv)
     mode = "quick" if args.quick else "full"
     size = dict(SIZES[mode])
@@ -220,7 +223,8 @@ def main(argv=None) -> int:
          "loop peak MiB", "pfor peak MiB", "max abs diff"], rows)
     print(table)
     print(f"\n{header}; total {time.perf_counter() - started:.1f} s")
-    if not args.no_write:
+    partial = args.quick or bool(args.only)
+    if (args.write or not partial) and not args.no_write:
         cmd = "python benchmarks/loop_vs_pfor.py" + (" --quick" if args.quick else "") + \
               (f" --reps {args.reps}" if args.reps else "") + (f" --only {args.only}" if args.only else "")
         text = (f"# While-loop vs pfor Jacobians ({mode} mode)\n\n`{cmd}`\n\n{header}\n\n"
