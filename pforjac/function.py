@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -245,19 +246,34 @@ class Function:
 
 def _bound_function(function: Function, instance) -> Function:
     """`function` with `instance` bound first, made once per object: in the object's
-    `__dict__` (freed with it), or, for objects without one, held by `function`."""
+    `__dict__`, reaching the object through a weak reference (no cycle: it is freed with
+    the object), or, for objects without a `__dict__`, held by `function`."""
     slot = f"_pforjac_function_{id(function)}"
     store = getattr(instance, "__dict__", None)
     if store is None:
         store = function.__dict__.setdefault("_bound_without_dict", {})
         slot = id(instance)
     bound = store.get(slot)
-    if bound is None or bound._instance is not instance:
-        bound = Function(functools.partial(function._fn, instance), function._simplify)
+    if bound is None:
+        try:
+            method = functools.partial(_call_method, weakref.ref(instance), function._fn)
+        except TypeError:                     # not weakly referenceable
+            method = functools.partial(function._fn, instance)
+        if function._signature is not None:   # the method's own, less `self`
+            params = list(function._signature.parameters.values())[1:]
+            method.__signature__ = function._signature.replace(parameters=params)
+        bound = Function(method, function._simplify)
         functools.update_wrapper(bound, function._fn)
-        bound._instance = instance
         store[slot] = bound
     return bound
+
+
+def _call_method(ref, fn, *args, **kwargs):
+    instance = ref()
+    if instance is None:
+        raise ReferenceError(f"the object whose compiled method '{fn.__name__}' this is has "
+                             f"been freed")
+    return fn(instance, *args, **kwargs)
 
 
 def trace_compiled(fn: Callable, avals, structured: bool, name: str,

@@ -78,7 +78,7 @@ def verifying(enabled: bool = True):
     """Testing aid: `with verifying(): ...` runs every eligible jacobian, batch_jacobian and
     pfor call both ways, uncached and as compiled code (built at the first call, not the
     second), and raises AssertionError unless the two results are identical bit for bit
-    (dtype, shape, NaN positions). The caller gets the uncached result (its own path
+    (dtype, shape, NaN positions, zeros' signs). The caller gets the uncached result (its own path
     when the code can't be compiled, so nothing else changes). The test suite
     runs under it (tests/conftest.py); `verify_info()` counts what it compared."""
     saved, _Verify.enabled = _Verify.enabled, bool(enabled)
@@ -243,10 +243,7 @@ def _assert_identical(name: str, want, got) -> None:
         w, g = np.asarray(w.numpy()), np.asarray(g.numpy())
         if not same_bits(w, g):
             detail = (f"dtype/shape {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
-                      if w.dtype != g.dtype or w.shape != g.shape else
-                      f"{int(np.sum((w != g) | (np.signbit(w) != np.signbit(g))))} of {w.size} "
-                      f"elements differ (signs of zero included), largest by "
-                      f"{np.nanmax(np.abs(w.astype(np.float64) - g.astype(np.float64)))}")
+                      if w.dtype != g.dtype or w.shape != g.shape else _difference(w, g))
             raise AssertionError(f"{name}: compiled result {k} differs from the uncached one: "
                                  f"{detail}")
 
@@ -322,3 +319,13 @@ def cached_backward(what: tuple, entries, target, sources, core_fn):
                        [sub[id(o)] for o in e.outputs]) for e in kept]
         return core_fn(fake, sub[id(target)], [sub[id(s)] for s in sources])
     return cached_call((what, key), tensors, fn, what[0])
+
+
+def _difference(w: np.ndarray, g: np.ndarray) -> str:
+    differ = w != g
+    if w.dtype.kind == "f":
+        differ |= np.signbit(w) != np.signbit(g)
+        differ &= ~(np.isnan(w) & np.isnan(g))
+    largest = np.abs(w.astype(np.complex128) - g.astype(np.complex128))[differ]
+    return (f"{int(differ.sum())} of {w.size} elements differ (signs of zero included), "
+            f"largest by {np.nanmax(largest) if largest.size else 0:.3g}")
