@@ -206,14 +206,19 @@ _LAYOUT_FREE = {"sum", "prod", "gather", "scatter_add", "all_finite"}
 _LAYOUT_FOLLOWING = {"reshape", "transpose", "broadcast_to", "max", "min", "cast", "concat"}
 
 
-def layout_blind(program: Program) -> set[int]:
-    """Variables whose memory layout no value depends on: everything that reads them is
-    layout-free, or keeps values (ufuncs, views, max/min, cast) and makes layout-blind
-    results. A result of the program is blind (its values are what they are)."""
+def _readers(program: Program) -> dict[int, list]:
     readers: dict[int, list] = {}
     for eqn in program.equations:
         for v in eqn.inputs:
             readers.setdefault(id(v), []).append(eqn)
+    return readers
+
+
+def layout_blind(program: Program, readers: dict | None = None) -> set[int]:
+    """Variables whose memory layout no value depends on: everything that reads them is
+    layout-free, or keeps values (ufuncs, views, max/min, cast) and makes layout-blind
+    results. A result of the program is blind (its values are what they are)."""
+    readers = _readers(program) if readers is None else readers
     blind: set[int] = set()
     for eqn in reversed(program.equations):
         for v in eqn.outputs:
@@ -251,12 +256,9 @@ class Layouts:
 
     def __init__(self, program: Program):
         self.program = program
+        self.readers = _readers(program)
         self.c_ordered = surely_c_ordered(program)
-        self.blind = layout_blind(program)
-        self.readers: dict[int, list] = {}
-        for eqn in program.equations:
-            for v in eqn.inputs:
-                self.readers.setdefault(id(v), []).append(eqn)
+        self.blind = layout_blind(program, self.readers)
         self.results = {id(v) for v in program.outputs}
 
     def stretchable(self, v) -> bool:
