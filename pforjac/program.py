@@ -133,6 +133,8 @@ class Trace:
         avals = core.abstract_eval(prim, args, params)
         ins = [self.capture(a) for a in args]
         outs = [self.new_var(shape, dtype) for shape, dtype in avals]
+        for o in outs:
+            o.made_by = prim.name
         self.equations.append(Equation(prim, ins, dict(params), outs, core.current_state().origin))
         return outs
 

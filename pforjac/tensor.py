@@ -117,13 +117,14 @@ class Tensor:
 class SymbolicTensor(Tensor):
     """A value inside a trace: it has a shape and a dtype, but no data."""
 
-    __slots__ = ("_shape", "_dtype", "_trace", "name")
+    __slots__ = ("_shape", "_dtype", "_trace", "name", "made_by")
 
-    def __init__(self, shape: tuple, dtype, trace, name: str):
+    def __init__(self, shape: tuple, dtype, trace, name: str, made_by: str | None = None):
         self._shape = tuple(shape)
         self._dtype = np.dtype(dtype)
         self._trace = trace
         self.name = name
+        self.made_by = made_by          # the op whose result it is (for error messages)
 
     shape = property(lambda self: self._shape)
     dtype = property(lambda self: self._dtype)
@@ -139,7 +140,8 @@ class SymbolicTensor(Tensor):
             f"pforjac.where(cond, a, b), and keep numpy()/float() calls outside the traced function")
 
     def describe(self) -> str:
-        return f"{self.name}:{self.dtype.name}{list(self.shape)}"
+        made = f" (the result of pforjac.{self.made_by})" if self.made_by else ""
+        return f"{self.name}:{self.dtype.name}{list(self.shape)}{made}"
 
     def numpy(self):
         raise self._concrete_error("take numpy()")

@@ -412,3 +412,11 @@ def test_callables_without_a_name_and_ufuncs_compile():
     assert g.trace_count == 6
     with pytest.raises(TypeError, match="does not support ufuncs"):   # not a signature error
         pj.function(np.negative)(np.ones(2))
+
+
+def test_a_python_if_on_a_traced_comparison_names_the_op():
+    v = pj.Variable(2.0)
+    f = pj.function(lambda x: x if v > 0 else -x)
+    with pytest.raises(TypeError, match=r"truth value .* \(the result of pforjac.greater\) "
+                                        r"while tracing.*pforjac.where"):
+        f(np.ones(2))
