@@ -247,24 +247,40 @@ class Function:
 def _bound_function(function: Function, instance) -> Function:
     """`function` with `instance` bound first, made once per object: in the object's
     `__dict__`, reaching the object through a weak reference (no cycle: it is freed with
-    the object), or, for objects without a `__dict__`, held by `function`."""
-    slot = f"_pforjac_function_{id(function)}"
+    the object), or, for objects without a `__dict__`, held by `function` (dropped when a
+    weakly referenceable object dies; kept, with the object, otherwise)."""
     store = getattr(instance, "__dict__", None)
-    if store is None:
-        store = function.__dict__.setdefault("_bound_without_dict", {})
-        slot = id(instance)
-    bound = store.get(slot)
-    if bound is None:
-        try:
-            method = functools.partial(_call_method, weakref.ref(instance), function._fn)
-        except TypeError:                     # not weakly referenceable
-            method = functools.partial(function._fn, instance)
-        if function._signature is not None:   # the method's own, less `self`
-            params = list(function._signature.parameters.values())[1:]
-            method.__signature__ = function._signature.replace(parameters=params)
-        bound = Function(method, function._simplify)
-        functools.update_wrapper(bound, function._fn)
-        store[slot] = bound
+    if store is not None:
+        slot = f"_pforjac_function_{id(function)}"
+        bound = store.get(slot)
+        if bound is None:
+            bound = store[slot] = _new_bound(function, instance, _weak(instance))
+        return bound
+    store = function.__dict__.setdefault("_bound_without_dict", {})
+    held = store.get(id(instance))
+    if held is not None and held[0]() is instance:
+        return held[1]
+    ref = _weak(instance, lambda _, key=id(instance): store.pop(key, None))
+    bound = _new_bound(function, instance, ref)
+    store[id(instance)] = (ref or (lambda: instance), bound)
+    return bound
+
+
+def _weak(instance, callback=None):
+    try:
+        return weakref.ref(instance, callback)
+    except TypeError:                         # not weakly referenceable
+        return None
+
+
+def _new_bound(function: Function, instance, ref) -> Function:
+    method = functools.partial(function._fn, instance) if ref is None else \
+        functools.partial(_call_method, ref, function._fn)
+    if function._signature is not None:       # the method's own, less `self`
+        params = list(function._signature.parameters.values())[1:]
+        method.__signature__ = function._signature.replace(parameters=params)
+    bound = Function(method, function._simplify)
+    functools.update_wrapper(bound, function._fn)
     return bound
 
 

@@ -420,3 +420,36 @@ def test_a_python_if_on_a_traced_comparison_names_the_op():
     with pytest.raises(TypeError, match=r"truth value .* \(the result of pforjac.greater\) "
                                         r"while tracing.*pforjac.where"):
         f(np.ones(2))
+
+
+def test_compiled_methods_of_slotted_objects():
+    import gc
+
+    class Weak:
+        __slots__ = ("w", "__weakref__")
+
+        def __init__(self, w):
+            self.w = pj.constant(np.float64(w))
+
+        @pj.function
+        def scaled(self, x):
+            return x * self.w
+
+    class Strong:
+        __slots__ = ("w",)
+
+        def __init__(self, w):
+            self.w = pj.constant(np.float64(w))
+
+        @pj.function
+        def scaled(self, x):
+            return x * self.w
+    for k in range(4):                              # ids get reused: each object its own
+        obj = Weak(k)
+        assert obj.scaled(np.ones(2)).numpy().tolist() == [k, k]
+        del obj
+        gc.collect()
+    assert Weak.scaled.__dict__["_bound_without_dict"] == {}   # dropped with the objects
+    one, two = Strong(1), Strong(2)
+    assert one.scaled(np.ones(2)).numpy().tolist() == [1, 1]
+    assert two.scaled(np.ones(2)).numpy().tolist() == [2, 2]
