@@ -78,6 +78,10 @@ def rules_changed(name: str, replaced: bool = False) -> None:
 
 
 def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = False) -> None:
+    if not isinstance(prim, Primitive):
+        raise TypeError(f"a {kind} rule is registered for a Primitive, got "
+                        f"{type(prim).__name__}; pforjac.extend.def{kind}/def{kind}_all also "
+                        f"take the op defop returned, or its name")
     with _registry_lock:
         if prim in table and not override:
             raise ValueError(f"the {kind} rule of primitive '{prim.name}' is already registered; "

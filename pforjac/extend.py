@@ -35,7 +35,7 @@ import numpy as np
 from . import core, ops
 from .converters._helpers import align, iter_ndim, shift_axes, to_stacked
 from .converters.elementwise import convert_elementwise
-from .core import Primitive, defvjp_all, defjvp_all
+from .core import Primitive
 from .ops._family import broadcast_shapes, elementwise_dtype
 from .pfor import register_converter as _register_converter
 
@@ -177,6 +177,19 @@ def defjvp(op, *per_input: Callable | None, override: bool = False) -> None:
     prim = primitive_of(op)
     checked = [None if r is None else _checked_jvp(prim, k, r) for k, r in enumerate(per_input)]
     core.defjvp(prim, *checked, override=override)
+
+
+def defvjp_all(op, rule: Callable, override: bool = False) -> None:
+    """One reverse rule for all inputs of `op` (variadic ops):
+    `rule(g, ans, *args, **params)` returns a list with each input's cotangent (None for
+    no gradient)."""
+    core.defvjp_all(primitive_of(op), rule, override=override)
+
+
+def defjvp_all(op, rule: Callable, override: bool = False) -> None:
+    """One forward rule for all inputs of `op` (variadic ops):
+    `rule(tangents, ans, *args, **params)`, a tangent None where it is zero."""
+    core.defjvp_all(primitive_of(op), rule, override=override)
 
 
 def _checked_jvp(prim: Primitive, k: int, rule: Callable) -> Callable:

@@ -38,7 +38,8 @@ def apply_jvp(prim: core.Primitive, primals: Sequence[Tensor], tangents: Sequenc
     if rule is None:
         raise NotImplementedError(
             f"primitive '{prim.name}' has no jvp rule, so forward-mode derivatives can't flow "
-            f"through it; register one with pforjac.core.defjvp next to its vjp rule")
+            f"through it; register one with pforjac.extend.defjvp (or defjvp_all) next to its "
+            f"vjp rule")
     ans = tuple(outs) if prim.multiple_results else outs[0]
     result = rule(list(tangents), ans, *primals, **params)
     if not prim.multiple_results or result is None:

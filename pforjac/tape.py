@@ -9,7 +9,7 @@ import numpy as np
 
 from . import core
 from .tensor import Tensor, Variable, is_float
-from .tree import flatten_like, tree_flatten, tree_unflatten
+from .tree import _LEAF, flatten_like, tree_flatten, tree_unflatten
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
 
@@ -214,6 +214,10 @@ class GradientTape:
 
     def _seeds(self, flat_targets, target_tree, output_gradients) -> list:
         from . import ops
+        if target_tree == _LEAF and isinstance(output_gradients, (list, tuple)) \
+                and len(output_gradients) == 1 and _shape_of(output_gradients[0]) == \
+                tuple(flat_targets[0].shape) != _shape_of(output_gradients):
+            output_gradients = output_gradients[0]   # TensorFlow's [dy] for one target
         try:       # the target's structure; None stands for ones (as for no output_gradients)
             flat_og = flatten_like(target_tree, output_gradients)
         except ValueError as e:
@@ -323,3 +327,15 @@ def _accumulate(cts, tensor, g) -> None:
         return
     prev = cts.get(id(tensor))
     cts[id(tensor)] = g if prev is None else prev + g
+
+
+def _shape_of(value) -> tuple | None:
+    """The shape `value` has as a tensor, or None (a ragged nest, None)."""
+    if value is None:
+        return None
+    if hasattr(value, "shape"):            # Tensors (symbolic ones too) and arrays
+        return tuple(value.shape)
+    try:
+        return tuple(np.shape(value))
+    except (ValueError, TypeError):
+        return None

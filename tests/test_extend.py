@@ -291,3 +291,17 @@ def test_an_op_without_converter_raises_under_fallback_to_while_loop_false():
         got = pj.pfor(body, 3).numpy()                       # the default runs it per iteration
     np.testing.assert_array_equal(got, np.stack([np.roll(x.numpy() * k, 1, axis=-1)
                                                  for k in range(3)]))
+
+
+def test_defvjp_all_and_defjvp_all_take_the_op_defop_returns():
+    twice = extend.defop("twice_all", lambda x: 2 * x, extend.same_shape)
+    extend.defvjp_all(twice, lambda g, ans, x: [2.0 * g])
+    extend.defjvp_all("twice_all", lambda ts, ans, x: 2.0 * ts[0])
+    x = pj.constant([1.0, 2.0])
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = twice(x)
+    assert tape.gradient(y, x).numpy().tolist() == [2.0, 2.0]
+    assert pj.jvp(lambda x: twice(x), x, pj.constant([1.0, 0.0]))[1].numpy().tolist() == [2.0, 0.0]
+    with pytest.raises(TypeError, match="registered for a Primitive, got Op"):
+        pj.core.defvjp_all(twice, lambda g, ans, x: [g])

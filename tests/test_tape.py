@@ -469,3 +469,23 @@ def test_failing_op_inside_tape_leaves_no_tape_active():
             tape.watch(a)
             pj.add(a, pj.constant(np.ones(4)))
     assert core.current_state().tapes == []
+
+
+def test_output_gradients_as_a_one_element_list_for_one_target():
+    """TensorFlow flattens output_gradients: [dy] is the documented form for one target."""
+    x = pj.constant(np.ones((2, 3)))
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = x * 3.0
+    dy = np.full((2, 3), 2.0)
+    np.testing.assert_array_equal(g.gradient(y, x, output_gradients=[dy]).numpy(), np.full((2, 3), 6.0))
+    np.testing.assert_array_equal(g.gradient(y, x, output_gradients=(dy,)).numpy(),
+                                  g.gradient(y, x, output_gradients=dy).numpy())
+    with pytest.raises(ValueError, match=r"output_gradients of shape \(2, 2, 3\)"):
+        g.gradient(y, x, output_gradients=[dy, dy])
+    z = pj.constant(np.ones((1, 3)))
+    with pj.GradientTape() as g:
+        g.watch(z)
+        y = z * 3.0
+    np.testing.assert_array_equal(                      # a nested list is an array of its shape
+        g.gradient(y, z, output_gradients=[[1.0, 2.0, 3.0]]).numpy(), [[3.0, 6.0, 9.0]])
