@@ -287,8 +287,8 @@ def _new_bound(function: Function, instance, ref) -> Function:
 def _call_method(ref, fn, *args, **kwargs):
     instance = ref()
     if instance is None:
-        raise ReferenceError(f"the object whose compiled method '{fn.__name__}' this is has "
-                             f"been freed")
+        raise ReferenceError(f"the object whose compiled method "
+                             f"'{getattr(fn, '__name__', fn)}' this is has been freed")
     return fn(instance, *args, **kwargs)
 
 
