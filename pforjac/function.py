@@ -47,11 +47,15 @@ class _Compiled:
         self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
         self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
         self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
+        self.argument_slots: list[tuple[int, int]] = []   # (Variable argument, const slot)
 
-    def run(self, arrays: list) -> tuple:
+    def run(self, arrays: list, variables: list = ()) -> tuple:
+        """The outputs for input `arrays` and this call's Variable arguments."""
         consts = list(self._consts)
         for k, v in self._variables:
             consts[k] = v.numpy()
+        for j, k in self.argument_slots:
+            consts[k] = variables[j].numpy()
         try:
             outs = self.code(*arrays, consts)
         except Exception as e:
@@ -126,10 +130,10 @@ class Function:
             # and an enclosing trace (another compiled function, a pfor body) records them
             # into its own Program: run the Python body itself, as a nested tf.function is.
             return self._fn(*args, **kwargs)
-        compiled, arrays = self._compiled(args, kwargs)
-        outs = compiled.run(arrays)
+        compiled, arrays, variables = self._compiled(args, kwargs)
+        outs = compiled.run(arrays, variables)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
-            outs = self._dense_twin(compiled, args, kwargs).run(arrays)
+            outs = self._dense_twin(compiled, args, kwargs).run(arrays, variables)
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
@@ -160,10 +164,10 @@ class Function:
         if quick is not None:
             compiled = self._cache.get(quick)
             if compiled is not None:
-                return compiled, [_as_input(a) for a in args]
+                return compiled, [_as_input(a) for a in args], ()
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
-        key, arrays = _signature(leaves)
+        key, arrays, variables = _signature(leaves)
         key = (_structure_key(structure), key)
         compiled = self._cache.get(key)
         if compiled is None:
@@ -175,27 +179,24 @@ class Function:
                     self._note_value_retrace(key, leaves)
         if quick is not None and not defaulted:   # defaults are read every call (a changed
             self._cache[quick] = compiled         # default is a new signature, as f(x=x)'s)
-        return compiled, arrays
+        return compiled, arrays, variables
 
     def _note_value_retrace(self, key, leaves) -> None:
         """Warns once when Python values in the arguments keep making new traces (as
         tf.function warns about retracing): each is compiled anew, slower than eager."""
         structure, signature = key
-        plain = (structure, tuple(k[:2] if k[0] == "value" else k[:1] if k[0] == "variable"
-                                  else k for k in signature))
+        plain = (structure, tuple(k[:2] if k[0] == "value" else k for k in signature))
         n = self._value_variants[plain] = self._value_variants.get(plain, 0) + 1
         if n == _RETRACE_WARNING and not self._warned_values:
             self._warned_values = True
             from .pfor import warn_at_user_line
-            values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))
-                      or isinstance(leaf, Variable)]
+            values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))]
             warn_at_user_line(
                 f"pforjac.function '{self._name()}' has traced {n} times for tensors of the same "
-                f"shapes: Python arguments are part of the signature by value, Variables by "
-                f"identity (this call: {', '.join(repr(v) for v in values)[:120]}), and every "
-                f"new one traces and compiles again. Pass values that change as numpy arrays or "
-                f"Tensors (np.asarray(s, np.float32), not s or np.float32(s)), and reuse "
-                f"Variables (assign new values to them), to trace once")
+                f"shapes: Python arguments are part of the signature by value (this call: "
+                f"{', '.join(repr(v) for v in values)[:120]}), and every new value traces and "
+                f"compiles again. Pass values that change as numpy arrays or Tensors "
+                f"(np.asarray(s, np.float32), not s or np.float32(s)) to trace once")
 
     def _bound(self, args, kwargs):
         """((args, kwargs) as the signature binds them, defaults filled in, whether any
@@ -230,8 +231,17 @@ class Function:
                                 f"an array of dtype {dtype}, which is not a number; pass "
                                 f"numeric arrays or Tensors")
 
+        # A Variable argument is traced as a stand-in of its own (reads of the same
+        # Variable through a closure stay the closure's), whose slot each call fills with
+        # the Variable it passes: one trace for every Variable of that shape and dtype.
+        arguments = [leaf for leaf in leaves if isinstance(leaf, Variable)]
+        stand_ins: dict[int, Variable] = {}
+        for v in arguments:
+            stand_ins.setdefault(id(v), _stand_in(v))
+
         def call(*symbols):
-            filled = list(leaves)
+            filled = [stand_ins[id(leaf)] if isinstance(leaf, Variable) else leaf
+                      for leaf in leaves]
             for k, s in zip(slots, symbols):
                 filled[k] = s
             args, kwargs = tree_unflatten(structure, filled)
@@ -240,6 +250,9 @@ class Function:
         name = self._name()
         compiled = trace_compiled(call, avals, structured, name if name.isidentifier() else "compiled",
                                   self._simplify)
+        values = compiled.program.const_values
+        compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
+                                   for k, c in enumerate(values) if c is stand_ins[id(v)]]
         self.trace_count += 1
         return compiled
 
@@ -357,8 +370,9 @@ def _structure_key(node):
     return (node[0], tuple(_structure_key(c) for c in node[1]))
 
 
-def _signature(leaves) -> tuple[tuple, list]:
-    key, arrays = [], []
+def _signature(leaves) -> tuple[tuple, list, list]:
+    """(the trace signature, the input arrays, the Variable arguments)."""
+    key, arrays, variables = [], [], []
     for leaf in leaves:
         if isinstance(leaf, SymbolicTensor):
             raise TypeError("a pforjac.function can't be called with symbolic values; call it "
@@ -367,8 +381,10 @@ def _signature(leaves) -> tuple[tuple, list]:
             arr = _as_input(leaf)
             key.append(("tensor", arr.shape, arr.dtype.str))
             arrays.append(arr)
-        elif isinstance(leaf, Variable):
-            key.append(("variable", id(leaf)))
+        elif isinstance(leaf, Variable):    # by shape and dtype, and which are the same one
+            same = next((j for j, v in enumerate(variables) if v is leaf), len(variables))
+            key.append(("variable", leaf.shape, leaf.dtype.str, leaf.trainable, same))
+            variables.append(leaf)
         else:
             try:
                 hash(leaf)
@@ -376,7 +392,15 @@ def _signature(leaves) -> tuple[tuple, list]:
                 raise TypeError(f"pforjac.function: argument {leaf!r:.60} is neither a tensor nor "
                                 f"hashable, so it can't be part of the trace signature") from None
             key.append(("value", type(leaf).__name__, _value_key(leaf)))
-    return tuple(key), arrays
+    return tuple(key), arrays, variables
+
+
+def _stand_in(v: Variable) -> Variable:
+    """A Variable like `v` (its value when traced, trainable, name) of another identity."""
+    stand_in = object.__new__(Variable)
+    stand_in._value, stand_in.trainable, stand_in.name = v._value, v.trainable, v.name
+    stand_in._snapshot = None
+    return stand_in
 
 
 def _value_key(leaf):
@@ -393,8 +417,8 @@ def function(fn: Callable | None = None, *, simplify: bool = True):
     """Compiles `fn` per input signature (usable as `@pforjac.function`).
 
     Tensors and numpy arrays are inputs (their shapes and dtypes form the
-    signature); other arguments are baked in by value; Variables are read at
-    call time. `f.trace_count` counts traces; `f.program(*args)` and
+    signature); Variables are read at call time (passed as arguments, by shape and
+    dtype too); other arguments are baked in by value. `f.trace_count` counts traces; `f.program(*args)` and
     `f.source(*args)` show what runs.
     """
     if fn is None:
