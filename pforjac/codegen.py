@@ -84,8 +84,7 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
         if k in in_place:
             keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
         elif id(eqn.outputs[0]) in reshaped and id(eqn.outputs[0]) in layouts.blind \
-                and eqn.outputs[0].ndim >= 2 and _elementwise(eqn) \
-                and isinstance(core.impl_rules[eqn.prim], np.ufunc):
+                and eqn.outputs[0].ndim >= 2 and plain_ufunc(eqn):
             # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
             # reshape of that would copy it, so make it C-contiguous in the first place
             # (where no product reads it: eager code hands a product the other layout)
@@ -140,6 +139,11 @@ def _elementwise(eqn) -> bool:
     return _fresh_result(eqn) and not eqn.params and getattr(impl, "signature", None) is None
 
 
+def plain_ufunc(eqn) -> bool:
+    """An elementwise numpy ufunc (it takes `order=` as well as `out=`)."""
+    return _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc)
+
+
 # -- results are fresh arrays ------------------------------------------------------------
 def borrowed_outputs(program: Program) -> set[int]:
     """Positions of outputs that may be an input or a constant, or a view of one (the caller
@@ -185,7 +189,7 @@ def broadcast_transposes(program: Program, layouts: Layouts | None = None) -> se
             source[id(eqn.outputs[0])] = source.get(id(eqn.inputs[0]), k)
         elif name in ("reshape", "broadcast_to") and id(eqn.inputs[0]) in source:
             source[id(eqn.outputs[0])] = source[id(eqn.inputs[0])]
-        elif _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc):
+        elif plain_ufunc(eqn):
             size = math.prod(eqn.outputs[0].shape)
             for v in eqn.inputs:
                 t = source.get(id(v))
@@ -214,11 +218,10 @@ def _readers(program: Program) -> dict[int, list]:
     return readers
 
 
-def layout_blind(program: Program, readers: dict | None = None) -> set[int]:
+def layout_blind(program: Program, readers: dict) -> set[int]:
     """Variables whose memory layout no value depends on: everything that reads them is
     layout-free, or keeps values (ufuncs, views, max/min, cast) and makes layout-blind
     results. A result of the program is blind (its values are what they are)."""
-    readers = _readers(program) if readers is None else readers
     blind: set[int] = set()
     for eqn in reversed(program.equations):
         for v in eqn.outputs:

@@ -169,17 +169,23 @@ def cached_call(key, inputs: list, fn, name: str):
         if entry is not None:
             _cache.move_to_end(key)
     if entry is None:
-        entry = _build(fn, avals, name, structured=True)
-        with _lock:
-            _seen.pop(key, None)
-            _cache[key] = entry
-            _trim()
+        entry = _build_and_keep(key, fn, avals, name)
     if isinstance(entry, _Uncacheable):
         return None
     from .pfor import warn_wrong_result
     for message in entry.warnings:
         warn_wrong_result(message)
     return _run(entry, inputs, avals, fn, name)
+
+
+def _build_and_keep(key, fn, avals, name: str):
+    """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once)."""
+    entry = _build(fn, avals, name, structured=True)
+    with _lock:
+        _seen.pop(key, None)
+        _cache[key] = entry
+        _trim()
+    return entry
 
 
 def _run(entry, inputs: list, avals, fn, name: str):
@@ -201,10 +207,7 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
     with _lock:
         entry = _cache.get(key)
     if entry is None:
-        entry = _build(fn, avals, name, structured=True)
-        with _lock:
-            _cache[key] = entry
-            _trim()
+        entry = _build_and_keep(key, fn, avals, name)
     got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs, avals, fn, name)
     with _lock:
         if got is None:

@@ -106,10 +106,11 @@ def fold_constants(program: Program) -> Program:
     fixed = {id(c): v for c, v in zip(program.consts, program.const_values)
              if not isinstance(v, (Variable, SymbolicTensor))}
     consts, values = list(program.consts), list(program.const_values)
-    from .codegen import layout_blind, surely_c_ordered
+    from .codegen import Layouts
     # ones_like(h) is laid out as h is: a C-ordered constant in its place only where h is
     # C-ordered too, or nothing depends on the layout (a product would round otherwise)
-    c_ordered, blind = surely_c_ordered(program), layout_blind(program)
+    layouts = Layouts(program)
+    c_ordered, blind = layouts.c_ordered, layouts.blind
     kept = []
     for eqn in program.equations:
         small = all(math.prod(v.shape) <= _FOLD_LIMIT for v in eqn.outputs)
@@ -135,10 +136,11 @@ def fold_constants(program: Program) -> Program:
 
 
 def cancel_reshapes(program: Program) -> Program:
-    from .codegen import layout_blind, surely_c_ordered
+    from .codegen import Layouts
     # a chain whose first reshape copies non-C-ordered data (eager code does) must not
     # become a view of that data where a product reads the result: it rounds by layout
-    c_ordered, blind = surely_c_ordered(program), layout_blind(program)
+    layouts = Layouts(program)
+    c_ordered, blind = layouts.c_ordered, layouts.blind
     producer: dict[int, Equation] = {}
     alias: dict[int, SymbolicTensor] = {}
     kept = []
@@ -350,11 +352,10 @@ def _writable_in_c_order(v, readers: dict) -> bool:
     """Every reader of `v` is a ufunc with a result of v's shape, its other operands
     smaller (broadcast): fed a view in v's place and asked for order='C', each writes what
     it writes from v's C-ordered copy, in the same layout."""
-    from .codegen import _elementwise
+    from .codegen import plain_ufunc
     found = readers.get(id(v), ())
     return bool(found) and all(
-        _elementwise(r) and isinstance(core.impl_rules[r.prim], np.ufunc)
-        and tuple(r.outputs[0].shape) == tuple(v.shape)
+        plain_ufunc(r) and tuple(r.outputs[0].shape) == tuple(v.shape)
         and all(u is v or math.prod(u.shape) < math.prod(v.shape) for u in r.inputs)
         for r in found)
 
