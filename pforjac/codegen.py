@@ -133,10 +133,11 @@ def _fresh_result(eqn) -> bool:
 
 
 def _elementwise(eqn) -> bool:
-    """A fresh-result impl that works elementwise and takes `out=`: no parameters, and
-    for a ufunc no core signature."""
+    """A fresh-result impl that works elementwise and takes `out=`: no parameters (but
+    `order='C'`, which a C-ordered `out=` buffer honours), and for a ufunc no core signature."""
     impl = core.impl_rules[eqn.prim]
-    return _fresh_result(eqn) and not eqn.params and getattr(impl, "signature", None) is None
+    return _fresh_result(eqn) and set(eqn.params) <= {"order"} \
+        and getattr(impl, "signature", None) is None
 
 
 def plain_ufunc(eqn) -> bool:
@@ -268,8 +269,9 @@ class Layouts:
         """Whether `v` may be laid out otherwise than eager code lays it out (a broadcast
         view, a contiguous copy of a transpose) without changing any value: only ufuncs
         read it (directly or through reshapes, transposes and broadcasts), and each of
-        those has a C-ordered operand of its result's shape (which then decides the
-        result's layout, whatever `v`'s) or a result whose layout no value depends on."""
+        those has a C-ordered operand of its result's size (its shape, but for leading
+        unit axes; it then decides the result's layout, whatever `v`'s) or a result whose
+        layout no value depends on."""
         seen, todo = {id(v)}, [v]
         while todo:
             u = todo.pop()
@@ -282,7 +284,7 @@ class Layouts:
                 elif eqn.prim.name != "all_finite" and not (_ufunc(eqn) and (
                         id(out) in self.blind or any(
                             id(i) in self.c_ordered and id(i) not in seen
-                            and tuple(i.shape) == tuple(out.shape) for i in eqn.inputs))):
+                            and math.prod(i.shape) == math.prod(out.shape) for i in eqn.inputs))):
                     return False
         return not seen & self.results
 

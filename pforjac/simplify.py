@@ -103,8 +103,7 @@ _SHAPE_ONLY = ("ones_like", "zeros_like")    # outputs that depend on the input'
 
 
 def fold_constants(program: Program) -> Program:
-    fixed = {id(c): v for c, v in zip(program.consts, program.const_values)
-             if not isinstance(v, (Variable, SymbolicTensor))}
+    fixed = _constant_values(program)
     consts, values = list(program.consts), list(program.const_values)
     from .codegen import Layouts
     # ones_like(h) is laid out as h is: a C-ordered constant in its place only where h is
@@ -264,7 +263,7 @@ def _moves_only_unit_axes(shape, perm) -> bool:
 
 def onehot_products(program: Program) -> Program:
     from .ops.indexing import gather_p
-    values = {id(c): v for c, v in zip(program.consts, program.const_values)}
+    values = _constant_values(program)
     producer: dict[int, Equation] = {}
     kept = []
     for eqn in program.equations:
@@ -302,8 +301,7 @@ def drop_identities(program: Program) -> Program:
     row in order) is a C-ordered copy of `x`: it goes only where its readers are ufuncs
     that can write C-ordered results from `x` itself (`order='C'`); a product or sum
     after a transposed `x` would round differently (compiled code must give eager's bits)."""
-    values = {id(c): v for c, v in zip(program.consts, program.const_values)
-              if not isinstance(v, (Variable, SymbolicTensor))}
+    values = _constant_values(program)
     alias: dict[int, SymbolicTensor] = {}
     from .codegen import Layouts
     layouts = Layouts(program)
@@ -334,6 +332,13 @@ def drop_identities(program: Program) -> Program:
     program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
                       const_values=program.const_values + [v for _, v in zeros.values()])
     return eliminate_dead_code(program)
+
+
+def _constant_values(program: Program) -> dict:
+    """{id(const var): its Tensor} for the constants whose values are fixed (not Variables,
+    read when the code runs, nor symbolic values of an enclosing trace)."""
+    return {id(c): v for c, v in zip(program.consts, program.const_values)
+            if not isinstance(v, (Variable, SymbolicTensor))}
 
 
 def _ordered_gather(eqn: Equation, values: dict):
@@ -422,7 +427,7 @@ def batch_major_products(program: Program) -> Program:
     computed swapped, so the swap reaches back to where it is free (a broadcast, a small
     weight) and every product's rows come out batch-first. The same numbers, in the order
     the result is read in."""
-    from .codegen import _elementwise
+    from .codegen import _elementwise, plain_ufunc
     from .ops.linalg import matmul_p
     from .ops.shape import transpose_p
     uses: dict[int, int] = {}
@@ -472,6 +477,9 @@ def batch_major_products(program: Program) -> Program:
             if inner is not None:             # made by a product: compute it swapped too
                 operands.append(swapped_rows(*inner, fresh, new))
                 continue
+            stretch = only(u, "multiply") and _broadcast_by_ones(producer[id(u)], values)
+            if stretch and plain_ufunc(f):    # x * ones read only here: a view of x will do,
+                replaced[id(producer[id(u)])] = [stretch]   # as f writes its result C-ordered
             if u.ndim < 3:
                 padded = fresh((1,) * (3 - u.ndim) + tuple(u.shape), u.dtype)
                 new.append(Equation(reshape_p, [u], {"shape": tuple(padded.shape)}, [padded]))
@@ -481,9 +489,11 @@ def batch_major_products(program: Program) -> Program:
             operands.append(view)
         a, b, k = f.outputs[0].shape
         out = fresh((b, a, k), f.outputs[0].dtype)
-        new.append(Equation(f.prim, operands, dict(f.params), [out], f.origin))
+        params = {**f.params, "order": "C"} if plain_ufunc(f) else dict(f.params)
+        new.append(Equation(f.prim, operands, params, [out], f.origin))   # (rows for a product)
         return out
-    replaced: dict[int, list] = {}           # id(transpose eqn) -> its replacement equations
+    values = _constant_values(program)
+    replaced: dict[int, list] = {}           # id(eqn) -> its replacement equations
     for eqn in program.equations:
         if eqn.prim.name != "transpose" or tuple(eqn.params["perm"]) != (1, 0, 2):
             continue

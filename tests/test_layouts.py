@@ -75,11 +75,12 @@ def test_a_product_with_ones_read_by_a_ufunc_with_another_layout_stays():
 
 
 def _random_program(seed: int, dtype):
-    """A program mixing transposes, products, reductions, ones and reshape round trips."""
+    """A program mixing transposes, products, reductions, ones, outer products with ones and
+    reshape round trips."""
     draw = random.Random(seed)
     w = pj.constant(np.random.default_rng(seed).standard_normal((43, 43)).astype(dtype) * 0.2)
     steps = [draw.choice(["unary", "binary", "transpose", "product", "mean", "einsum", "chain",
-                          "ones", "row"]) for _ in range(draw.randint(3, 9))]
+                          "ones", "row", "outer"]) for _ in range(draw.randint(3, 9))]
     picks = [(draw.random(), draw.random()) for _ in steps]
 
     def f(x, y):
@@ -101,6 +102,9 @@ def _random_program(seed: int, dtype):
             elif step == "chain":
                 r = pj.reshape(pj.transpose(pj.reshape(a, (a.shape[0], 1, a.shape[1])),
                                             (1, 0, 2)), a.shape) + 0.0
+            elif step == "outer":      # ones(m, 1) @ row, read with a leading unit axis
+                o = pj.reshape(pj.ones((a.shape[0], 1), dtype) @ a[:1], (1,) + tuple(a.shape))
+                r = pj.reshape(o * pj.tanh(a @ w), a.shape)
             elif step == "ones":
                 r = a[:1] * pj.ones(a.shape, dtype) + a
             else:

@@ -252,6 +252,26 @@ def test_a_product_with_ones_that_only_stretches_is_a_broadcast():
         _same(p, q, x)
 
 
+def test_an_outer_product_with_ones_read_with_a_leading_unit_axis_is_a_broadcast():
+    """The seed's batch_jacobian: ones(n, 1) @ w(1, k), reshaped to (1, n, k), times a
+    C-ordered (n, k) value: that operand decides the result's layout either way."""
+    ones, t = pj.constant(np.ones((6, 1))), pj.constant(RNG.normal(size=(3, 4)))
+
+    def f(x, w):
+        s = pj.sin(x @ t[:, :3])                         # surely C-ordered (an input may not be)
+        rows = pj.reshape(pj.reshape(ones @ w, (1, 6, 3)) * s, (6, 3))
+        return rows @ t
+    p = make_program(f, [((6, 3), np.float64), ((1, 3), np.float64)])
+    q = drop_identities(p)
+    assert _names(p).count("matmul") == 3 and _names(q).count("matmul") == 2
+    assert "broadcast_to" in _names(q)
+    x, w = RNG.normal(size=(6, 3)), RNG.normal(size=(1, 3))
+    w[0, 1] = -0.0                                       # 1 * -0 + 0 * ...: +0, as b + 0 gives
+    for a, b in zip(_run(p, x, w), _run(q, x, w)):
+        np.testing.assert_array_equal(a, b)
+        assert a.flags.c_contiguous and b.flags.c_contiguous
+
+
 def test_a_result_is_never_replaced_by_a_broadcast_view():
     ones = pj.constant(np.ones((5, 1)))
     p = make_program(lambda x: ones @ pj.reshape(x, (1, 3)), [((3,), np.float64)])
@@ -277,6 +297,25 @@ def test_a_swapped_product_is_computed_batch_first(d_shape):
     (want,), (got,) = _run(p, e, d), _run(q, e, d)
     assert got.shape == (4, 3, 8) and got.flags.c_contiguous
     np.testing.assert_array_equal(got, want)           # the same gemm rows, in another order
+
+
+def test_a_swapped_operand_stretched_by_ones_is_a_broadcast_view():
+    ones = pj.constant(np.ones((3, 4, 1), np.float32))   # the per-example seed's compact form
+
+    def f(row, d):
+        return _rows_first_product(ones * pj.reshape(row, (3, 1, 5)), d)
+    p = make_program(f, [((3, 5), np.float32), ((4, 5), np.float32)])
+    q = batch_major_products(p)
+    assert _names(p).count("multiply") == 2 and _names(q).count("multiply") == 1
+    assert "broadcast_to" in _names(q)
+    (rows_eqn,) = [e for e in q.equations if e.prim.name == "multiply"]
+    assert rows_eqn.params == {"order": "C"}        # written C-ordered: rows for the product
+    row, d = RNG.normal(size=(3, 5)).astype(np.float32), RNG.normal(size=(4, 5)).astype(np.float32)
+    row[1, 2], row[2, 0] = np.inf, -0.0                  # inf * 1 and -0 * 1 as before
+    with np.errstate(invalid="ignore"):
+        (want,), (got,) = _run(p, row, d), _run(q, row, d)
+    assert got.shape == (4, 3, 8) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want)
 
 
 def test_a_swapped_product_whose_parts_are_read_twice_is_left_alone():
