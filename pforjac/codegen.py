@@ -380,8 +380,14 @@ def program_to_source(program: Program, name: str = "program") -> str:
     return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
 
 
+# Python's warning filters show a warning once per (message, line) of the module whose code
+# raised it, counted in that module's `__warningregistry__`: one registry for all generated
+# code, so numpy's "divide by zero" warns once, not once per compiled program or shape.
+_WARNING_REGISTRY: dict = {}
+
+
 def _namespace(program: Program) -> dict:
-    ns: dict[str, Any] = {"np": np}
+    ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY}
     for eqn in program.equations:
         ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
     return ns

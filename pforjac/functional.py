@@ -35,7 +35,7 @@ from .ops.shape import reshape_p
 from .pfor import run_loop
 from .program import make_program
 from .tape import GradientTape
-from .tensor import Tensor, as_tensor, is_float
+from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "UnsupportedOptionsError"]
@@ -105,10 +105,11 @@ def _validate_v(v, others: tuple, is_tuple: bool, what: str, fn_name: str) -> tu
     if len(vs) != len(others):
         raise ValueError(f"{fn_name}: v holds {len(vs)} tensors, but there are {len(others)} {what}s")
     for k, (a, b) in enumerate(zip(vs, others)):
+        name = f"v[{k}]" if is_tuple or len(vs) > 1 else "v"
         if tuple(a.shape) != tuple(b.shape):
-            name = f"v[{k}]" if is_tuple or len(vs) > 1 else "v"
             raise ValueError(f"{fn_name}: {name} has shape {tuple(a.shape)}, but the {what} it "
                              f"pairs with has shape {tuple(b.shape)}")
+        check_not_complex_for_real(a, _float_dtype(b), f"{fn_name}: {name}", what)
     return tuple(ops.cast(a, _float_dtype(b)) for a, b in zip(vs, others))
 
 
@@ -125,11 +126,13 @@ def _graph_mode(create_graph: bool):
         return
     state = core.current_state()
     saved = list(state.tapes)
-    state.tapes[:] = []
+    for tape in saved:                  # paused (a stop_recording inside has nothing to do)
+        tape._pop()
     try:
         yield
     finally:
-        state.tapes[:] = saved
+        for tape in saved:              # in their order: the stack is as it was
+            tape._push()
 
 
 def _detach(values, create_graph: bool) -> tuple:
@@ -215,7 +218,7 @@ def _jacobian(func, xs: tuple, create_graph: bool, strict: bool, vectorize: bool
             f"(as in PyTorch); pass vectorize=True, or use {strategy_arg}='reverse-mode'")
     with _graph_mode(create_graph):
         if strategy == "forward-mode":
-            with working_memory_advice(f"{fn_name} (forward mode)"):
+            with working_memory_advice(f"{fn_name} (forward mode)", parallel_iterations):
                 is_outputs_tuple, rows = _jacobian_forward(func, xs, parallel_iterations)
         else:
             is_outputs_tuple, rows = _jacobian_reverse(func, xs, strict, vectorize,

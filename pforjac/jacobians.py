@@ -102,7 +102,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
                        for s in flat_sources])
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
 
-    with self._computing(), working_memory_advice("GradientTape.jacobian"):
+    with self._computing(), working_memory_advice("GradientTape.jacobian", parallel_iterations):
         jac = None if is_float(target.dtype) else [None] * len(flat_sources)  # int/bool: None
         if jac is None and experimental_use_pfor and _one_chunk(parallel_iterations, n):
             jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
@@ -178,7 +178,7 @@ def batch_jacobian(self: GradientTape, target, source,
     was_used = self._used
     self._check_usable()        # only now: a call with wrong arguments leaves the tape usable
     with self._computing(), _refusal_leaves_usable(self, was_used), \
-            working_memory_advice("GradientTape.batch_jacobian"):
+            working_memory_advice("GradientTape.batch_jacobian", parallel_iterations):
         if not is_float(target.dtype):          # an int or bool target: no gradient flows
             return _unconnected_value(result_shape, source, unconnected)
         cached = None
@@ -207,14 +207,16 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
         return
     eqn = verdict.eqn
     forward = _forward_of(eqn)
+    # no shapes in the warning: Python shows it once per line and text, so a loop over
+    # batch sizes warns once (strict=True raises with them)
     message = (f"batch_jacobian assumes row b of the target depends only on row b of the source, "
-               f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' on "
-               f"{[tuple(v.shape) for v in eqn.inputs]} combines different batch entries), so the "
-               f"per-example result (target {tuple(target.shape)}, source {tuple(source.shape)}) "
-               f"would not be the Jacobian. Use jacobian() for the full result, or keep batch "
-               f"rows independent (e.g. no batch statistics)")
+               f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' combines "
+               f"different batch entries), so the per-example result would not be the Jacobian. "
+               f"Use jacobian() for the full result, or keep batch rows independent (e.g. no "
+               f"batch statistics)")
     if strict:
-        raise StrictCheckError(message)
+        raise StrictCheckError(f"{message}. The op's inputs: {[tuple(v.shape) for v in eqn.inputs]}; "
+                               f"target {tuple(target.shape)}, source {tuple(source.shape)}")
     warn_wrong_result(message)
 
 
@@ -224,7 +226,7 @@ def _one_target(target, what: str) -> Tensor:
         raise TypeError(f"GradientTape.{what}: target must be one Tensor, got a "
                         f"{type(target).__name__} of {len(target)}; stack them (pforjac.stack) "
                         f"or call {what} once per target")
-    return as_tensor(target)
+    return as_tensor(target, f"GradientTape.{what}: target")
 
 
 def _forward_of(eqn) -> str:

@@ -28,18 +28,23 @@ class JacobianMemoryError(MemoryError):
 
 
 @contextlib.contextmanager
-def working_memory_advice(what: str):
-    """Turns numpy's MemoryError while `what` computes all its rows at once into a
-    JacobianMemoryError that says how to compute fewer at a time."""
+def working_memory_advice(what: str, parallel_iterations: int | None = None):
+    """Turns numpy's MemoryError while `what` computes its rows (all at once, or
+    `parallel_iterations` at a time) into a JacobianMemoryError that says how to compute
+    fewer at a time."""
     try:
         yield
     except JacobianMemoryError:
         raise
     except MemoryError as e:
+        rows = "all rows at once" if parallel_iterations is None else \
+            f"{parallel_iterations} rows at a time (parallel_iterations={parallel_iterations})"
+        fewer = "parallel_iterations=k" if parallel_iterations is None else \
+            "a smaller parallel_iterations"
         raise JacobianMemoryError(
-            f"{what}: the working memory for all rows at once does not fit ({e}). Pass "
-            f"parallel_iterations=k to compute k rows at a time: the working memory falls "
-            f"roughly in proportion (the result itself still has to fit)") from e
+            f"{what}: the working memory for {rows} does not fit ({e}). Pass {fewer} to "
+            f"compute fewer rows at a time: the working memory falls roughly in proportion "
+            f"(the result itself still has to fit)") from e
 
 
 def available_memory() -> int:
@@ -65,9 +70,10 @@ def _format_bytes(n: float) -> str:
     return f"{n:.1f} PiB"
 
 
-def check_results_fit(results, per_example: bool = False) -> None:
+def check_results_fit(results, per_example: bool = False, what: str | None = None) -> None:
     """Raises before anything is computed when the dense results, together, can't fit
-    (`per_example`: batch_jacobian's, which has no cross-example zeros to leave out)."""
+    (`per_example`: batch_jacobian's, which has no cross-example zeros to leave out; `what`:
+    the results of a loop of that name, not a Jacobian's)."""
     sizes = [(tuple(shape), np.dtype(dtype), math.prod(int(d) for d in shape))
              for shape, dtype in results]
     nbytes = sum(size * dtype.itemsize for _, dtype, size in sizes)
@@ -79,6 +85,13 @@ def check_results_fit(results, per_example: bool = False) -> None:
     if nbytes > avail:
         shape, dtype, size = max(sizes, key=lambda r: r[2] * r[1].itemsize)
         many = f" (the largest of {len(sizes)} results)" if len(sizes) > 1 else ""
+        if what is not None:
+            raise JacobianMemoryError(
+                f"{what}: the stacked result of shape {shape}{many} ({size:,} {dtype.name} "
+                f"entries) needs {_format_bytes(nbytes)} in all, but only "
+                f"{_format_bytes(avail)} of memory is available, so nothing was computed. Run "
+                f"fewer iterations per call (parallel_iterations bounds only the working "
+                f"memory, not the result)")
         raise JacobianMemoryError(
             f"the Jacobian's dense result of shape {shape}{many} ({size:,} {dtype.name} entries) "
             f"needs {_format_bytes(nbytes)} in all, but only {_format_bytes(avail)} of memory is "

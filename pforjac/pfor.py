@@ -40,7 +40,7 @@ from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
 from .loopcache import run_cached
 from .diagnostics import record_fallback
-from .memory import result_empty, sparse_results, working_memory_advice
+from .memory import check_results_fit, result_empty, sparse_results, working_memory_advice
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
            "run_loop", "vectorize", "while_loop"]
@@ -415,7 +415,10 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
     if not callable(loop_fn):
         raise TypeError(f"pfor: loop_fn must be callable, got {type(loop_fn).__name__}")
     program = make_program(loop_fn, [((), np.int32)])
-    with working_memory_advice("pfor"):
+    check_parallel_iterations(parallel_iterations)
+    check_results_fit([((int(iters),) + tuple(v.shape), v.dtype) for v in program.outputs],
+                      what="pfor")
+    with working_memory_advice("pfor", parallel_iterations):
         outs = run_loop(program, int(iters), parallel_iterations, True, fallback_to_while_loop)
     return tree_unflatten(program.out_tree, outs)
 

@@ -53,8 +53,20 @@ def eliminate_dead_code(program: Program) -> Program:
                    const_values=[v for _, v in used])
 
 
-def _param_key(params: dict) -> str:
-    return repr(sorted(params.items()))
+def _param_key(params: dict) -> tuple:
+    """A key equal for equal parameters only: arrays by dtype, shape and bytes (numpy's
+    repr elides long arrays and rounds to 8 digits), Python floats by their exact repr."""
+    return tuple((k, _frozen(v)) for k, v in sorted(params.items()))
+
+
+def _frozen(value):
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return ("dict",) + tuple((repr(k), _frozen(v)) for k, v in value.items())
+    return (type(value).__name__, repr(value))
 
 
 def eliminate_common_subexpressions(program: Program) -> Program:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import core
-from .tensor import Tensor, Variable, is_float
+from .tensor import Tensor, Variable, as_tensor, check_not_complex_for_real, is_float
 from .tree import _LEAF, flatten_like, tree_flatten, tree_unflatten
 
 __all__ = ["GradientTape", "UnconnectedGradients"]
@@ -61,6 +61,7 @@ class GradientTape:
         self._watch_variables = watch_accessed_variables
         self._level = 0
         self._recording = False
+        self._entered = False              # inside its `with` block (recording or paused)
         self._used = False
         self._entries: list[_Entry] = []
         self._tracked: dict[int, Tensor] = {}   # id -> tensor that depends on a watched one
@@ -76,10 +77,12 @@ class GradientTape:
         state = core.current_state()            # thread-local: read the lists in this thread
         self._tapes, self._level = state.tapes, len(state.traces)   # kept across pauses
         self._push()
+        self._entered = True
         return self
 
     def __exit__(self, *exc) -> None:
         self._pop()
+        self._entered = False
 
     def _push(self) -> None:
         self._tapes.append(self)
@@ -92,10 +95,14 @@ class GradientTape:
 
     @contextlib.contextmanager
     def stop_recording(self):
-        """Temporarily stops recording operations on this tape."""
-        if not self._recording:
+        """Temporarily stops recording operations on this tape (inside its `with` block;
+        where pforjac has paused it already, as the functional API does, nothing to do)."""
+        if not self._entered:
             raise ValueError("stop_recording() can only be used while the tape is recording "
                              "(inside its `with` block)")
+        if not self._recording:
+            yield
+            return
         self._pop()
         try:
             yield
@@ -115,11 +122,12 @@ class GradientTape:
     def watch(self, tensor) -> None:
         """Ensures `tensor` (or each tensor in a nested structure) is traced by this tape."""
         leaves, _ = tree_flatten(tensor)
-        for t in leaves:
+        for t in leaves:                      # all checked before any is watched
             if not isinstance(t, Tensor):
                 raise TypeError(f"GradientTape.watch expects Tensors or Variables (or nested "
                                 f"lists/tuples/dicts of them), got {type(t).__name__}; "
                                 f"wrap arrays with pforjac.constant(...)")
+        for t in leaves:
             self._watched[id(t)] = t
             self._tracked[id(t)] = t
             if isinstance(t, Variable):
@@ -186,6 +194,7 @@ class GradientTape:
         self._check_usable(mark_used=False)  # a call with wrong arguments leaves the tape usable
         flat_sources, source_tree = tree_flatten(sources)
         flat_targets, target_tree = tree_flatten(target)
+        flat_targets = [as_tensor(t, "GradientTape.gradient: target") for t in flat_targets]
         self._check_sources(flat_sources)
         seeds = self._seeds(flat_targets, target_tree, output_gradients)
         self._used = True
@@ -224,7 +233,11 @@ class GradientTape:
             raise ValueError(f"output_gradients must have the structure of target "
                              f"({len(flat_targets)} tensors): {e}") from None
         seeds = []
-        for t, g in zip(flat_targets, flat_og):
+        for k, (t, g) in enumerate(zip(flat_targets, flat_og)):
+            if g is not None:
+                g = as_tensor(g, "GradientTape.gradient: output_gradients")
+                check_not_complex_for_real(g, t.dtype, "output_gradients" if len(flat_og) == 1
+                                           else f"output_gradients (tensor {k})", "target")
             g = ops.ones_like(t) if g is None else ops.cast(g, t.dtype)
             if tuple(g.shape) != tuple(t.shape):
                 raise ValueError(f"output_gradients of shape {g.shape} does not match the target's "

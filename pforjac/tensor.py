@@ -16,6 +16,16 @@ def is_float(dtype) -> bool:
     return np.issubdtype(dtype, np.inexact)
 
 
+def check_not_complex_for_real(value: "Tensor", partner_dtype, what: str,
+                               partner: str = "value") -> None:
+    """A complex cotangent or tangent for a real value would lose its imaginary part when
+    cast to the value's dtype: refused (as JAX refuses a tangent of another dtype)."""
+    if value.dtype.kind == "c" and np.dtype(partner_dtype).kind != "c":
+        raise TypeError(f"{what} is {value.dtype.name}, but the {partner} it pairs with is "
+                        f"{np.dtype(partner_dtype).name}: casting would drop the imaginary part. "
+                        f"Pass a real {what.rsplit(': ', 1)[-1]}, or make the {partner} complex")
+
+
 def _all_python_numbers(value) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_all_python_numbers(v) for v in value)
@@ -195,17 +205,29 @@ class Variable(Tensor):
 
     def assign(self, value) -> "Variable":
         self._check_not_tracing()
-        new = np.asarray(value.numpy() if isinstance(value, Tensor) else value)
+        return self._assign(_array_of(value, "Variable.assign"), "assign")
+
+    def _assign(self, new: np.ndarray, method: str) -> "Variable":
+        """Sets the value to `new`, checked first: nothing changes if it is refused."""
+        where = f"Variable.{method}: '{self.name}' holds {self.dtype.name}"
         if new.dtype.kind in "OSUV" or not np.can_cast(new.dtype, self.dtype, "same_kind"):
-            raise TypeError(f"Variable.assign: '{self.name}' holds {self.dtype.name}, and a value of "
-                            f"dtype {new.dtype.name} would change kind (e.g. lose a fraction or "
-                            f"an imaginary part, or become NaN); cast it first: "
-                            f"pforjac.cast(value, '{self.dtype.name}')")
+            raise TypeError(f"{where}, and a value of dtype {new.dtype.name} would change kind "
+                            f"(e.g. lose a fraction or an imaginary part, or become NaN); cast "
+                            f"it first: pforjac.cast(value, '{self.dtype.name}')")
         if new.shape != self.shape:
-            raise ValueError(f"Variable.assign: value of shape {new.shape} does not match the "
-                             f"variable's shape {self.shape}")
-        self._value = new.astype(self.dtype, order="C", copy=True)  # a new array: reads
-        # taken stay valid
+            raise ValueError(f"Variable.{method}: the new value has shape {new.shape}, but "
+                             f"'{self.name}' has shape {self.shape}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            cast = new.astype(self.dtype, order="C", copy=True)   # a new array: reads taken
+        if not np.can_cast(new.dtype, self.dtype, "safe"):        # stay valid
+            lost = cast.astype(new.dtype) != new if self.dtype.kind in "iub" \
+                else np.isfinite(new) & ~np.isfinite(cast)
+            if np.any(lost):
+                bad = new[lost].flat[0]
+                raise ValueError(f"{where}, and the new value {bad} (dtype {new.dtype.name}) "
+                                 f"does not fit in it ({np.sum(lost)} element(s) would wrap "
+                                 f"around or overflow); nothing was assigned")
+        self._value = cast
         return self
 
     def numpy(self) -> np.ndarray:
@@ -232,17 +254,38 @@ class Variable(Tensor):
 
     def assign_add(self, delta) -> "Variable":
         self._check_not_tracing()
-        return self.assign(self._value + np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
+        return self._assign(self._combined(delta, np.add, "assign_add"), "assign_add")
 
     def assign_sub(self, delta) -> "Variable":
         self._check_not_tracing()
-        return self.assign(self._value - np.asarray(delta.numpy() if isinstance(delta, Tensor) else delta))
+        return self._assign(self._combined(delta, np.subtract, "assign_sub"), "assign_sub")
+
+    def _combined(self, delta, op, method: str) -> np.ndarray:
+        delta = _array_of(delta, f"Variable.{method}")
+        try:
+            np.broadcast_shapes(delta.shape, self.shape)
+        except ValueError:
+            raise ValueError(f"Variable.{method}: a delta of shape {delta.shape} does not "
+                             f"broadcast to the shape {self.shape} of '{self.name}'") from None
+        return op(self._value, delta)
 
     def __repr__(self) -> str:
         return f"<pforjac.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, " \
                f"numpy={np.array2string(self._value)}>"
 
     __str__ = __repr__
+
+
+def _array_of(value, where: str) -> np.ndarray:
+    """The numpy value of an argument of `where` (a Tensor's, or numbers as numpy reads them)."""
+    if isinstance(value, Tensor):
+        return value.numpy()
+    try:
+        return np.asarray(value)
+    except ValueError as e:
+        raise ValueError(f"{where}: cannot read {type(value).__name__} {value!r:.60} as an "
+                         f"array ({e}); pass a numpy array, nested lists of one shape or a "
+                         f"Tensor") from None
 
 
 def constant(value: Any, dtype=None) -> Tensor:
@@ -267,11 +310,23 @@ def constant(value: Any, dtype=None) -> Tensor:
             return value
         from . import ops
         return ops.cast(value, dtype)
-    array = _to_array(value, dtype)
-    return Tensor._from_array(array.copy() if array is value or array.base is not None else array)
+    return Tensor._from_array(_own_array(value, dtype))
 
 
-def as_tensor(value) -> Tensor:
+def as_tensor(value, argument: str | None = None) -> Tensor:
+    """`value` as a Tensor: a Tensor as it is, anything else as `constant` makes it (a numpy
+    array copied, so an op's result or a tape's record never changes with the array).
+    `argument` names what `value` was passed as, for the error if it can't be converted."""
     if isinstance(value, Tensor):
         return value
-    return Tensor._from_array(_to_array(value))
+    try:
+        return Tensor._from_array(_own_array(value))
+    except TypeError as e:
+        if argument is None:
+            raise
+        raise TypeError(f"{argument}: {e}") from None
+
+
+def _own_array(value, dtype=None) -> np.ndarray:
+    array = _to_array(value, dtype)
+    return array.copy() if array is value or array.base is not None else array

@@ -93,3 +93,31 @@ def test_row_mixing_warns_on_every_call_the_filters_let_through():
         for _ in range(5):
             _batch_jacobian(models[0], x)
     assert len(caught) == 1                       # the default filter: once per line
+
+
+def test_row_mixing_warns_once_over_many_batch_sizes():
+    # the shapes used to be in the text, so the default filter showed it once per batch size
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for b in range(2, 30):
+            _batch_jacobian(lambda a: a - pj.mean(a, axis=0), pj.constant(np.ones((b, 3))))
+    assert len(caught) == 1 and "mixes rows of the batch" in str(caught[0].message)
+    with pytest.raises(ValueError, match=r"target \(4, 3\), source \(4, 3\)"):
+        _batch_jacobian(lambda a: a - pj.mean(a, axis=0), pj.constant(np.ones((4, 3))), strict=True)
+
+
+def test_numpy_warnings_of_generated_code_show_once_over_many_shapes():
+    # each compiled program had a warning registry of its own: one warning per shape
+    def jac(n):
+        x = pj.constant(np.concatenate([[0.], np.ones(n - 1)]))   # log(0), 1/0
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.log(x)
+        return g.jacobian(y, x)
+    f = pj.function(lambda x: pj.log(x) * 2)
+    for call, most in ((jac, 8), (lambda n: f(np.zeros(n)), 1)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for k in range(60):
+                call(2 + k % 20)
+        assert 1 <= len(caught) <= most, [str(w.message) for w in caught]
