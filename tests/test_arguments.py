@@ -122,6 +122,12 @@ def test_assign_add_errors_name_assign_add_and_the_shapes():
         v.assign([[1, 2], [3]])
 
 
+@pytest.mark.parametrize("dtype", ["U3", object, "S2", "datetime64[s]"])
+def test_cast_refuses_dtypes_that_are_not_numbers(dtype):
+    with pytest.raises(TypeError, match="pforjac.cast: dtype .* is not a number type"):
+        pj.cast(pj.constant([1., 2.]), dtype)
+
+
 # -- tapes -------------------------------------------------------------------------------
 def test_watch_checks_every_tensor_before_watching_any():
     x = pj.constant([1., 2.])

@@ -252,6 +252,9 @@ defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else N
 
 def cast(x, dtype):
     dtype = np.dtype(dtype)
+    if dtype.kind not in "biufc":        # as constant() refuses them: not numbers
+        raise TypeError(f"pforjac.cast: dtype {dtype} is not a number type; cast to a bool, "
+                        f"integer, float or complex dtype")
     if isinstance(x, Tensor) and x.dtype == dtype:
         return x
     return cast_p.bind(x, dtype=dtype)
