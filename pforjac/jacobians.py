@@ -209,9 +209,10 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
     forward = _forward_of(eqn)
     # no shapes in the warning: Python shows it once per line and text, so a loop over
     # batch sizes warns once (strict=True raises with them)
+    how = "puts batch entries in other rows" if verdict.moves else "combines different batch entries"
     message = (f"batch_jacobian assumes row b of the target depends only on row b of the source, "
-               f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' combines "
-               f"different batch entries), so the per-example result would not be the Jacobian. "
+               f"but {forward} mixes rows of the batch (backward op '{eqn.prim.name}' {how}), "
+               f"so the per-example result would not be the Jacobian. "
                f"Use jacobian() for the full result, or keep batch rows independent (e.g. no "
                f"batch statistics)")
     if strict:
