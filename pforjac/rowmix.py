@@ -41,9 +41,9 @@ from .structure import _block_after_reshape
 __all__ = ["analyze", "Proof", "Mixing", "Unknown"]
 
 UNIFORM = "uniform"      # derived from the seed, but from no row in particular
-MIXED = "mixed"
 UNKNOWN = "unknown"
-NO_ROW = -1
+NO_ROW = -1              # an entry of no seed row (zeros a pad or a scatter put there)
+MIXED_ROW = -2           # an entry combining several seed rows
 
 
 @dataclass
@@ -64,17 +64,27 @@ class Unknown:
 
 @dataclass
 class _Axis:
-    """A batch axis: entry k along `axis` comes from seed row `rows[k]` (NO_ROW: from none,
-    as padding zeros). `moved`: the equation that last changed which rows are where."""
+    """A batch axis: entry k along `axis` comes from seed row `rows[k]` (NO_ROW: from none;
+    MIXED_ROW: from several, combined by `mixed`). `moved`: the equation that last
+    changed which rows are where."""
     axis: int
     rows: np.ndarray
     moved: Equation | None = None
+    mixed: Equation | None = None
 
 
 @dataclass
 class _Row:
-    """A value of one seed row only, with no batch axis (`x[b]`)."""
+    """A value of one seed row only (MIXED_ROW: of several, combined by `mixed`), with no
+    batch axis (`x[b]`, a sum over the batch). `moved`: the equation that picked it."""
     row: int
+    moved: Equation | None = None
+    mixed: Equation | None = None
+
+
+def _axis(axis: int, a: _Axis, rows=None, moved=None) -> _Axis:
+    """`a`'s rows (or `rows`) on `axis`; `moved` if they are no longer where they were."""
+    return _Axis(axis, a.rows if rows is None else rows, moved or a.moved, a.mixed)
 
 
 _ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power",
@@ -97,26 +107,29 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
         ins = [state.get(id(v)) for v in eqn.inputs]     # None: not derived from the seed
         if all(s is None for s in ins):
             continue
-        if any(s is MIXED for s in ins):
-            outs = MIXED
-        elif any(s is UNKNOWN for s in ins):
-            outs = UNKNOWN
-        else:
-            outs = _rule(eqn, ins, consts, seed.shape[0])
+        outs = UNKNOWN if any(s is UNKNOWN for s in ins) else _rule(eqn, ins, consts, seed.shape[0])
         if outs is None:
+            mixed = [s for s in ins if isinstance(s, (_Axis, _Row)) and _has_mixed(s)]
+            if mixed:                    # combined rows going where the check can't follow
+                return Mixing(mixed[0].mixed)
             unknown = unknown or eqn
             outs = UNKNOWN
-        if outs is MIXED:
-            return Mixing(eqn)
         for v, out in zip(eqn.outputs, outs if isinstance(outs, list) else [outs] * len(eqn.outputs)):
             state[id(v)] = out
-    finals = [state.get(id(v)) for v in program.outputs]
-    if unknown is not None or any(f is UNKNOWN for f in finals):
+    finals = [(v, state.get(id(v))) for v in program.outputs]
+    for v, f in finals:                  # rows combined that reach a result
+        if v.size and isinstance(f, (_Axis, _Row)) and _has_mixed(f):
+            return Mixing(f.mixed)
+    if unknown is not None or any(f is UNKNOWN for _, f in finals):
         return Unknown(unknown)
-    for v, f in zip(program.outputs, finals):
+    for v, f in finals:
         if v.size and _misplaced(f, seed.shape[0]):
-            return Mixing(getattr(f, "moved", None) or program.equations[-1], moves=True)
+            return Mixing(f.moved or program.equations[-1], moves=True)
     return Proof()
+
+
+def _has_mixed(s) -> bool:
+    return bool(np.any(s.rows == MIXED_ROW)) if isinstance(s, _Axis) else s.row == MIXED_ROW
 
 
 def _misplaced(final, n: int) -> bool:
@@ -133,8 +146,8 @@ def _misplaced(final, n: int) -> bool:
 
 def _rule(eqn: Equation, ins, consts: dict, n: int):
     """The output's state (a list for an op with several results): an `_Axis`, a `_Row`,
-    UNIFORM, MIXED, or None when there is no rule (`consts`: constant values by id; `n`:
-    the batch size)."""
+    UNIFORM, or None when there is no rule (`consts`: constant values by id; `n`: the
+    batch size)."""
     name, p = eqn.prim.name, eqn.params
     if name in _ELEMENTWISE:
         return _elementwise(eqn, ins)
@@ -145,8 +158,7 @@ def _rule(eqn: Equation, ins, consts: dict, n: int):
     if name == "setitem_zeros":
         return _setitem_zeros(eqn, ins, consts, n)
     if not any(isinstance(s, _Axis) for s in ins):   # no batch axis: whatever the op does,
-        rows = {s.row for s in ins if isinstance(s, _Row)}   # one row's value (or none's)
-        out = MIXED if len(rows) > 1 else _Row(rows.pop()) if rows else UNIFORM
+        out = _combine(eqn, [s for s in ins if isinstance(s, _Row)])   # those rows' value
         return [out] * len(eqn.outputs) if eqn.prim.multiple_results else out
     if name in ("gather", "scatter_add") and ins[1] is not None:
         return None                      # indices computed from the seed: no rule
@@ -155,67 +167,75 @@ def _rule(eqn: Equation, ins, consts: dict, n: int):
     a = ins[0]
     if name in ("sum", "max", "min", "prod"):
         if a.axis in p["axes"]:
-            return _one_row(a)
-        return _Axis(a.axis if p["keepdims"] else a.axis - sum(1 for x in p["axes"] if x < a.axis),
-                     a.rows, a.moved)
+            return _one_row(a, eqn)
+        return _axis(a.axis if p["keepdims"] else a.axis - sum(1 for x in p["axes"] if x < a.axis), a)
     if name == "reshape":
         shape_in = tuple(eqn.inputs[0].shape)
         block = _block_after_reshape(shape_in, a.axis, a.axis + 1, tuple(p["shape"]))
         if block is None or block[1] - block[0] != 1:
-            return _one_row(a) if shape_in[a.axis] == 1 else None
-        return _Axis(block[0], a.rows, a.moved)
+            return _one_row(a, eqn) if shape_in[a.axis] == 1 else None
+        return _axis(block[0], a)
     if name == "transpose":
-        return _Axis(p["perm"].index(a.axis), a.rows, a.moved)
+        return _axis(p["perm"].index(a.axis), a)
     if name == "broadcast_to":
         axis = a.axis + len(p["shape"]) - eqn.inputs[0].ndim
         size = p["shape"][axis]
         if len(a.rows) == size:
-            return _Axis(axis, a.rows, a.moved)
-        return _Axis(axis, np.repeat(a.rows, size), eqn)     # one row stretched over all
+            return _axis(axis, a)
+        return _axis(axis, a, np.repeat(a.rows, size), eqn)     # one row stretched over all
     return None
 
 
-def _one_row(a: _Axis):
-    """The batch axis summed over (or dropped): fine if at most one row is on it."""
+def _one_row(a: _Axis, eqn: Equation):
+    """The batch axis summed over (or dropped): one row's value, or several rows combined."""
     rows = set(a.rows[a.rows != NO_ROW].tolist())
-    if len(rows) > 1:
-        return MIXED
-    return _Row(rows.pop()) if rows else UNIFORM
+    if len(rows) > 1 or MIXED_ROW in rows:
+        return _Row(MIXED_ROW, None, a.mixed or eqn)
+    return _Row(rows.pop(), eqn, a.mixed) if rows else UNIFORM
+
+
+def _merged(rows: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Entry by entry: the one row both come from (or either's, where the other has none);
+    MIXED_ROW where they differ."""
+    same = (rows == other) | (other == NO_ROW)
+    return np.where(rows == NO_ROW, other, np.where(same, rows, MIXED_ROW))
 
 
 def _combine(eqn: Equation, parts: list):
     """The state of a value made entry by entry from `parts` (`_Axis`es already on the
-    output's axes, `_Row`s): rows must agree wherever two meet."""
+    output's axes, `_Row`s): where rows meet they must be the same row, else the entry
+    is MIXED_ROW (and `eqn` the op that mixed them)."""
     axes = [s for s in parts if isinstance(s, _Axis)]
-    singles = {s.row for s in parts if isinstance(s, _Row)}
-    if len({s.axis for s in axes}) > 1 or len(singles) > 1:
-        return MIXED                     # batch entries of two operands meet
+    singles = [s for s in parts if isinstance(s, _Row)]
+    mixed = next((s.mixed for s in parts if s.mixed is not None), None)
+    moved = next((s.moved for s in parts if s.moved is not None), None)
+    row = np.array([NO_ROW])
+    for s in singles:
+        row = _merged(row, np.array([s.row]))
     if not axes:
-        return _Row(singles.pop()) if singles else UNIFORM
-    size = max(len(s.rows) for s in axes)
+        if not singles:
+            return UNIFORM
+        return _Row(int(row[0]), moved, mixed or (eqn if row[0] == MIXED_ROW else None))
+    axis = axes[0].axis
+    size = eqn.outputs[0].shape[axis]        # (an operand's may be 1: broadcast)
     rows = np.full(size, NO_ROW)
     for s in axes:
-        r = np.broadcast_to(s.rows, size) if len(s.rows) in (1, size) else None
-        if r is None:
+        if s.axis != axis:                   # batch axes of two operands meet: all mixed
+            return _Axis(axis, np.full(size, MIXED_ROW), moved, mixed or eqn)
+        if len(s.rows) not in (1, size):
             return None
-        clash = (rows != NO_ROW) & (r != NO_ROW) & (rows != r)
-        if clash.any():
-            return MIXED
-        rows = np.where(rows == NO_ROW, r, rows)
-    if singles:
-        (row,) = singles
-        if ((rows != NO_ROW) & (rows != row)).any():
-            return MIXED
-        rows = np.full(size, row)
-    moved = next((s.moved for s in axes if s.moved is not None), None)
-    if any(len(s.rows) != size for s in axes):
-        moved = eqn                      # a row broadcast over the others
-    return _Axis(axes[0].axis, rows, moved)
+        if len(s.rows) != size:
+            moved = eqn                      # a row broadcast over the others
+        rows = _merged(rows, np.broadcast_to(s.rows, size))
+    rows = _merged(rows, np.broadcast_to(row, size)) if singles else rows
+    if mixed is None and (rows == MIXED_ROW).any():
+        mixed = eqn
+    return _Axis(axis, rows, moved, mixed)
 
 
 def _on_output(v, s, rank: int):
     """Operand state `s` moved to the axes of a broadcast result of `rank` axes."""
-    return _Axis(s.axis + rank - v.ndim, s.rows, s.moved) if isinstance(s, _Axis) else s
+    return _axis(s.axis + rank - v.ndim, s) if isinstance(s, _Axis) else s
 
 
 def _elementwise(eqn: Equation, ins):
@@ -233,13 +253,11 @@ def _matmul(eqn: Equation, ins):
     for v, s, contracted, kept in ((x, sx, x.ndim - 1, x.ndim - 2), (y, sy, y.ndim - 2, y.ndim - 1)):
         if isinstance(s, _Axis):
             if s.axis == contracted:     # the batch axis is summed over
-                s = _one_row(s)
-                if s is MIXED:
-                    return MIXED
+                s = _one_row(s, eqn)
             elif s.axis == kept:
-                s = _Axis(rank - 2 if v is x else rank - 1, s.rows, s.moved)
+                s = _axis(rank - 2 if v is x else rank - 1, s)
             else:                        # a batch dimension of the product
-                s = _Axis(s.axis + rank - v.ndim, s.rows, s.moved)
+                s = _axis(s.axis + rank - v.ndim, s)
         if isinstance(s, (_Axis, _Row)):
             parts.append(s)
     return _combine(eqn, parts)
@@ -255,18 +273,19 @@ def _einsum(eqn: Equation, ins):
             letter = subs[s.axis]
             if subs.count(letter) > 1:
                 return None              # a diagonal along the batch axis: no rule
-            if letter not in out:
-                s = _one_row(s)     # the batch axis is summed over
-                if s is MIXED:
-                    return MIXED
-            else:
-                s = _Axis(out.index(letter), s.rows, s.moved)
+            s = _one_row(s, eqn) if letter not in out else _axis(out.index(letter), s)
         if isinstance(s, (_Axis, _Row)):
             parts.append(s)
     return _combine(eqn, parts)
 
 
 # -- ops that pick, move or place rows (their input on a batch axis) -------------------------
+def _placed(a: _Axis, axis: int, rows: np.ndarray, eqn: Equation) -> _Axis:
+    """`a` with `rows` on `axis`: moved by `eqn` unless they are `a`'s, in `a`'s order."""
+    same = len(rows) == len(a.rows) and np.array_equal(rows, a.rows)
+    return _axis(axis, a, rows, None if same else eqn)
+
+
 def _getitem(eqn: Equation, ins, consts, n):
     a = ins[0]
     axis, out_axis = 0, 0
@@ -276,14 +295,12 @@ def _getitem(eqn: Equation, ins, consts, n):
             continue
         if axis == a.axis:
             if isinstance(k, slice):
-                rows = a.rows[k]
-                return _Axis(out_axis, rows, a.moved if len(rows) == len(a.rows) and
-                             np.array_equal(rows, a.rows) else eqn)
+                return _placed(a, out_axis, a.rows[k], eqn)
             row = int(a.rows[k])         # one row picked out: its value alone
-            return _Row(row) if row != NO_ROW else UNIFORM
+            return _Row(row, eqn, a.mixed) if row != NO_ROW else UNIFORM
         out_axis += 0 if isinstance(k, int) else 1
         axis += 1
-    return _Axis(out_axis + (a.axis - axis), a.rows, a.moved)
+    return _axis(out_axis + (a.axis - axis), a)
 
 
 def _setitem_zeros(eqn: Equation, ins, consts, n):
@@ -294,7 +311,8 @@ def _setitem_zeros(eqn: Equation, ins, consts, n):
             return UNIFORM
         # placed among zeros: still that row's alone, unless an index along an axis of
         # the batch's size may put it back among the rows (x[b]'s gradient) or into
-        # another row: which one the axis is, a row's value does not tell
+        # another row: which axis of the zeros is the batch's, a row's value does not tell
+        # (a value of the same shape as a batched one may be a row's own)
         positions = _out_positions(key)
         if any(isinstance(key[p], int) and shape[q] == n for q, p in enumerate(positions)):
             return None
@@ -307,20 +325,15 @@ def _setitem_zeros(eqn: Equation, ins, consts, n):
         if in_axis == a.axis:
             rows = np.full(shape[out_axis], NO_ROW)
             rows[k] = a.rows
-            return _Axis(out_axis, rows, a.moved if np.array_equal(rows, a.rows) else eqn)
+            return _placed(a, out_axis, rows, eqn)
         in_axis += 1
         out_axis += 0 if k is None else 1
-    return _Axis(out_axis + (a.axis - in_axis), a.rows, a.moved)
+    return _axis(out_axis + (a.axis - in_axis), a)
 
 
 def _out_positions(key) -> list:
     """For each axis of setitem_zeros' output, the position in `key` that indexes it."""
     return [p for p, k in enumerate(key) if k is not None]
-
-
-def _whole_axis(k, size: int) -> bool:
-    """`k` keeps every entry of an axis of `size`, in order (`:`, `0:`, `0:size`, `::1`)."""
-    return isinstance(k, slice) and k.indices(size) == (0, size, 1)
 
 
 def _concat(eqn: Equation, ins, consts, n):
@@ -336,31 +349,30 @@ def _concat(eqn: Equation, ins, consts, n):
         size = v.shape[along]
         pieces.append(s.rows if isinstance(s, _Axis) else
                       np.full(size, s.row if isinstance(s, _Row) else NO_ROW))
-    rows = np.concatenate(pieces)
     first = next(s for s in ins if isinstance(s, _Axis))
-    return _Axis(along, rows, first.moved if np.array_equal(rows, first.rows) else eqn)
+    mixed = next((s.mixed for s in ins if getattr(s, "mixed", None) is not None), None)
+    out = _placed(first, along, np.concatenate(pieces), eqn)
+    out.mixed = mixed
+    return out
 
 
 def _pad(eqn: Equation, ins, consts, n):
     a = ins[0]
     before, after = eqn.params["pad_width"][a.axis]
-    if (before, after) == (0, 0):
-        return a
-    return _Axis(a.axis, np.concatenate([np.full(before, NO_ROW), a.rows, np.full(after, NO_ROW)]), eqn)
+    return _placed(a, a.axis, np.concatenate([np.full(before, NO_ROW), a.rows,
+                                              np.full(after, NO_ROW)]), eqn)
 
 
 def _split(eqn: Equation, ins, consts, n):
     a = ins[0]
     if eqn.params["axis"] != a.axis:
         return [a] * len(eqn.outputs)
-    pieces = np.split(a.rows, eqn.params["indices"])
-    return [_Axis(a.axis, r, eqn) for r in pieces]
+    return [_placed(a, a.axis, rows, eqn) for rows in np.split(a.rows, eqn.params["indices"])]
 
 
 def _tile(eqn: Equation, ins, consts, n):
     a = ins[0]                           # (reps has one entry per axis of the input)
-    k = eqn.params["reps"][a.axis]
-    return _Axis(a.axis, np.tile(a.rows, k), a.moved if k == 1 else eqn)
+    return _placed(a, a.axis, np.tile(a.rows, eqn.params["reps"][a.axis]), eqn)
 
 
 def _index_axis(idx: np.ndarray) -> int | None:
@@ -373,20 +385,16 @@ def _gather(eqn: Equation, ins, consts, n):
     a, axis = ins[0], eqn.params["axis"]
     idx_var = eqn.inputs[1]
     if a.axis != axis:
-        k = idx_var.ndim
-        return _Axis(a.axis if a.axis < axis else a.axis + k - 1, a.rows, a.moved)
+        return _axis(a.axis if a.axis < axis else a.axis + idx_var.ndim - 1, a)
     value = consts.get(id(idx_var))
     if value is None:
         return None                      # rows picked by computed indices: no rule
     idx = np.asarray(value.numpy())
     if idx.ndim == 0:
         row = int(a.rows[idx])
-        return _Row(row) if row != NO_ROW else UNIFORM
+        return _Row(row, eqn, a.mixed) if row != NO_ROW else UNIFORM
     q = _index_axis(idx)
-    if q is None:
-        return None
-    rows = a.rows[idx.reshape(-1)]
-    return _Axis(axis + q, rows, a.moved if np.array_equal(rows, a.rows) else eqn)
+    return None if q is None else _placed(a, axis + q, a.rows[idx.reshape(-1)], eqn)
 
 
 def _scatter_add(eqn: Equation, ins, consts, n):
@@ -394,7 +402,7 @@ def _scatter_add(eqn: Equation, ins, consts, n):
     idx_var = eqn.inputs[1]
     k = idx_var.ndim
     if not axis <= a.axis < axis + k:
-        return _Axis(a.axis if a.axis < axis else a.axis - k + 1, a.rows, a.moved)
+        return _axis(a.axis if a.axis < axis else a.axis - k + 1, a)
     value = consts.get(id(idx_var))
     if value is None:
         return None
@@ -402,13 +410,13 @@ def _scatter_add(eqn: Equation, ins, consts, n):
     if _index_axis(idx) != a.axis - axis:
         return None
     rows = np.full(size, NO_ROW)
-    for target, row in zip(np.where(idx.reshape(-1) < 0, idx.reshape(-1) + size, idx.reshape(-1)),
-                           a.rows):
-        if row != NO_ROW:
-            if rows[target] not in (NO_ROW, row):
-                return MIXED             # two rows added into one
-            rows[target] = row
-    return _Axis(axis, rows, a.moved if np.array_equal(rows, a.rows) else eqn)
+    targets = idx.reshape(-1) % size if size else idx.reshape(-1)
+    for target, row in zip(targets, a.rows):
+        rows[target] = _merged(rows[target:target + 1], np.array([row]))[0]   # added into one
+    out = _placed(a, axis, rows, eqn)
+    if out.mixed is None and (rows == MIXED_ROW).any():
+        out.mixed = eqn
+    return out
 
 
 _MOVING = {"getitem": _getitem, "setitem_zeros": _setitem_zeros, "concat": _concat, "pad": _pad,

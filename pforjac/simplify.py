@@ -55,18 +55,27 @@ def eliminate_dead_code(program: Program) -> Program:
 
 def _param_key(params: dict) -> tuple:
     """A key equal for equal parameters only: arrays by dtype, shape and bytes (numpy's
-    repr elides long arrays and rounds to 8 digits), Python floats by their exact repr."""
+    repr elides long arrays and rounds to 8 digits), Python floats by their exact repr
+    (-0.0 is not 0.0). Computed for every op of every cached Jacobian call: ints, strings
+    and tuples of them (shapes, axes) are their own keys."""
     return tuple((k, _frozen(v)) for k, v in sorted(params.items()))
 
 
 def _frozen(value):
+    kind = type(value)
+    if kind is int or kind is str or value is None:
+        return value
+    if kind is tuple:
+        if all(type(v) is int for v in value):
+            return value
+        return ("tuple",) + tuple(_frozen(v) for v in value)
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, (tuple, list)):
-        return (type(value).__name__,) + tuple(_frozen(v) for v in value)
+    if isinstance(value, list):
+        return ("list",) + tuple(_frozen(v) for v in value)
     if isinstance(value, dict):
         return ("dict",) + tuple((repr(k), _frozen(v)) for k, v in value.items())
-    return (type(value).__name__, repr(value))
+    return (kind.__name__, repr(value))     # floats, bools, dtypes, slices, ...
 
 
 def eliminate_common_subexpressions(program: Program) -> Program:
