@@ -111,7 +111,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
         if outs is None:
             mixed = [s for s in ins if isinstance(s, (_Axis, _Row)) and _has_mixed(s)]
             if mixed:                    # combined rows going where the check can't follow
-                return Mixing(mixed[0].mixed)
+                return Mixing(mixed[0].mixed or eqn)
             unknown = unknown or eqn
             outs = UNKNOWN
         for v, out in zip(eqn.outputs, outs if isinstance(outs, list) else [outs] * len(eqn.outputs)):
@@ -119,7 +119,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     finals = [(v, state.get(id(v))) for v in program.outputs]
     for v, f in finals:                  # rows combined that reach a result
         if v.size and isinstance(f, (_Axis, _Row)) and _has_mixed(f):
-            return Mixing(f.mixed)
+            return Mixing(f.mixed or program.equations[-1])
     if unknown is not None or any(f is UNKNOWN for _, f in finals):
         return Unknown(unknown)
     for v, f in finals:
