@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .program import Equation, Program
+from .tensor import SymbolicTensor, Variable
 from .simplify import eliminate_dead_code
 from .structure import _block_after_reshape
 
@@ -99,7 +100,10 @@ _ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide
 def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     """Follows the batch axis (axis 0 of `seed`) to the program's outputs."""
     state: dict[int, object] = {id(seed): _Axis(0, np.arange(seed.shape[0]))}
-    consts = {id(v): value for v, value in zip(program.consts, program.const_values)}
+    # indices known now: not a Variable's (read when compiled code runs) nor a symbolic
+    # value of an enclosing trace (a compiled function's argument)
+    consts = {id(v): value for v, value in zip(program.consts, program.const_values)
+              if not isinstance(value, (Variable, SymbolicTensor))}
     unknown = None
     # only equations the outputs need: a rule's cotangent for an input that is not a
     # source (a weight's) may be computed and never used, and its mixing is harmless
@@ -323,6 +327,9 @@ def _setitem_zeros(eqn: Equation, ins, consts, n):
             out_axis += 1
             continue
         if in_axis == a.axis:
+            if k is None:                # the batch axis is a unit axis the output drops:
+                row = _one_row(a, eqn)   # that row's value, placed as a row's value is
+                return UNIFORM if row is UNIFORM else _setitem_zeros(eqn, [row], consts, n)
             rows = np.full(shape[out_axis], NO_ROW)
             rows[k] = a.rows
             return _placed(a, out_axis, rows, eqn)

@@ -305,3 +305,61 @@ def test_the_row_check_agrees_with_the_full_jacobian(steps, perm):
         assert not crossing
         np.testing.assert_allclose(per_example, np.stack([full[b, :, b, :] for b in range(6)]),
                                    rtol=1e-12, atol=1e-12)
+
+
+# -- found by a hunt for false proofs --------------------------------------------------------
+def test_scatter_add_with_a_negative_axis_is_checked_and_vectorized_on_that_axis():
+    # the axis was kept negative: the check took it for another axis than the batch's and
+    # proved a permutation independent, and pfor's gather converter shifted it wrongly
+    perm = np.array([2, 0, 1])
+    for d in (3, 4):
+        x = pj.constant(RNG.normal(size=(3, d)))
+        with pj.GradientTape(persistent=True) as g:
+            g.watch(x)
+            y = pj.scatter_add(x * x, perm, axis=-2, size=3)
+        with pytest.raises(ValueError, match="forward op 'scatter_add' mixes rows"):
+            g.batch_jacobian(y, x, strict=True)
+        np.testing.assert_array_equal(g.jacobian(y, x).numpy(),
+                                      g.jacobian(y, x, experimental_use_pfor=False).numpy())
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: pj.concat([pj.tanh(x[b])[None] for b in range(6)], 0),     # rows one by one
+    lambda x: pj.concat([pj.transpose(x[0][:, None]), x[1:]], 0) ** 2,   # (crashed)
+])
+def test_a_batch_axis_on_a_new_unit_axis_is_not_taken_for_another(f):
+    """x[b][None]'s gradient drops the unit axis the row sits on: it used to be put on
+    the next axis (a false warning) or past the last (an IndexError)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _batch_jac(f).numpy()
+    x = pj.constant(RNG.normal(size=(6, 4)))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = f(x)
+    full = g.jacobian(y, x).numpy()
+    np.testing.assert_allclose(_batch_jac_at(f, x).numpy(),
+                               np.stack([full[b, :, b, :] for b in range(6)]))
+    assert got.shape == (6, 4, 4)
+
+
+def _batch_jac_at(f, x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = f(x)
+    return g.batch_jacobian(y, x)
+
+
+def test_indices_known_only_when_compiled_code_runs_are_not_read_by_the_check():
+    @pj.function
+    def per_example(x, idx, strict):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.gather(x, idx) * x
+        return g.batch_jacobian(y, x, strict=strict)
+    x = RNG.normal(size=(3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert per_example(x, np.array([0, 1, 2]), False).shape == (3, 4, 4)
+    with pytest.raises(ValueError, match="could not check"):
+        per_example(x, np.array([0, 1, 2]), True)

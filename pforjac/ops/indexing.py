@@ -125,7 +125,16 @@ def getitem(x, key):
 
 
 # -- gather / scatter_add --------------------------------------------------------------
+def _nonnegative_axis(name: str, axis: int) -> None:
+    """The primitives take their axis counted from the front (their converters and the
+    row check shift it); `pforjac.gather` / `scatter_add` normalize a negative one."""
+    if axis < 0:
+        raise ValueError(f"primitive {name}: axis {axis} is negative; bind it with the axis "
+                         f"counted from the front, or call pforjac.{name}, which does")
+
+
 def _gather_shape(x, indices, axis):
+    _nonnegative_axis("gather", axis)
     if not np.issubdtype(indices.dtype, np.integer):
         raise TypeError(f"gather indices must be integers, got {indices.dtype.name}")
     return tuple(x.shape[:axis]) + tuple(indices.shape) + tuple(x.shape[axis + 1:]), x.dtype
@@ -163,6 +172,7 @@ def distinct_indices(indices: np.ndarray, size: int) -> bool:
 
 
 def _scatter_add_shape(g, indices, axis, size, unique=None):
+    _nonnegative_axis("scatter_add", axis)
     return tuple(g.shape[:axis]) + (size,) + tuple(g.shape[axis + len(indices.shape):]), g.dtype
 
 
@@ -187,9 +197,12 @@ take = gather
 
 
 def scatter_add(g, indices, axis: int, size: int):
-    """Adds the slices of `g` into zeros of length `size` along `axis` at `indices`."""
-    return scatter_add_p.bind(g, indices, axis=int_arg(axis, "scatter_add: axis"),
-                              size=int_arg(size, "scatter_add: size"))
+    """Adds the slices of `g` into zeros of length `size` along `axis` at `indices` (`axis`
+    of the result, which has `indices.ndim - 1` axes fewer than `g`; negative counts from
+    its end)."""
+    g, indices = as_tensor(g), as_tensor(indices)
+    axis = axis_index(int_arg(axis, "scatter_add: axis"), g.ndim - indices.ndim + 1, "scatter_add")
+    return scatter_add_p.bind(g, indices, axis=axis, size=int_arg(size, "scatter_add: size"))
 
 
 def _check_index_impl(indices, size):
