@@ -112,3 +112,30 @@ def test_parallel_iterations_of_one_is_bit_identical(f, shape, seed):
     whole = g.jacobian(y, x).numpy()
     np.testing.assert_array_equal(g.jacobian(y, x, parallel_iterations=1).numpy(), whole)
     np.testing.assert_array_equal(g.jacobian(y, x, experimental_use_pfor=False).numpy(), whole)
+
+
+_NEGATIVE_AXES = {
+    "sum": lambda x: pj.sum(x, axis=-2), "max": lambda x: pj.max(x, axis=-3),
+    "prod": lambda x: pj.prod(x, axis=-2), "logsumexp": lambda x: pj.logsumexp(x, axis=-2),
+    "softmax": lambda x: pj.softmax(x, axis=-2), "concat": lambda x: pj.concat([x, x * x], axis=-2),
+    "stack": lambda x: pj.stack([x, x * 2], axis=-2), "split": lambda x: pj.split(x, 3, axis=-2)[1],
+    "gather": lambda x: pj.gather(x, np.array([2, 0]), axis=-2),
+    "scatter_add": lambda x: pj.scatter_add(x, np.array([1, 0, 1]), axis=-2, size=2),
+    "scatter_add_first": lambda x: pj.scatter_add(x, np.array([2, 0, 1]), axis=-3, size=3),
+    "moveaxis": lambda x: pj.moveaxis(x, -1, -3), "expand_dims": lambda x: pj.expand_dims(x, -2)}
+
+
+@pytest.mark.parametrize("name", sorted(_NEGATIVE_AXES))
+def test_negative_axes_vectorize_as_their_positive_twins(name):
+    # scatter_add kept a negative axis, which pfor's converter shifted as if positive: a
+    # wrong jacobian where the batch and feature sizes agree (found by a hunt, session 7)
+    f = _NEGATIVE_AXES[name]
+    x_np = np.random.default_rng(3).uniform(0.3, 0.9, (3, 3, 2))
+    by_pfor, by_loop = _jacobians(f, x_np)
+    np.testing.assert_allclose(by_pfor, by_loop, rtol=1e-12, atol=1e-14)
+    h, fd = 1e-6, np.zeros(by_pfor.shape)
+    for idx in np.ndindex(x_np.shape):
+        e = np.zeros_like(x_np)
+        e[idx] = h
+        fd[(Ellipsis,) + idx] = (f(pj.constant(x_np + e)).numpy() - f(pj.constant(x_np - e)).numpy()) / (2 * h)
+    np.testing.assert_allclose(by_pfor, fd, rtol=1e-6, atol=1e-8)
