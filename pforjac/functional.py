@@ -290,7 +290,10 @@ def _jacobian_forward(func, xs: tuple, parallel_iterations=None):
 def _columns_to_block(columns: Tensor, out, x: Tensor, start: int, stop: int) -> Tensor:
     """Stacked tangents [n, *out] -> the block out.shape + x.shape for inputs start:stop."""
     block = ops.transpose(ops.reshape(columns[int(start):int(stop)], (int(stop - start), out.size)))
-    return ops.cast(ops.reshape(block, tuple(out.shape) + tuple(x.shape)), x.dtype)
+    # the input's dtype, but a complex output's derivatives by a real input stay complex
+    # (as jax.jacfwd's and torch's forward mode are)
+    dtype = np.result_type(x.dtype, out.dtype) if out.dtype.kind == "c" else x.dtype
+    return ops.cast(ops.reshape(block, tuple(out.shape) + tuple(x.shape)), dtype)
 
 
 # -- hessian -----------------------------------------------------------------------------------

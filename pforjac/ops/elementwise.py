@@ -91,7 +91,10 @@ _sigmoid_impl.elementwise_out = True     # generated code may pass `out=` (see c
 
 
 def _softplus_impl(x):
-    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|))."""
+    """log(1 + exp(x)) without overflow: max(x, 0) + log1p(exp(-|x|)) (for complex x, whose
+    max and modulus mean something else, log1p(exp(x)) itself)."""
+    if np.iscomplexobj(x):
+        return np.log1p(np.exp(x))
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
@@ -113,7 +116,7 @@ sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True)
 square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
 reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans),
                       zero_stays_zero=True)
-abs_p = _unary("abs", np.abs, lambda ans, x: sign(x))
+abs_p = _unary("abs", np.abs)          # (its rules below: complex values differ)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype))
 sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x))
@@ -170,8 +173,32 @@ def _multiply_no_nan_impl(x, y):
 
 
 def _pow_dy(g, ans, x, y):
-    safe_log = where(greater(x, 0.0), log(where(greater(x, 0.0), x, ones_like(x))), zeros_like(x))
+    # log x where it is defined: x > 0 for real x (as TensorFlow), x != 0 for complex x
+    # (numpy orders complex numbers by their real part first: x > 0 would drop most)
+    defined = not_equal(x, 0.0) if x.dtype.kind == "c" else greater(x, 0.0)
+    safe_log = where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
     return g * ans * safe_log
+
+
+def _conj_sign(ans, x):
+    """conj(x) / |x| (= |x| / x; 0 at 0) for complex x: the derivative of |x| in the
+    convention of every other rule here (JAX's: no conjugate in a vjp)."""
+    nonzero = not_equal(x, 0.0)
+    return where(nonzero, ans / where(nonzero, x, ones_like(x)), zeros_like(x))
+
+
+def _abs_vjp(g, ans, x):
+    return g * (_conj_sign(ans, x) if x.dtype.kind == "c" else sign(x))
+
+
+def _abs_jvp(t, ans, x):
+    if x.dtype.kind != "c":
+        return t * sign(x)
+    return cast(_conj_sign(ans, x) * t, ans.dtype)      # Re(conj(x) t) / |x|: a real tangent
+
+
+defvjp(abs_p, _abs_vjp)
+defjvp(abs_p, _abs_jvp)
 
 
 add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
@@ -244,8 +271,15 @@ def where(condition, x, y):
     return where_p.bind(condition, *coerce(x, y))
 
 
-cast_p = core.new_primitive("cast", lambda x, dtype: x.astype(dtype, copy=False),
-                            lambda x, dtype: (x.shape, dtype))
+def _cast_impl(x, dtype):
+    """x as `dtype`; complex to real takes the real part, as tf.cast does (without numpy's
+    ComplexWarning: a cast is asked for)."""
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        x = x.real
+    return x.astype(dtype, copy=False)
+
+
+cast_p = core.new_primitive("cast", _cast_impl, lambda x, dtype: (x.shape, dtype))
 defvjp(cast_p, lambda g, ans, x, dtype: cast(g, x.dtype) if is_float(x.dtype) else None)
 defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else None)
 
