@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .program import Equation, Program
-from .tensor import SymbolicTensor, Variable
-from .simplify import eliminate_dead_code
+from .simplify import _constant_values, eliminate_dead_code
 from .structure import _block_after_reshape
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown"]
@@ -102,8 +101,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     state: dict[int, object] = {id(seed): _Axis(0, np.arange(seed.shape[0]))}
     # indices known now: not a Variable's (read when compiled code runs) nor a symbolic
     # value of an enclosing trace (a compiled function's argument)
-    consts = {id(v): value for v, value in zip(program.consts, program.const_values)
-              if not isinstance(value, (Variable, SymbolicTensor))}
+    consts = _constant_values(program)
     unknown = None
     # only equations the outputs need: a rule's cotangent for an input that is not a
     # source (a weight's) may be computed and never used, and its mixing is harmless
@@ -426,5 +424,6 @@ def _scatter_add(eqn: Equation, ins, consts, n):
     return out
 
 
-_MOVING = {"getitem": _getitem, "setitem_zeros": _setitem_zeros, "concat": _concat, "pad": _pad,
-           "split": _split, "tile": _tile, "gather": _gather, "scatter_add": _scatter_add}
+_MOVING = {"getitem": _getitem, "concat": _concat, "pad": _pad, "split": _split, "tile": _tile,
+           "gather": _gather, "scatter_add": _scatter_add}    # (setitem_zeros: _rule calls it
+# first, as a row's value without a batch axis goes there too)
