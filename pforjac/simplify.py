@@ -530,6 +530,54 @@ def batch_major_products(program: Program) -> Program:
     return cancel_reshapes(eliminate_dead_code(replace(program, equations=kept)))
 
 
+def broadcasts_into_ufuncs(program: Program) -> Program:
+    """A ufunc asked for a C-ordered result broadcasts its operands itself: an operand that is
+    `broadcast_to(x)`, perhaps transposed so that x's own axes keep their order, is read as a
+    reshape of x when the other operands still give the result its shape. The same numbers
+    and layout, without building a strided view (numpy's loops over it are slower)."""
+    from .codegen import plain_ufunc
+    producer = {id(v): eqn for eqn in program.equations for v in eqn.outputs}
+    kept, changed = [], False
+    for eqn in program.equations:
+        if plain_ufunc(eqn) and eqn.params.get("order") == "C":
+            inputs, touched = list(eqn.inputs), False
+            for k, u in enumerate(inputs):
+                small = _broadcast_source(u, producer)
+                if small is None:
+                    continue
+                x, shape = small
+                rest = [tuple(v.shape) for j, v in enumerate(inputs) if j != k]
+                if np.broadcast_shapes(shape, *rest) != tuple(eqn.outputs[0].shape):
+                    continue              # u's stretch gives the result an axis no one else does
+                if tuple(x.shape) != shape:
+                    view = SymbolicTensor(shape, x.dtype, x._trace, f"{u.name}_small")
+                    kept.append(Equation(reshape_p, [x], {"shape": shape}, [view], eqn.origin))
+                    x = view
+                inputs[k], touched = x, True
+            if touched:
+                eqn, changed = replace(eqn, inputs=inputs), True
+        kept.append(eqn)
+    return cancel_reshapes(eliminate_dead_code(replace(program, equations=kept))) if changed else program
+
+
+def _broadcast_source(u, producer: dict):
+    """(x, shape) when u is broadcast_to(x), or a transpose of one that keeps x's axes in
+    order: u is then x reshaped to `shape` (1 on every stretched axis) and broadcast."""
+    eqn = producer.get(id(u))
+    perm = None
+    if eqn is not None and eqn.prim.name == "transpose":
+        perm, eqn = tuple(eqn.params["perm"]), producer.get(id(eqn.inputs[0]))
+    if eqn is None or eqn.prim.name != "broadcast_to":
+        return None
+    x = eqn.inputs[0]
+    padded = (1,) * (len(eqn.params["shape"]) - x.ndim) + tuple(x.shape)
+    if perm is None:
+        return x, padded
+    if not _moves_only_unit_axes(padded, perm):
+        return None
+    return x, tuple(padded[p] for p in perm)
+
+
 def _fresh_vars(like: SymbolicTensor):
     """Makes new variables of `like`'s trace, named after it."""
     count = [0]
@@ -541,7 +589,8 @@ def _fresh_vars(like: SymbolicTensor):
 
 
 PASSES = (fold_constants, onehot_products, drop_identities, cancel_reshapes,
-          eliminate_common_subexpressions, batch_major_products, eliminate_dead_code)
+          eliminate_common_subexpressions, batch_major_products, broadcasts_into_ufuncs,
+          eliminate_dead_code)
 
 
 def simplify(program: Program, passes=PASSES) -> Program:

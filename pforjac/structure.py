@@ -183,6 +183,8 @@ def _all_finite_impl(x, axes, nonzero):
     ok = np.isfinite(x) if np.issubdtype(x.dtype, np.inexact) else np.ones(x.shape, bool)
     if nonzero:
         ok &= x != 0
+    if axes is None or len(axes) == x.ndim:   # a compiled guard's whole-array check: the
+        return ok.all()                         # plain all() is faster than over an axis tuple
     return ok.all(axis=axes)
 
 

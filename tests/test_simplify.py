@@ -6,8 +6,8 @@ from hypothesis import given, settings, strategies as st
 import pforjac as pj
 from pforjac.codegen import compile_program
 from pforjac.program import make_program
-from pforjac.simplify import (PASSES, batch_major_products, cancel_reshapes, drop_identities,
-                              eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
+from pforjac.simplify import (PASSES, batch_major_products, broadcasts_into_ufuncs, cancel_reshapes,
+                              drop_identities, eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                               onehot_products, simplify, view_chain_in_order)
 
 RNG = np.random.default_rng(5)
@@ -316,6 +316,57 @@ def test_a_swapped_operand_stretched_by_ones_is_a_broadcast_view():
         (want,), (got,) = _run(p, row, d), _run(q, row, d)
     assert got.shape == (4, 3, 8) and got.flags.c_contiguous
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_broadcast_operand_of_a_c_ordered_ufunc_is_read_unbroadcast():
+    ones = pj.constant(np.ones((3, 4, 1), np.float32))
+
+    def f(row, d):
+        return _rows_first_product(ones * pj.reshape(row, (3, 1, 5)), d)
+    q = batch_major_products(make_program(f, [((3, 5), np.float32), ((4, 5), np.float32)]))
+    r = broadcasts_into_ufuncs(q)       # transpose(broadcast_to(row, (3, 4, 5))) is row (1, 3, 5)
+    assert "broadcast_to" in _names(q) and "broadcast_to" not in _names(r)
+    assert _names(r).count("transpose") == _names(q).count("transpose") - 1
+    row, d = RNG.normal(size=(3, 5)).astype(np.float32), RNG.normal(size=(4, 5)).astype(np.float32)
+    row[1, 2], row[2, 0], d[0, 0] = np.inf, -0.0, -0.0
+    with np.errstate(invalid="ignore"):
+        (want,), (got,) = _run(q, row, d), _run(r, row, d)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+
+
+def _c_ordered_multiply(f, shapes):
+    from dataclasses import replace
+    p = make_program(f, [(s, np.float64) for s in shapes])
+    return replace(p, equations=[replace(e, params={"order": "C"}) if e.prim.name == "multiply" else e
+                                 for e in p.equations])
+
+
+@pytest.mark.parametrize("case", ["stretch makes the shape", "axes reordered", "no order"])
+def test_a_broadcast_a_ufunc_needs_is_kept(case):
+    if case == "stretch makes the shape":      # no other operand has the leading 4
+        p = _c_ordered_multiply(lambda x, y: pj.broadcast_to(x, (4, 3, 5)) * y, [(3, 5), (3, 5)])
+    elif case == "axes reordered":             # x's own axes swap: not a reshape of x
+        p = _c_ordered_multiply(lambda x, y: pj.transpose(pj.broadcast_to(x, (2, 3, 5)), (0, 2, 1)) * y,
+                                [(3, 5), (2, 5, 3)])
+    else:                                      # numpy picks the layout: it may depend on the view
+        p = make_program(lambda x, y: pj.broadcast_to(x, (4, 3, 5)) * y, [((3, 5), np.float64),
+                                                                          ((4, 3, 5), np.float64)])
+    q = broadcasts_into_ufuncs(p)
+    assert _names(q) == _names(p)
+    args = [RNG.normal(size=v.shape) for v in p.inputs]
+    _same(p, q, *args)
+
+
+def test_a_broadcast_another_operand_covers_is_dropped_with_the_same_numbers():
+    p = _c_ordered_multiply(lambda x, y: pj.transpose(pj.broadcast_to(x, (2, 4, 5)), (1, 0, 2)) * y,
+                            [(2, 1, 5), (4, 1, 5)])
+    q = broadcasts_into_ufuncs(p)
+    assert "broadcast_to" not in _names(q)
+    x, y = RNG.normal(size=(2, 1, 5)), RNG.normal(size=(4, 1, 5))
+    _same(p, q, x, y)
+    assert _run(q, x, y)[0].shape == (4, 2, 5)
 
 
 def test_a_swapped_product_whose_parts_are_read_twice_is_left_alone():
