@@ -34,6 +34,24 @@ def settle_allocator() -> None:
 settle_allocator()
 
 
+def settle_threads(quiet: float = 0.1, slice_s: float = 0.01, limit: float = 1.0) -> float:
+    """Wait until no thread of this process is busy (at most `limit` s); returns the wait.
+
+    Thread pools spin after their work before they sleep: OpenBLAS's workers (numpy's, so
+    pforjac's) for about 105 ms of CPU on this VM, torch's OpenMP pool for about 10 ms. A
+    framework timed right after a numpy block ran with one of the two cores taken by that
+    spin (JAX's jitted MLP Jacobian: 10.5 ms instead of 7). Waits in `slice_s` sleeps until
+    one costs the process less than `quiet` of it in CPU time.
+    """
+    start = time.perf_counter()
+    while time.perf_counter() - start < limit:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        time.sleep(slice_s)
+        if time.process_time() - cpu0 < quiet * (time.perf_counter() - t0):
+            break
+    return time.perf_counter() - start
+
+
 def time_reps(fn, reps: int, warmup: int = 1, min_time: float = 0.0,
               max_reps: int = 200) -> tuple[float, list[float]]:
     """Median wall time of `fn()` over at least `reps` runs (more, up to `max_reps`, until

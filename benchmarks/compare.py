@@ -78,7 +78,8 @@ from typing import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine_header, mapped_bytes, markdown_table, mib, time_reps, write_result  # noqa: E402
+from _common import (machine_header, mapped_bytes, markdown_table, mib, settle_threads,  # noqa: E402
+                     time_reps, write_result)
 from loop_vs_pfor import _normal  # noqa: E402
 
 import pforjac as pj  # noqa: E402
@@ -172,6 +173,7 @@ def make_workloads(size, rng) -> list[Workload]:
     ]
     w[0].baselines = _seed_full_baselines(seed_x, seed_p)
     w[3].baselines = _elementwise_baselines(ex)
+    w[2].baselines = _mlp_batch_baselines(w[2].x, w[2].params)
     return w
 
 
@@ -201,6 +203,27 @@ def _seed_full_baselines(x, p):
         return out
     return {"np per-example grad + zeros + scatter": zeros_scatter,
             "np per-example grad + write all zeros + scatter": full_write}
+
+
+def _mlp_batch_baselines(x, p):
+    """The per-example Jacobian of the tanh MLP as the fewest numpy passes I can write: the
+    floor for any numpy-backed engine (the same gemms as XLA's program, unfused elementwise)."""
+    w1, b1, w2, b2, w3 = (p[k] for k in ("w1", "b1", "w2", "b2", "w3"))
+
+    def by_hand():
+        f = x @ w1
+        f += b1
+        np.tanh(f, out=f)
+        k = f @ w2
+        k += b2
+        np.tanh(k, out=k)
+        dk = np.subtract(1, np.square(k, out=k), out=k)       # tanh' at layer 2, (b, 128)
+        df = np.subtract(1, np.square(f, out=f), out=f)       # tanh' at layer 1, (b, 256)
+        rows = np.ascontiguousarray(w3.T)[None] * dk[:, None, :]    # (b, 10, 128)
+        g = (rows.reshape(-1, rows.shape[2]) @ w2.T).reshape(len(x), rows.shape[1], -1)
+        g *= df[:, None, :]
+        return (g.reshape(-1, g.shape[2]) @ w1.T).reshape(len(x), rows.shape[1], -1)
+    return {"np hand-written per-example jacobian": by_hand}
 
 
 def _elementwise_baselines(x):
@@ -432,11 +455,14 @@ def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[f
     where one block each did not. Each block starts with an untimed call: what is timed is
     a repeated call, as in one block per variant (the other variants' large results in
     between must not turn it into a first call: 131 ms instead of 8 for the full seed
-    jacobian, whose 750 MB result then missed pforjac's page reuse)."""
+    jacobian, whose 750 MB result then missed pforjac's page reuse). Each block waits for
+    the previous block's thread pools to stop spinning (`settle_threads`): a block must not
+    run on one core because the library before it still holds the other."""
     times: list[list[float]] = [[] for _ in fns]
     per_round = 1 if slow else -(-reps // rounds)
     for _ in range(reps if slow else rounds):
         for k, fn in enumerate(fns):
+            settle_threads()
             _, t = time_reps(fn, per_round, warmup=1, min_time=0 if slow else 0.5 / rounds)
             times[k] += t
     return times
