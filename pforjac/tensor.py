@@ -32,8 +32,14 @@ def _all_python_numbers(value) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
 
 
+def _fits_int32(arr: np.ndarray) -> bool:
+    info = np.iinfo(np.int32)
+    return arr.size == 0 or (info.min <= arr.min() and arr.max() <= info.max)
+
+
 def _to_array(value, dtype=None) -> np.ndarray:
-    """TensorFlow's conversion: Python floats -> float32, Python ints -> int32."""
+    """TensorFlow's conversion: Python floats -> float32, Python ints -> int32 (int64 when
+    one does not fit in int32)."""
     arr = np.asarray(value, dtype=dtype)
     if arr.dtype.kind in "OUSV":  # objects, strings, records: not numbers
         what = f"a numpy array of dtype {arr.dtype}" if isinstance(value, (np.ndarray, np.generic)) \
@@ -45,10 +51,20 @@ def _to_array(value, dtype=None) -> np.ndarray:
     if _all_python_numbers(value):
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
-        elif arr.dtype == np.int64:
+        elif arr.dtype == np.int64 and _fits_int32(arr):   # larger ints stay int64, as in TF
             arr = arr.astype(np.int32)
         elif arr.dtype == np.complex128:
             arr = arr.astype(np.complex64)
+    return arr
+
+
+def _read_only(arr):
+    """`arr`, no longer writable: a tensor's array (`numpy()`, `np.asarray(t)`) is a
+    read-only view, as JAX's and `np.asarray` of TensorFlow's are, so writing into it can't
+    change a tensor, a recorded tape or a Variable behind `assign`'s checks (copy it to
+    write: `np.array(t)`)."""
+    if isinstance(arr, np.ndarray) and arr.flags.writeable:
+        arr.flags.writeable = False
     return arr
 
 
@@ -69,11 +85,11 @@ class Tensor:
     @classmethod
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
-        t._value = arr
+        t._value = _read_only(arr)
         return t
 
     def __init__(self, value, dtype=None):
-        self._value = _to_array(value, dtype)
+        self._value = _read_only(_to_array(value, dtype))
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
@@ -190,7 +206,7 @@ class Variable(Tensor):
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
-        self._value = np.array(_to_array(value, dtype), order="C")  # own copy, C-ordered as
+        self._value = _read_only(np.array(_to_array(value, dtype), order="C"))  # own copy, C-ordered as
         # constant() copies are (a product rounds by its operands' layout)
         self.trainable = trainable
         self.name = name or "Variable"
@@ -227,7 +243,7 @@ class Variable(Tensor):
                 raise ValueError(f"{where}, and the new value {bad} (dtype {new.dtype.name}) "
                                  f"does not fit in it ({np.sum(lost)} element(s) would wrap "
                                  f"around or overflow); nothing was assigned")
-        self._value = cast
+        self._value = _read_only(cast)
         return self
 
     def numpy(self) -> np.ndarray:

@@ -237,7 +237,7 @@ def test_results_never_alias_what_the_caller_owns():
     results = [jac() for _ in range(3)]                          # the 2nd on: loop cache
     c[0, 0] = 100.0
     for r in results:
-        assert r[0, 0] == 1.0 and r.flags.writeable
+        assert r[0, 0] == 1.0 and not np.shares_memory(r, c)
 
 
 def test_generated_code_keeps_byte_order_and_any_function_name():
@@ -285,10 +285,40 @@ def test_a_tape_in_a_pfor_body_watches_the_variables_it_reads_as_eagerly():
     np.testing.assert_array_equal(pj.function(body)(np.int32(0)).numpy(), want)
 
 
+def test_a_tensors_array_is_read_only():
+    """Writing into `t.numpy()` used to change the tensor and a gradient its tape had
+    recorded, and `v.numpy()` a Variable behind assign's checks (a hunt, 2026-11-30)."""
+    x = pj.constant([1.0, 2.0])
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = x * x
+    v = pj.Variable([1.0, 2.0])
+    for array in (x.numpy(), np.asarray(x), y.numpy(), v.numpy(), np.asarray(v),
+                  pj.function(lambda t: t * 2)(x).numpy(), g.gradient(y, x).numpy()):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 10.0
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    copy = np.array(x)                                   # a copy to write into, as numpy's
+    copy[0] = 10.0
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    v.assign([3.0, 4.0])                                 # assign still works
+    np.testing.assert_array_equal(v.numpy(), [3.0, 4.0])
+
+
+def test_python_ints_too_large_for_int32_become_int64():
+    """As TensorFlow: `constant(2**40)` wrapped around to 0 (a hunt, 2026-11-30)."""
+    assert pj.constant(3).dtype == np.int32
+    for value, want in ((2 ** 40, 2 ** 40), (2 ** 31, 2 ** 31), ([3_000_000_000, 1], [3_000_000_000, 1]),
+                        (-(2 ** 31) - 1, -(2 ** 31) - 1)):
+        for t in (pj.constant(value), pj.Variable(value)):
+            assert t.dtype == np.int64
+            np.testing.assert_array_equal(t.numpy(), want)
+    assert pj.constant(-(2 ** 31)).dtype == np.int32
+
+
 def test_constant_of_a_variable_shares_no_memory_and_assign_add_refuses_while_tracing():
     v = pj.Variable(np.array([1.0, 2.0]))
-    pj.constant(v).numpy()[0] = 42.0
-    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+    assert not np.shares_memory(pj.constant(v).numpy(), v.numpy())
     grow = pj.function(lambda x: (v.assign_add(x), x)[1])
     with pytest.raises(RuntimeError, match="would run once, while tracing"):
         grow(np.ones(2))

@@ -424,7 +424,8 @@ def test_jacobians_on_reused_dirty_buffers_are_exact(small_cache):
         for call, want in zip(calls, expected):
             got = call()
             np.testing.assert_array_equal(got, want)
-            got[...] = np.nan                                            # garbage for the next one
+            got.flags.writeable = True          # (a tensor's array is read-only; its memory is not)
+            got[...] = np.nan                   # garbage for the next one
             del got
     assert small_cache._cache.idle_bytes() > 0
 
