@@ -85,6 +85,23 @@ def jvp_program(program: Program, primals: Sequence, tangents: Sequence) -> tupl
     return [x for x, _ in results], [t for _, t in results]
 
 
+def inputs_reaching_outputs(program: Program) -> list[bool]:
+    """For each input, whether a tangent can flow from it to some output: through
+    differentiable ops, not through stop_gradient (an input used only as an integer, a
+    comparison's operand or a stop_gradient's has none)."""
+    reach: dict[int, frozenset] = {id(v): frozenset([k]) for k, v in enumerate(program.inputs)
+                                   if is_float(v.dtype)}
+    for eqn in _live_equations(program):
+        if not eqn.prim.differentiable or eqn.prim.name == "stop_gradient":
+            continue
+        found = frozenset().union(*(reach.get(id(v), frozenset()) for v in eqn.inputs))
+        if found:
+            for out in eqn.outputs:
+                reach[id(out)] = found
+    hit = frozenset().union(*(reach.get(id(v), frozenset()) for v in program.outputs))
+    return [k in hit for k in range(len(program.inputs))]
+
+
 def _live_equations(program: Program) -> list:
     """The equations that some output depends on, in order (dead code is skipped)."""
     from .simplify import eliminate_dead_code

@@ -29,7 +29,7 @@ from typing import Callable
 import numpy as np
 
 from . import core, ops
-from .forward import jvp_program
+from .forward import inputs_reaching_outputs, jvp_program
 from .memory import check_results_fit, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import run_loop
@@ -388,6 +388,10 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     vs = _validate_v(v, xs, is_inputs_tuple, "input", "jvp")
     with _graph_mode(create_graph):
         program, is_outputs_tuple = _trace(func, xs, "jvp")
+        if strict:              # as PyTorch's: an input that no output depends on is refused
+            for k, reaches in enumerate(inputs_reaching_outputs(program)):
+                if not reaches:
+                    _fill(None, xs[k], k, True, "jvp", "the output is independent of input")
         outputs, tangents = jvp_program(program, list(xs), list(vs))
         tangents = [_fill(t, o, k, strict, "jvp", "the inputs do not affect output")
                     for k, (t, o) in enumerate(zip(tangents, outputs))]

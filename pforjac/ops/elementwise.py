@@ -71,10 +71,17 @@ def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False) -> core.P
 def _sigmoid_impl(x, out=None):
     """1 / (1 + exp(-x)), in place in one buffer (`out`, which may be `x`, as for a ufunc).
     Accurate to an ulp or two in both tails: for very negative x, exp(-x) overflows to inf
-    and the result is 0 (only where the true value is below the dtype's smallest normal)."""
+    and the result is 0 (only where the true value is below the dtype's smallest normal;
+    float16 is computed in float32, so its subnormals are kept)."""
     x = np.asarray(x)
     if x.dtype.kind not in "fc":               # ints and bools: np.exp's float, as numpy gives
         x = x.astype(_float_of(x.dtype))
+    if x.dtype == np.float16:                  # exp(-x) would overflow float16 below -11.1,
+        wide = _sigmoid_impl(x.astype(np.float32))   # where sigmoid is still a float16
+        if out is None:                              # subnormal (TensorFlow keeps those)
+            return wide.astype(np.float16)
+        np.copyto(out, wide, casting="same_kind")
+        return out
     out = np.negative(x, out=np.empty(x.shape, x.dtype) if out is None else out)
     with np.errstate(over="ignore"):
         np.exp(out, out=out)
@@ -104,7 +111,7 @@ defjvp(neg_p, lambda t, ans, x: -t)
 exp_p = _unary("exp", np.exp, lambda ans, x: ans)
 log_p = _unary("log", np.log, lambda ans, x: reciprocal(x))
 log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0))
-expm1_p = _unary("expm1", np.expm1, lambda ans, x: ans + 1.0)
+expm1_p = _unary("expm1", np.expm1, lambda ans, x: exp(x))   # (ans + 1 cancels for x < 0: TF's)
 sin_p = _unary("sin", np.sin, lambda ans, x: cos(x))
 cos_p = _unary("cos", np.cos, lambda ans, x: -sin(x))
 tan_p = _unary("tan", np.tan, lambda ans, x: square(ans) + 1.0)
@@ -210,12 +217,13 @@ power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0
 multiply_no_nan_p = _binary("multiply_no_nan", _multiply_no_nan_impl,
                             lambda g, a, x, y: multiply_no_nan(g, y),
                             lambda g, a, x, y: multiply_no_nan(x, g))
+# As TensorFlow's: a tie goes to x, and y gets every element x does not (a NaN's too)
 maximum_p = _binary("maximum", np.maximum,
                     lambda g, a, x, y: g * cast(greater_equal(x, y), g.dtype),
-                    lambda g, a, x, y: g * cast(less(x, y), g.dtype))
+                    lambda g, a, x, y: g * cast(logical_not(greater_equal(x, y)), g.dtype))
 minimum_p = _binary("minimum", np.minimum,
                     lambda g, a, x, y: g * cast(less_equal(x, y), g.dtype),
-                    lambda g, a, x, y: g * cast(greater(x, y), g.dtype))
+                    lambda g, a, x, y: g * cast(logical_not(less_equal(x, y)), g.dtype))
 
 equal_p = _binary("equal", np.equal, differentiable=False)
 not_equal_p = _binary("not_equal", np.not_equal, differentiable=False)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..tensor import as_tensor
 from ._family import normalize_axes
-from .elementwise import exp, stop_gradient
-from .reductions import logsumexp, max as _max, sum as _sum
+from .elementwise import exp, log, stop_gradient
+from .reductions import _stable_shift, max as _max, sum as _sum
 
 __all__ = ["softmax", "log_softmax"]
 
@@ -20,6 +20,10 @@ def softmax(x, axis: int = -1):
 
 
 def log_softmax(x, axis: int = -1):
+    """`x - logsumexp(x)` along `axis`, as `(x - max) - log(sum(exp(x - max)))`: the max
+    subtracted first, so a large max does not absorb the log of the sum (TensorFlow's,
+    JAX's and PyTorch's order; `[1000, 1001, 0]` lost 250 float32 ulps the other way)."""
     x = as_tensor(x)
     axis = normalize_axes(axis, x.ndim, "log_softmax")
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    shifted = x - _stable_shift(x, axis)
+    return shifted - log(_sum(exp(shifted), axis=axis, keepdims=True))
