@@ -179,8 +179,9 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
 
     Returns:
         `J[i][j]` of shape `outputs[i].shape + inputs[j].shape` and inputs[j]'s
-        dtype; a level of tuple is dropped where `inputs` or the output is a
-        single Tensor.
+        dtype (forward mode of a real-to-complex function: the output's complex
+        dtype, its derivative in full; reverse mode gives its real part); a level
+        of tuple is dropped where `inputs` or the output is a single Tensor.
 
     Example:
         >>> import numpy as np, pforjac as pj
