@@ -37,6 +37,13 @@ def _fits_int32(arr: np.ndarray) -> bool:
     return arr.size == 0 or (info.min <= arr.min() and arr.max() <= info.max)
 
 
+def unchanged(x) -> bool:
+    """Whether an op that changes nothing may return `x` itself: not a Variable, whose
+    value later assigns change (the op's result must keep the value it had; TensorFlow's
+    reshape of a Variable is a new tensor too, and tapes see the op)."""
+    return not isinstance(x, Variable)
+
+
 def _to_array(value, dtype=None) -> np.ndarray:
     """TensorFlow's conversion: Python floats -> float32, Python ints -> int32 (int64 when
     one does not fit in int32)."""

@@ -305,6 +305,24 @@ def test_a_tensors_array_is_read_only():
     np.testing.assert_array_equal(v.numpy(), [3.0, 4.0])
 
 
+def test_an_op_that_changes_nothing_on_a_variable_keeps_its_value():
+    """reshape to its own shape, .T of a vector, v[:], a one-tensor concat, a same-dtype
+    cast... returned the Variable itself, so the "result" followed later assigns (a hunt,
+    2026-11-30). TensorFlow's reshape of a Variable is a new tensor."""
+    v = pj.Variable([1.0, 2.0])
+    made = [pj.reshape(v, (2,)), v.T, v[:], pj.concat([v], 0), pj.squeeze(v), pj.cast(v, "float32"),
+            pj.moveaxis(v, 0, 0), pj.broadcast_to(v, (2,)), v.flatten(), v.astype("float32")]
+    v.assign([5.0, 6.0])
+    for y in made:
+        assert not isinstance(y, pj.Variable)
+        np.testing.assert_array_equal(y.numpy(), [1.0, 2.0])
+    with pj.GradientTape() as g:                         # the tape still sees the read
+        y = pj.reshape(v, (2,))
+    np.testing.assert_array_equal(g.gradient(y, v).numpy(), [1.0, 1.0])
+    x = pj.constant([1.0, 2.0])
+    assert pj.reshape(x, (2,)) is x                      # a plain tensor is returned as is
+
+
 def test_python_ints_too_large_for_int32_become_int64():
     """As TensorFlow: `constant(2**40)` wrapped around to 0 (a hunt, 2026-11-30)."""
     assert pj.constant(3).dtype == np.int32

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ..tensor import Tensor, is_float
+from ..tensor import Tensor, is_float, unchanged
 from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
@@ -297,7 +297,7 @@ def cast(x, dtype):
     if dtype.kind not in "biufc":        # as constant() refuses them: not numbers
         raise TypeError(f"pforjac.cast: dtype {dtype} is not a number type; cast to a bool, "
                         f"integer, float or complex dtype")
-    if isinstance(x, Tensor) and x.dtype == dtype:
+    if isinstance(x, Tensor) and x.dtype == dtype and unchanged(x):
         return x
     return cast_p.bind(x, dtype=dtype)
 

@@ -12,7 +12,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defvjp
 from ..memory import result_zeros, sparse_zeros
-from ..tensor import Tensor, as_tensor, is_float
+from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import axis_index, int_arg
 
 __all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
@@ -96,7 +96,7 @@ def getitem(x, key):
     key = _normalize_key(key, x.ndim)
     arrays = [p for p, k in enumerate(key) if _is_index_tensor(k)]
     if not arrays:
-        if all(isinstance(k, slice) and k == slice(None) for k in key):
+        if all(isinstance(k, slice) and k == slice(None) for k in key) and unchanged(x):
             return x
         return getitem_p.bind(x, key=key)
     indices = {p: as_tensor(key[p]) for p in arrays}

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, unchanged
 from ._family import axis_index, int_arg, int_tuple, normalize_axes
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
@@ -46,7 +46,7 @@ def reshape(x, shape):
     """Reshapes `x` (one dimension may be -1), as `np.reshape`."""
     x = as_tensor(x)
     shape = _resolve_shape(shape, x.size)
-    if shape == tuple(x.shape):
+    if shape == tuple(x.shape) and unchanged(x):
         return x
     return reshape_p.bind(x, shape=shape)
 
@@ -73,7 +73,7 @@ def transpose(x, axes=None):
         if sorted(perm) != list(range(x.ndim)):
             raise ValueError(f"transpose: perm={tuple(axes)} is not a permutation of the "
                              f"{x.ndim} axes of a tensor of shape {tuple(x.shape)}")
-    if perm == tuple(range(x.ndim)):
+    if perm == tuple(range(x.ndim)) and unchanged(x):
         return x
     return transpose_p.bind(x, perm=perm)
 
@@ -116,7 +116,7 @@ def _unbroadcast(g, shape):
 def broadcast_to(x, shape):
     x = as_tensor(x)
     shape = int_tuple(shape, "broadcast_to: shape")
-    if shape == tuple(x.shape):
+    if shape == tuple(x.shape) and unchanged(x):
         return x
     return broadcast_to_p.bind(x, shape=shape)
 
@@ -157,9 +157,9 @@ def concat(values, axis: int = 0):
     values = [as_tensor(v) for v in values]
     if not values:
         raise ValueError("concat needs at least one tensor")
-    if len(values) == 1:
-        return values[0]
     axis = axis_index(axis, values[0].ndim, "concat")
+    if len(values) == 1 and unchanged(values[0]):
+        return values[0]
     return concat_p.bind(*values, axis=axis)
 
 
