@@ -323,6 +323,14 @@ def test_an_op_that_changes_nothing_on_a_variable_keeps_its_value():
     assert pj.reshape(x, (2,)) is x                      # a plain tensor is returned as is
 
 
+def test_an_out_of_range_axis_raises_numpys_axis_error():
+    x = pj.constant(np.ones((2, 3)))
+    for bad in (lambda: pj.sum(x, axis=2), lambda: pj.concat([x, x], axis=-3),
+                lambda: pj.softmax(x, axis=5)):
+        with pytest.raises(np.exceptions.AxisError, match="out of range"):  # ValueError, IndexError
+            bad()
+
+
 def test_python_ints_too_large_for_int32_become_int64():
     """As TensorFlow: `constant(2**40)` wrapped around to 0 (a hunt, 2026-11-30)."""
     assert pj.constant(3).dtype == np.int32

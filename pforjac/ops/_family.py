@@ -65,12 +65,15 @@ def int_tuple(values, what: str) -> tuple:
     return tuple(int_arg(v, f"{what}[{k}]") for k, v in enumerate(items))
 
 
+AxisError = np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError   # numpy < 1.25
+
+
 def axis_index(axis, ndim: int, op: str) -> int:
-    """One axis (negative counts from the end) as a non-negative int, or a ValueError naming
-    `op`, as numpy's AxisError does (never wrapped around)."""
+    """One axis (negative counts from the end) as a non-negative int, or numpy's AxisError
+    (a ValueError and an IndexError) naming `op` (never wrapped around)."""
     a = int_arg(axis, f"{op}: axis")
     if not -ndim <= a < ndim:
-        raise ValueError(f"{op}: axis {a} is out of range for a tensor of rank {ndim}")
+        raise AxisError(f"{op}: axis {a} is out of range for a tensor of rank {ndim}")
     return a % ndim
 
 
@@ -83,7 +86,7 @@ def normalize_axes(axis, ndim: int, op: str = "") -> tuple:
     out = []
     for a in int_tuple(axis, f"{prefix}axis"):
         if not -ndim <= a < ndim:
-            raise ValueError(f"{prefix}axis {a} is out of range for a tensor of rank {ndim}")
+            raise AxisError(f"{prefix}axis {a} is out of range for a tensor of rank {ndim}")
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"{prefix}repeated axis in {axis!r}")
