@@ -279,6 +279,7 @@ def stack(values, axis: int = 0):
     values = [as_tensor(v) for v in values]
     if not values:
         raise ValueError("stack needs at least one tensor")
+    axis = axis_index(axis, values[0].ndim + 1, "stack")   # the new axis: rank + 1 places
     return concat([expand_dims(v, axis) for v in values], axis=axis)
 
 
