@@ -557,7 +557,9 @@ def broadcasts_into_ufuncs(program: Program) -> Program:
             if touched:
                 eqn, changed = replace(eqn, inputs=inputs), True
         kept.append(eqn)
-    return cancel_reshapes(eliminate_dead_code(replace(program, equations=kept))) if changed else program
+    if not changed:
+        return program
+    return cancel_reshapes(eliminate_dead_code(replace(program, equations=kept)))
 
 
 def _broadcast_source(u, producer: dict):

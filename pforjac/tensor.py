@@ -96,7 +96,7 @@ class Tensor:
         return t
 
     def __init__(self, value, dtype=None):
-        self._value = _read_only(_to_array(value, dtype))
+        self._value = _read_only(_own_array(value, dtype))   # a numpy array is copied, as by constant()
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)

@@ -303,6 +303,10 @@ def test_a_tensors_array_is_read_only():
     np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
     v.assign([3.0, 4.0])                                 # assign still works
     np.testing.assert_array_equal(v.numpy(), [3.0, 4.0])
+    mine = np.ones(3)                                    # the caller's arrays stay theirs:
+    t = pj.Tensor(mine)                                  # copied, so still writable (and
+    mine[0] = 5.0                                        # the tensor keeps its value)
+    np.testing.assert_array_equal(t.numpy(), [1.0, 1.0, 1.0])
 
 
 def test_an_op_that_changes_nothing_on_a_variable_keeps_its_value():
