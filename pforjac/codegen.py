@@ -150,8 +150,9 @@ def borrowed_outputs(program: Program) -> set[int]:
     """Positions of outputs that may be an input or a constant, or a view of one (the caller
     owns those; a Variable's value must not change when a result is written to), or a
     read-only broadcast view: the generated code returns a copy of those, so every result
-    is a fresh, writable array, as eager results are. (`x * ones_like(x)` simplifies to `x`;
-    a Jacobian of `sum(x * c)` is `c` broadcast.)"""
+    is a fresh array that shares no memory with the caller's arrays or a Variable (a
+    tensor's array is made read-only: it must not freeze the caller's), as eager results
+    are. (`x * ones_like(x)` simplifies to `x`; a Jacobian of `sum(x * c)` is `c` broadcast.)"""
     from .extend import declared_ops
     borrowed = {id(v) for v in program.inputs} | {id(v) for v in program.consts}
     for eqn in program.equations:
