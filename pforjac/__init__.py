@@ -22,3 +22,13 @@ from .function import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 
 __version__ = "0.1.0"
+
+from .ops import __all__ as _ops_names  # noqa: E402
+
+# `from pforjac import *`: the API, not the submodules (pj.memory, pj.loopcache, ... stay
+# reachable as attributes)
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "GradientTape",
+           "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
+           "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
+           "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
+           *_ops_names]

@@ -481,3 +481,13 @@ def test_pfor_takes_a_concrete_integer_scalar_as_iters():
     for bad in (pj.constant(2.0), pj.constant([3]), -1):
         with pytest.raises(ValueError, match="iters must be a non-negative int"):
             pj.pfor(lambda i: x[i], bad)
+
+
+def test_star_import_gives_the_api_not_the_submodules():
+    import types
+    names: dict = {}
+    exec("from pforjac import *", names)
+    modules = {n for n, v in names.items() if isinstance(v, types.ModuleType)}
+    assert modules == {"extend", "testing"}                  # the public contributor modules
+    assert {"jacobian", "GradientTape", "function", "exp", "log_softmax", "Variable"} <= set(names)
+    assert all(hasattr(pj, n) for n in pj.__all__) and len(set(pj.__all__)) == len(pj.__all__)

@@ -8,4 +8,7 @@ from .nn import *  # noqa: F401,F403
 from . import elementwise, reductions, shape, indexing, linalg, nn
 from ._methods import install as _install
 
+__all__ = [name for family in (elementwise, reductions, shape, indexing, linalg, nn)
+           for name in family.__all__]
+
 _install()
