@@ -84,7 +84,11 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
     Args:
         name: the op's name, unique among primitives (it keys the converter registry).
         forward: the numpy computation, `forward(*arrays, **params) -> array`
-            (a list of arrays if `multiple_results`).
+            (a list of arrays if `multiple_results`). It gets tensors' arrays, which
+            are read-only: it must not write into them, and code that wants a
+            writable buffer (Cython memoryviews: `scipy.signal.sosfilt`'s
+            coefficients) needs a copy, `np.array(x)`. It returns a fresh array or a
+            view of its inputs; the tensor made from it is a read-only view.
         shape_rule: `shape_rule(*avals, **params) -> (shape, dtype)` (a list of them
             if `multiple_results`); avals have `.shape`, `.dtype` and `.ndim`.
             `same_shape` and `elementwise_shape(forward)` cover the common cases.
@@ -133,7 +137,10 @@ def _checked_forward(prim: Primitive, forward: Callable) -> Callable:
         if got != want:
             raise ValueError(f"the forward of op '{prim.name}' returned {_avals_str(got)} but its "
                              f"shape rule says {_avals_str(want)}; fix the forward or the shape rule")
-        return result
+        # a view of each array: the tensor made from it is read-only, an array the forward
+        # hands back (a param, a table it keeps) must stay as writable as it was
+        outs = [o.view() if isinstance(o, np.ndarray) else o for o in outs]
+        return tuple(outs) if prim.multiple_results else outs[0]
     impl.__name__ = f"_impl_{prim.name}"
     return impl
 

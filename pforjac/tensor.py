@@ -32,9 +32,13 @@ def _all_python_numbers(value) -> bool:
     return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
 
 
-def _fits_int32(arr: np.ndarray) -> bool:
-    info = np.iinfo(np.int32)
-    return arr.size == 0 or (info.min <= arr.min() and arr.max() <= info.max)
+_INT32 = np.iinfo(np.int32)
+
+
+def _fits_int32(value, arr: np.ndarray) -> bool:
+    if isinstance(value, int):                      # one Python int: no numpy reduction
+        return _INT32.min <= value <= _INT32.max
+    return arr.size == 0 or (_INT32.min <= arr.min() and arr.max() <= _INT32.max)
 
 
 def unchanged(x) -> bool:
@@ -58,7 +62,7 @@ def _to_array(value, dtype=None) -> np.ndarray:
     if _all_python_numbers(value):
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
-        elif arr.dtype == np.int64 and _fits_int32(arr):   # larger ints stay int64, as in TF
+        elif arr.dtype == np.int64 and _fits_int32(value, arr):   # larger: int64, as in TF
             arr = arr.astype(np.int32)
         elif arr.dtype == np.complex128:
             arr = arr.astype(np.complex64)
@@ -351,5 +355,9 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
 
 
 def _own_array(value, dtype=None) -> np.ndarray:
+    """`value` as an array of pforjac's own: made from Python numbers and lists, or else a
+    copy (a numpy array, a view of one, or an object whose `__array__` hands out its own
+    array: the caller's memory must neither be shared nor made read-only)."""
     array = _to_array(value, dtype)
-    return array.copy() if array is value or array.base is not None else array
+    made_here = isinstance(value, (list, tuple, numbers.Number)) and array.base is None
+    return array if made_here else array.copy()

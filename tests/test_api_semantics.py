@@ -335,6 +335,31 @@ def test_an_out_of_range_axis_raises_numpys_axis_error():
             bad()
 
 
+def test_the_callers_arrays_are_never_frozen_or_shared():
+    """A hunt after the read-only change (2026-11-30): an object whose __array__ hands out
+    its own array, and an array a contributor's forward returns as it got it (a param),
+    were made read-only (and shared)."""
+    from pforjac import extend
+
+    class Wrapped:                                       # pandas/xarray style
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+    for make in (pj.constant, pj.Tensor, pj.as_tensor, lambda w: pj.add(w, 1.0)):
+        a = np.ones(3)
+        t = make(Wrapped(a))
+        assert a.flags.writeable and not np.shares_memory(a, t.numpy())
+    from pforjac.testing import isolated_registries
+    table = np.arange(4.0)
+    with isolated_registries():                          # the op leaves no trace behind
+        lut = extend.defop("test_lut_param", lambda i, table: table,
+                           lambda i, table: ((4,), np.float64))
+        got = lut(pj.constant(0), table=table)
+    assert table.flags.writeable and not got.numpy().flags.writeable
+
+
 def test_python_ints_too_large_for_int32_become_int64():
     """As TensorFlow: `constant(2**40)` wrapped around to 0 (a hunt, 2026-11-30)."""
     assert pj.constant(3).dtype == np.int32
