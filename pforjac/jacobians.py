@@ -17,7 +17,7 @@ from .loopcache import cached_backward
 from .pfor import check_parallel_iterations, run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
-from .tensor import Tensor, as_tensor, is_float
+from .tensor import SymbolicTensor, Tensor, as_tensor, is_float
 from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["jacobian", "batch_jacobian"]
@@ -192,9 +192,15 @@ def batch_jacobian(self: GradientTape, target, source,
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
+    from .loopcache import NeedsValues, building
     from .pfor import warn_wrong_result
     from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
+    if isinstance(verdict, Unknown) and verdict.eqn is not None and building() \
+            and _reads_outer_values(program, verdict.eqn):
+        # the loop cache traces the tape's tensors as symbols: indices that move rows are
+        # unknown here, and cached code would pass them silently on every later call
+        raise NeedsValues(f"the row check of '{verdict.eqn.prim.name}'")
     if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
         eqn = verdict.eqn
         raise StrictCheckError(
@@ -219,6 +225,14 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
         raise StrictCheckError(f"{message}. The op's inputs: {[tuple(v.shape) for v in eqn.inputs]}; "
                                f"target {tuple(target.shape)}, source {tuple(source.shape)}")
     warn_wrong_result(message)
+
+
+def _reads_outer_values(program, eqn) -> bool:
+    """`eqn` reads a value of an enclosing trace (a constant of the body whose value is
+    symbolic): what the row check would need to know is not known while tracing."""
+    outer = {id(c) for c, v in zip(program.consts, program.const_values)
+             if isinstance(v, SymbolicTensor)}
+    return any(id(v) in outer for v in eqn.inputs)
 
 
 def _one_target(target, what: str) -> Tensor:

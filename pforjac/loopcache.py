@@ -56,6 +56,18 @@ class _Uncacheable:
 _cache: "OrderedDict[tuple, object]" = OrderedDict()
 _seen: "OrderedDict[tuple, None]" = OrderedDict()
 _lock = threading.Lock()
+_building = threading.local()          # .active: this thread is tracing code for the cache
+
+
+def building() -> bool:
+    """Whether this thread is tracing a loop body for the cache: the tape's tensors are
+    symbols then, so checks that need their values (batch_jacobian's row check on gather
+    indices) must decline the cache instead of passing."""
+    return getattr(_building, "active", False)
+
+
+class NeedsValues(Exception):
+    """Raised while building: a check needs the values the cached code would not see."""
 
 
 _caching = Switch(True)
@@ -266,13 +278,18 @@ def _build(fn, avals, name: str, structured: bool):
     from .diagnostics import private_report
     from .function import trace_compiled
     from .pfor import ConversionError, deferred_warnings
+    was, _building.active = building(), True
     try:
         with private_report() as report, deferred_warnings() as messages:
             compiled = trace_compiled(fn, avals, structured, name, passes=_PASSES)
     except ConversionError as e:
         return _Uncacheable(f"a converter failed: {e.op}")    # the uncached path falls back
+    except NeedsValues as e:
+        return _Uncacheable(f"needs values: {e}")             # the uncached path checks them
     except Exception as e:  # e.g. a user's rule that reads a concrete value: it can't be traced,
         return _Uncacheable(f"untraceable: {type(e).__name__}")  # the uncached path raises
+    finally:
+        _building.active = was
     if len(report):
         return _Uncacheable("fell back: " + ", ".join(sorted({r.kind for r in report.records})))
     if compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:

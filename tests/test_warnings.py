@@ -95,6 +95,30 @@ def test_row_mixing_warns_on_every_call_the_filters_let_through():
     assert len(caught) == 1                       # the default filter: once per line
 
 
+def test_rows_moved_by_constant_indices_warn_on_cached_calls_too():
+    """A hunt (2026-11-30): the loop cache traces the tape's tensors as symbols, so the row
+    check could not read gather indices there and the cached code passed a row permutation
+    silently from the second call on (and on the first, after an identity gather of the
+    same structure). Such structures now stay uncached: every call checks the values."""
+    x = pj.constant(np.arange(12.0).reshape(3, 4))
+    moves = [lambda a: pj.gather(a, [2, 1, 0], axis=0), lambda a: a[[2, 1, 0]],
+             lambda a: pj.gather(a, [0, 1, 2], axis=0)]
+    for f, warns in zip(moves, (True, True, False)):
+        for _ in range(3):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                got = _batch_jacobian(f, x)
+            assert bool(caught) == warns
+    seen = []
+    for order in ([0, 1, 2], [0, 1, 2], [2, 1, 0]):        # identity first, then a permutation
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = _batch_jacobian(lambda a, o=order: pj.gather(a, o, axis=0), x)
+        seen.append(bool(caught))
+    assert seen == [False, False, True]
+    np.testing.assert_array_equal(got.numpy()[0], np.eye(4))   # TF's numbers, but warned
+
+
 def test_row_mixing_warns_once_over_many_batch_sizes():
     # the shapes used to be in the text, so the default filter showed it once per batch size
     with warnings.catch_warnings(record=True) as caught:
