@@ -139,3 +139,25 @@ def test_negative_axes_vectorize_as_their_positive_twins(name):
         e[idx] = h
         fd[(Ellipsis,) + idx] = (f(pj.constant(x_np + e)).numpy() - f(pj.constant(x_np - e)).numpy()) / (2 * h)
     np.testing.assert_allclose(by_pfor, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_vectorized_map_over_no_elements_with_small_int_indices():
+    """An indexing hunt (2026-11-30): int8 indices into a table longer than 127 were not
+    widened with zero iterations, and wrapping negative ones overflowed."""
+    empty = pj.vectorized_map(lambda a: pj.gather(a[0], a[1]),
+                              (pj.constant(np.zeros((0, 200))), pj.constant(np.zeros((0, 3), np.int8))))
+    assert empty.shape == (0, 3)
+    table = np.arange(400.0).reshape(2, 200)
+    idx = np.array([[-1, 5, 100], [0, -128, 127]], np.int8)
+    got = pj.vectorized_map(lambda a: pj.gather(a[0], a[1]), (pj.constant(table), pj.constant(idx)))
+    np.testing.assert_array_equal(got.numpy(), [np.take(t, i) for t, i in zip(table, idx)])
+
+
+def test_an_empty_list_is_an_empty_integer_index():
+    """As numpy's x[[]]; it became a float32 tensor and numpy's casting error (a hunt)."""
+    a = np.arange(6.0).reshape(2, 3)
+    x = pj.constant(a)
+    assert x[[]].shape == a[[]].shape == (0, 3)
+    assert pj.gather(x, [], axis=1).shape == np.take(a, [], axis=1).shape == (2, 0)
+    J_pfor, J_loop = _jacobians(lambda t: pj.gather(t, [], axis=1), a)
+    assert J_pfor.shape == J_loop.shape == (2, 0, 2, 3)

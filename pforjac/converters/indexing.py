@@ -27,7 +27,8 @@ def _convert_setitem_zeros(n, args, stacked, key, shape):
 
 def _positions(n: int, indices, stride: int):
     """indices (n, *s), wrapped, + k * stride for iteration k: positions in n blocks."""
-    if np.iinfo(indices.dtype).max < n * stride:          # small int dtypes would overflow
+    if np.iinfo(indices.dtype).max < max(n, 1) * stride:  # small int dtypes would overflow
+        # (the stride itself too, which _wrap adds to negative indices, even with n = 0)
         indices = ops.cast(indices, np.int64)
     indices = _wrap(indices, stride)
     base = constant(np.arange(n, dtype=indices.dtype) * indices.dtype.type(stride))

@@ -89,6 +89,14 @@ def _is_index_tensor(k) -> bool:
     return isinstance(k, (Tensor, np.ndarray, list))
 
 
+def _indices(k) -> Tensor:
+    """An index as a tensor; an empty list is an empty integer index, as in numpy (as a
+    tensor of Python numbers it would be float32)."""
+    if isinstance(k, (list, tuple)) and len(k) == 0:
+        k = np.zeros(0, np.int64)
+    return as_tensor(k)
+
+
 def getitem(x, key):
     """`x[key]` with numpy semantics for basic indexing, any number of scalar (0-d)
     integer index tensors (`x[i, j]` in a loop body), or one integer index tensor."""
@@ -99,7 +107,7 @@ def getitem(x, key):
         if all(isinstance(k, slice) and k == slice(None) for k in key) and unchanged(x):
             return x
         return getitem_p.bind(x, key=key)
-    indices = {p: as_tensor(key[p]) for p in arrays}
+    indices = {p: _indices(key[p]) for p in arrays}
     if any(t.dtype == np.bool_ for t in indices.values()):
         raise IndexError("boolean mask indexing gives a data-dependent shape, which pforjac "
                          "does not support; use pforjac.where instead")
@@ -188,7 +196,7 @@ defjvp(scatter_add_p, lambda t, ans, x, indices, axis, size, unique=None:
 
 def gather(x, indices, axis: int = 0):
     """Takes the entries `indices` (an integer tensor) along `axis`, as `np.take`."""
-    x, indices = as_tensor(x), as_tensor(indices)
+    x, indices = as_tensor(x), _indices(indices)
     axis = axis_index(axis, x.ndim, "gather")
     return gather_p.bind(x, indices, axis=axis)
 
@@ -200,7 +208,7 @@ def scatter_add(g, indices, axis: int, size: int):
     """Adds the slices of `g` into zeros of length `size` along `axis` at `indices` (`axis`
     of the result, which has `indices.ndim - 1` axes fewer than `g`; negative counts from
     its end)."""
-    g, indices = as_tensor(g), as_tensor(indices)
+    g, indices = as_tensor(g), _indices(indices)
     axis = axis_index(int_arg(axis, "scatter_add: axis"), g.ndim - indices.ndim + 1, "scatter_add")
     return scatter_add_p.bind(g, indices, axis=axis, size=int_arg(size, "scatter_add: size"))
 
