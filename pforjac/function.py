@@ -27,6 +27,7 @@ from . import core
 from .codegen import compile_program, equation_at_line
 from .program import Program, make_program
 from .simplify import simplify
+from .pfor import deferred_warnings, warn_wrong_result
 from .structure import structure_tracking
 from .tensor import SymbolicTensor, Tensor, Variable
 from .tree import tree_flatten, tree_unflatten
@@ -133,7 +134,10 @@ class Function:
         compiled, arrays, variables = self._compiled(args, kwargs)
         outs = compiled.run(arrays, variables)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
-            outs = self._dense_twin(compiled, args, kwargs).run(arrays, variables)
+            compiled = self._dense_twin(compiled, args, kwargs)
+            outs = compiled.run(arrays, variables)
+        for message in compiled.warnings:
+            warn_wrong_result(message)
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
@@ -248,8 +252,10 @@ class Function:
             return self._fn(*args, **kwargs)
 
         name = self._name()
-        compiled = trace_compiled(call, avals, structured, name if name.isidentifier() else "compiled",
-                                  self._simplify)
+        with deferred_warnings(quiet_fallbacks=False) as messages:
+            compiled = trace_compiled(call, avals, structured,
+                                      name if name.isidentifier() else "compiled", self._simplify)
+        compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
         values = compiled.program.const_values
         compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
                                    for k, c in enumerate(values) if c is stand_ins[id(v)]]

@@ -89,7 +89,7 @@ def warn_once(key, message: str) -> None:
     next call raises again instead of passing silently. Not while the loop cache builds
     code (`deferred_warnings`): a fallback makes that code unusable, and the uncached path
     that then runs warns itself."""
-    if getattr(_deferred, "messages", None) is not None:
+    if getattr(_deferred, "messages", None) is not None and _deferred.quiet:
         return
     with _warn_lock:
         if key in _warned:
@@ -110,16 +110,19 @@ _deferred = threading.local()
 
 
 @contextlib.contextmanager
-def deferred_warnings():
-    """Collects (instead of showing) this thread's `warn_wrong_result` messages: the loop
-    cache builds its code once and replays them on every call that runs it. Fallback
-    warnings (`warn_once`) are not shown at all meanwhile."""
-    saved = getattr(_deferred, "messages", None)
-    _deferred.messages = messages = []
+def deferred_warnings(quiet_fallbacks: bool = True):
+    """Collects (instead of showing) this thread's `warn_wrong_result` messages: compiled
+    code (the loop cache's, `pforjac.function`'s) is built once and replays them on every
+    call that runs it. With `quiet_fallbacks`, fallback warnings (`warn_once`) are not shown
+    at all meanwhile (the loop cache's: its code is then unusable, and the uncached path
+    that runs instead warns itself)."""
+    saved = getattr(_deferred, "messages", None), getattr(_deferred, "quiet", True)
+    messages: list[str] = []
+    _deferred.messages, _deferred.quiet = messages, quiet_fallbacks
     try:
         yield messages
     finally:
-        _deferred.messages = saved
+        _deferred.messages, _deferred.quiet = saved
 
 
 def warn_wrong_result(message: str) -> None:

@@ -119,6 +119,19 @@ def test_rows_moved_by_constant_indices_warn_on_cached_calls_too():
     np.testing.assert_array_equal(got.numpy()[0], np.eye(4))   # TF's numbers, but warned
 
 
+def test_row_mixing_warns_on_every_call_of_a_compiled_function():
+    """pforjac.function showed it once, when it traced (a hunt, 2026-11-30): its code now
+    replays it on every call, as the loop cache's does, and traces once."""
+    x = pj.constant(np.arange(12.0).reshape(3, 4))
+    f = pj.function(lambda a: _batch_jacobian(lambda t: t[::-1], a))
+    for _ in range(3):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            f(x)
+        assert [str(w.message)[:28] for w in caught] == ["batch_jacobian assumes row b"]
+    assert f.trace_count == 1
+
+
 def test_row_mixing_warns_once_over_many_batch_sizes():
     # the shapes used to be in the text, so the default filter showed it once per batch size
     with warnings.catch_warnings(record=True) as caught:
