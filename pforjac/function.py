@@ -42,13 +42,19 @@ class _Compiled:
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
-        self.warnings: list[str] = []     # the loop cache's: shown whenever the code runs
+        self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
         self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
         self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
         self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
         self.argument_slots: list[tuple[int, int]] = []   # (Variable argument, const slot)
+
+    def warn(self) -> None:
+        """Shows the warnings its trace deferred (`pfor.deferred_warnings`), as every call
+        that runs the code must."""
+        for message in self.warnings:
+            warn_wrong_result(message)
 
     def run(self, arrays: list, variables: list = ()) -> tuple:
         """The outputs for input `arrays` and this call's Variable arguments."""
@@ -136,8 +142,7 @@ class Function:
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
             compiled = self._dense_twin(compiled, args, kwargs)
             outs = compiled.run(arrays, variables)
-        for message in compiled.warnings:
-            warn_wrong_result(message)
+        compiled.warn()
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 

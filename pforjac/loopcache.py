@@ -184,9 +184,7 @@ def cached_call(key, inputs: list, fn, name: str):
         entry = _build_and_keep(key, fn, avals, name)
     if isinstance(entry, _Uncacheable):
         return None
-    from .pfor import warn_wrong_result
-    for message in entry.warnings:
-        warn_wrong_result(message)
+    entry.warn()
     return _run(entry, inputs, avals, fn, name)
 
 

@@ -344,9 +344,7 @@ def _out_positions(key) -> list:
 def _concat(eqn: Equation, ins, consts, n):
     along = eqn.params["axis"]
     if all(s.axis != along for s in ins if isinstance(s, _Axis)):
-        rank = eqn.outputs[0].ndim       # joined along another axis: entries side by side
-        return _combine(eqn, [_on_output(v, s, rank) for v, s in zip(eqn.inputs, ins)
-                              if isinstance(s, (_Axis, _Row))])
+        return _elementwise(eqn, ins)    # joined along another axis: entries side by side
     if any(isinstance(s, _Axis) and s.axis != along for s in ins):
         return None                      # rows along two axes at once: no rule
     pieces = []
