@@ -447,10 +447,10 @@ def first_call(fn, traced: bool) -> dict:
     return {"first": first, "times": [], "peak": peak, "rss": rss, "out": _to_numpy(out)}
 
 
-def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[float]]:
+def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[list[float]]]:
     """Times every function of `fns` in `rounds` interleaved rounds (each round: a block of
     each in turn, >= 0.5 s / rounds and >= reps / rounds calls; one call a round for the slow
-    workload) and returns each one's times. The shared VM has slow and fast phases lasting
+    workload) and returns each one's times, a list per round. The shared VM has slow and fast phases lasting
     seconds; interleaving puts every variant in each phase alike, so their ratios hold
     where one block each did not. Each block starts with an untimed call: what is timed is
     a repeated call, as in one block per variant (the other variants' large results in
@@ -458,14 +458,26 @@ def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[f
     jacobian, whose 750 MB result then missed pforjac's page reuse). Each block waits for
     the previous block's thread pools to stop spinning (`settle_threads`): a block must not
     run on one core because the library before it still holds the other."""
-    times: list[list[float]] = [[] for _ in fns]
+    times: list[list[list[float]]] = [[] for _ in fns]
     per_round = 1 if slow else -(-reps // rounds)
     for _ in range(reps if slow else rounds):
         for k, fn in enumerate(fns):
             settle_threads()
             _, t = time_reps(fn, per_round, warmup=1, min_time=0 if slow else 0.5 / rounds)
-            times[k] += t
+            times[k].append(t)
     return times
+
+
+def round_ratios(mine: list[list[float]], frameworks: list[list[list[float]]]) -> list[float]:
+    """Paired ratios, one per round: this variant's median in the round over the fastest
+    framework's median in the same round. Rounds run seconds apart, so the spread of these
+    ratios shows how far the machine's phases move a verdict."""
+    return [statistics.median(t) / min(statistics.median(f[k]) for f in frameworks)
+            for k, t in enumerate(mine)]
+
+
+def fmt_spread(ratios: list[float]) -> str:
+    return f"{min(ratios):.2f}-{max(ratios):.2f}" if len(ratios) > 1 else "n/a"
 
 
 def load_frameworks(wanted: list[str]) -> tuple[dict, list[str]]:
@@ -620,7 +632,9 @@ def main(argv=None) -> int:
             all_times = time_in_rounds([fn for _, fn in timed], slow_reps if w.slow else reps,
                                        args.rounds, w.slow)
         for (r, _), t in zip(timed, all_times):
-            r["times"], r["median"] = t, statistics.median(t)
+            r["rounds"] = t
+            r["times"] = [x for block in t for x in block]
+            r["median"] = statistics.median(r["times"])
         for fw_name, vname, r, _ in results:
             if r is None:
                 continue
@@ -631,6 +645,7 @@ def main(argv=None) -> int:
         fw_times = [(r["median"], f"{fw} {vn}") for fw, vn, r, _ in results
                     if r is not None and fw in fws]
         best = min(fw_times) if fw_times else None
+        fw_rounds = [r["rounds"] for fw, vn, r, _ in results if r is not None and fw in fws]
         for fw_name, vname, r, err in results:
             if r is None:
                 detail_rows.append([w.name, fw_name, vname, "failed: " + err, "", "", "", "", "", ""])
@@ -657,20 +672,23 @@ def main(argv=None) -> int:
         if best:
             for label, vn, limit in TARGETS.get(w.name, []):
                 if vn not in pjr:
-                    target_rows.append([w.name, label, "n/a", "not measured"])
+                    target_rows.append([w.name, label, "n/a", "n/a", "not measured"])
                     continue
                 ratio = pjr[vn]["median"] / best[0]
-                target_rows.append([w.name, label, f"{ratio:.2f}x", _verdict(ratio <= limit, ratio / limit)])
+                spread = fmt_spread(round_ratios(pjr[vn]["rounds"], fw_rounds))
+                target_rows.append([w.name, label, f"{ratio:.2f}x", spread,
+                                    _verdict(ratio <= limit, ratio / limit)])
             if tf_eager and "pfor" in pjr:
                 f = tf_eager[0] / pjr["pfor"]["median"]
                 target_rows.append([w.name, "#5 eager pfor >= 10x faster than TF eager", f"{f:.1f}x faster",
-                                    _verdict(f >= TF_EAGER_FACTOR, TF_EAGER_FACTOR / f)])
+                                    "", _verdict(f >= TF_EAGER_FACTOR, TF_EAGER_FACTOR / f)])
         print()
 
     summary = markdown_table(["workload", "best framework ms (variant)", "pforjac while-loop ms (ratio)",
                               "pforjac pfor ms (ratio)", "pforjac compiled ms (ratio)",
                               "TF eager / pforjac pfor"], summary_rows)
-    targets = markdown_table(["workload", "target", "pforjac / best framework", "status"], target_rows)
+    targets = markdown_table(["workload", "target", "pforjac / best framework",
+                              "per-round ratios, min-max", "status"], target_rows)
     detail = markdown_table(["workload", "library", "variant", "median ms", "first call ms", "reps",
                              "ratio to best framework", "tracemalloc peak MiB", "RSS peak MiB",
                              "check vs pforjac pfor"], detail_rows)
@@ -694,7 +712,9 @@ def main(argv=None) -> int:
                 f"includes tracing/compilation), timed in {args.rounds} interleaved rounds (each round "
                 "times every variant of the workload in turn, so a slow phase of the machine hits all "
                 "alike). Ratios are to the fastest JAX/TensorFlow/PyTorch variant of "
-                "the same workload in this run. Every result is checked against pforjac's eager pfor "
+                "the same workload in this run; the targets table also gives the range of the paired "
+                "per-round ratios (a round's pforjac median over the fastest framework median of the "
+                "same round), the spread the machine's phases put on a verdict. Every result is checked against pforjac's eager pfor "
                 "result (`allclose`, rtol 1e-4, atol 1e-5 x max|J|). Peak memory: tracemalloc (pforjac, "
                 "numpy) and the rise of VmHWM over VmRSS during one untimed call (all; approximate, see "
                 "compare.py).\n\n## Summary\n\n" + summary +
