@@ -170,7 +170,8 @@ def _aligned_block(oh: OneHot, out_shape: tuple):
 
 
 _ZERO_PRESERVING_UNARY = ("neg", "sin", "tan", "tanh", "sqrt", "square", "abs", "sign", "relu",
-                          "expm1", "log1p", "cast", "stop_gradient")
+                          "expm1", "log1p", "cast", "stop_gradient", "sinh", "arcsin", "arctan",
+                          "arcsinh", "arctanh")
 
 
 @_structured(*_ZERO_PRESERVING_UNARY)

@@ -36,6 +36,16 @@ def P(*shape):
     return lambda rng: rng.uniform(0.5, 2.0, shape)
 
 
+def U(*shape):
+    """Floats inside (-1, 1) (arcsin, arccos, arctanh)."""
+    return lambda rng: rng.uniform(-0.9, 0.9, shape)
+
+
+def G(*shape):
+    """Floats above 1 (arccosh)."""
+    return lambda rng: rng.uniform(1.5, 3.0, shape)
+
+
 def I(*shape, lo=-3, hi=3):
     return lambda rng: rng.integers(lo, hi, shape).astype(np.int32)
 
@@ -67,7 +77,8 @@ def _describe_input(spec) -> str:
 
 
 # -- the table ----------------------------------------------------------------------------
-_POSITIVE = {"log", "sqrt", "log1p", "reciprocal"}
+_POSITIVE = {"log", "sqrt", "log1p", "reciprocal", "log2", "log10"}
+_DOMAIN = {**{name: P for name in _POSITIVE}, "arcsin": U, "arccos": U, "arctanh": U, "arccosh": G}
 _BROADCAST_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (1, 3)),
                     ((), (2, 3)), ((2, 3), ()), ((4, 1, 3), (2, 1)), ((), ())]
 
@@ -75,7 +86,7 @@ _BROADCAST_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (
 def _elementwise_examples():
     out = []
     for name in sorted(UNARY):
-        maker = B if name == "logical_not" else P if name in _POSITIVE else F
+        maker = B if name == "logical_not" else _DOMAIN.get(name, F)
         out += [Ex(name, [maker(2, 3)]), Ex(name, [maker()])]
     for name in sorted(BINARY):
         for sx, sy in _BROADCAST_PAIRS:
@@ -365,9 +376,10 @@ from pforjac.pfor import LoopContext  # noqa: E402
 INDEX_RANGES = [(0, 3), (2, 5)]
 
 
-def OH(*shape, start, stop, positive=False):
-    """A one-hot input: compact data of `shape`, tied on axes [start, stop)."""
-    return ("oh", (P if positive else F)(*shape), start, stop)
+def OH(*shape, start, stop, positive=False, maker=None):
+    """A one-hot input: compact data of `shape` (from `maker`, or P / F), tied on axes
+    [start, stop)."""
+    return ("oh", (maker or (P if positive else F))(*shape), start, stop)
 
 
 def _blocks(rank: int):
@@ -390,7 +402,8 @@ def _structured_examples():
     for name in structure._ZERO_PRESERVING_UNARY:
         params = {"dtype": np.dtype(np.float32)} if name == "cast" else {}
         for a, b in _blocks(2):
-            out.append(Ex(name, [OH(3, 4, start=a, stop=b, positive=True)], **params))
+            out.append(Ex(name, [OH(3, 4, start=a, stop=b, positive=True, maker=_DOMAIN.get(name))],
+                          **params))
     for name in ("multiply", "multiply_no_nan", "divide", "add", "subtract"):
         for a, b in _blocks(2):
             for other in [(), (4,), (3, 1), (1,), (2, 3, 4), (2, 1, 1)]:

@@ -93,6 +93,16 @@ CASES = [
     ("abs", pj.abs, inputs(away_from_zero(3, 4))),
     ("sign", lambda x: pj.sign(x) * x, inputs(away_from_zero(3, 4))),
     ("reciprocal", pj.reciprocal, inputs(away_from_zero(3, 4))),
+    ("sinh", pj.sinh, inputs(normal(3, 4))),
+    ("cosh", pj.cosh, inputs(normal(3, 4))),
+    ("arcsin", pj.arcsin, inputs(positive(3, 4, low=-0.9, high=0.9))),
+    ("arccos", pj.arccos, inputs(positive(3, 4, low=-0.9, high=0.9))),
+    ("arctan", pj.arctan, inputs(normal(3, 4))),
+    ("arcsinh", pj.arcsinh, inputs(normal(3, 4))),
+    ("arccosh", pj.arccosh, inputs(positive(3, 4, low=1.2, high=3.0))),
+    ("arctanh", pj.arctanh, inputs(positive(3, 4, low=-0.9, high=0.9))),
+    ("log2", pj.log2, inputs(positive(3, 4))),
+    ("log10", pj.log10, inputs(positive(3, 4))),
     ("scalar_input", pj.exp, inputs(normal())),
     # binary elementwise, with broadcasting
     ("add", pj.add, inputs(normal(3, 4), normal(3, 4))),
@@ -341,7 +351,8 @@ def test_every_differentiable_primitive_has_rules_and_a_case():
 _PUBLIC_PRIMITIVES = {
     "neg", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "exp", "log",
     "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "softplus", "sqrt", "square",
-    "abs", "sign", "reciprocal", "where", "cast", "stop_gradient", "matmul", "einsum", "sum", "max",
+    "abs", "sign", "reciprocal", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
+    "arctanh", "log2", "log10", "where", "cast", "stop_gradient", "matmul", "einsum", "sum", "max",
     "min", "prod", "reshape", "transpose", "broadcast_to", "concat", "split", "tile", "pad",
     "getitem", "gather",
 }
@@ -412,7 +423,7 @@ def test_max_splits_gradient_among_ties():
 # -- second derivatives through nested tapes -------------------------------------------------
 SECOND_ORDER = ["exp", "tanh", "sigmoid", "multiply", "multiply_bcast", "matmul", "matmul_vec_vec",
                 "softmax", "logsumexp_axis", "power", "power_const_exp", "divide", "divide_bcast",
-                "log", "sqrt", "sin", "softplus", "einsum_three", "prod_all", "prod_one_zero_per_row",
+                "log", "sqrt", "sin", "softplus", "arcsin", "arctan", "arcsinh", "arccosh", "arctanh", "cosh", "einsum_three", "prod_all", "prod_one_zero_per_row",
                 "prod_all_two_zeros", "prod_zeros_mixed", "max_axis", "mlp", "cross_entropy", "gather", "slice_mixed", "pad", "tile", "concat", "where_bcast"]
 _BY_NAME = {c[0]: c for c in CASES}
 

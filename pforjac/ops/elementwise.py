@@ -19,6 +19,8 @@ __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "p
            "maximum", "minimum",
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
            "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
+           "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
+           "log2", "log10",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
            "logical_and", "logical_or", "logical_not", "stop_gradient", "unbroadcast",
            "zeros_like", "ones_like", "zeros", "ones", "coerce", "UNARY", "BINARY"]
@@ -127,6 +129,18 @@ abs_p = _unary("abs", np.abs)          # (its rules below: complex values differ
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype))
 sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x))
+sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x))
+cosh_p = _unary("cosh", np.cosh, lambda ans, x: sinh(x))
+arcsin_p = _unary("arcsin", np.arcsin, lambda ans, x: reciprocal(sqrt(1.0 - square(x))))
+arccos_p = _unary("arccos", np.arccos, lambda ans, x: -reciprocal(sqrt(1.0 - square(x))))
+arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0))
+# the inverse hyperbolic functions' derivatives from their results, as TensorFlow's: 1 + x**2
+# and x**2 - 1 overflow for |x| past 1.8e19 in float32, cosh(asinh x) and sinh(acosh x) don't
+arcsinh_p = _unary("arcsinh", np.arcsinh, lambda ans, x: reciprocal(cosh(ans)))
+arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)))
+arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)))
+log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))))
+log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))))
 
 
 def neg(x): return neg_p.bind(x)
@@ -146,6 +160,16 @@ def reciprocal(x): return reciprocal_p.bind(x)
 def abs(x): return abs_p.bind(x)
 def relu(x): return relu_p.bind(x)
 def sign(x): return sign_p.bind(x)
+def sinh(x): return sinh_p.bind(x)
+def cosh(x): return cosh_p.bind(x)
+def arcsin(x): return arcsin_p.bind(x)
+def arccos(x): return arccos_p.bind(x)
+def arctan(x): return arctan_p.bind(x)
+def arcsinh(x): return arcsinh_p.bind(x)
+def arccosh(x): return arccosh_p.bind(x)
+def arctanh(x): return arctanh_p.bind(x)
+def log2(x): return log2_p.bind(x)
+def log10(x): return log10_p.bind(x)
 
 
 # -- binary --------------------------------------------------------------------
