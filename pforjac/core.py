@@ -188,12 +188,13 @@ def _innermost_trace(args):
     best = None
     for a in args:
         t = a._trace
-        if t is not None and (best is None or t.level > best.level):
-            best = t
-    if best is not None and not best.active:
-        raise RuntimeError(
-            f"a symbolic value of a finished trace was used outside it ({best.describe()}); "
-            f"return values from the traced function instead of storing them")
+        if t is not None:
+            if not t.active:      # (any argument's: one from a finished trace of the same
+                raise RuntimeError(   # level as the current one must not pass as a constant)
+                    f"a symbolic value of a finished trace was used outside it ({t.describe()}); "
+                    f"return values from the traced function instead of storing them")
+            if best is None or t.level > best.level:
+                best = t
     return best
 
 

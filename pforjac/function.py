@@ -29,19 +29,21 @@ from .program import Program, make_program
 from .simplify import simplify
 from .pfor import deferred_warnings, warn_wrong_result
 from .structure import structure_tracking
-from .tensor import SymbolicTensor, Tensor, Variable
+from .tensor import SymbolicTensor, Tensor, Variable, capturing_arrays
 from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
 
 
 class _Compiled:
-    """One signature's Program and its generated code (plus the dense twin, made lazily)."""
+    """One signature's Program and its generated code (plus its dense twin, where the code
+    has structure guards)."""
 
     def __init__(self, program: Program, n_guards: int, name: str):
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
+        self.captures: dict | None = None   # the arrays its trace converted (tensor.capturing_arrays)
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
@@ -122,7 +124,8 @@ class Function:
         self._simplify = simplify_program
         self._cache: dict[Any, _Compiled] = {}
         self._generation = core.rules_generation   # code traced under these rules
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
+        self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
         self.trace_count = 0
         self._value_variants: dict = {}     # signature without Python values -> traces
         self._warned_values = False
@@ -184,6 +187,7 @@ class Function:
                 compiled = self._cache.get(key)
                 if compiled is None:
                     compiled = self._trace(leaves, structure, structured=True)
+                    self.trace_count += 1
                     self._cache[key] = compiled
                     self._note_value_retrace(key, leaves)
         if quick is not None and not defaulted:   # defaults are read every call (a changed
@@ -225,15 +229,22 @@ class Function:
         return getattr(self, "__name__", None) or type(self._fn).__name__
 
     def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
+        """The dense version of `compiled`, traced the first time a guard refuses values
+        (tracing it with every signature would double each first call, and hold dense
+        one-hot seeds). It reads the numpy arrays the first trace converted as they were then
+        (`captures`: a closure's array changed in place since changes no result), and not a
+        trace_count of its own; the function's Python body does run again, once."""
         if compiled.dense is None:
             leaves, structure = tree_flatten(self._bound(args, kwargs)[0])
             with self._lock:
-                compiled.dense = compiled.dense or self._trace(leaves, structure, structured=False)
+                if compiled.dense is None:
+                    compiled.dense = self._trace(leaves, structure, False, compiled.captures)
+                    compiled.captures = None
         return compiled.dense
 
-    def _trace(self, leaves, structure, structured: bool) -> _Compiled:
+    def _trace(self, leaves, structure, structured: bool, captures: dict | None = None) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
-        avals = [(tuple(np.shape(leaves[k])), leaves[k].dtype) for k in slots]
+        avals = [(arr.shape, arr.dtype) for arr in (_as_input(leaves[k]) for k in slots)]
         for (_, dtype), k in zip(avals, slots):
             if dtype.kind in "OSUV":
                 raise TypeError(f"pforjac.function: input {k} (in flattened argument order) is "
@@ -257,34 +268,37 @@ class Function:
             return self._fn(*args, **kwargs)
 
         name = self._name()
-        with deferred_warnings(quiet_fallbacks=False) as messages:
+        captures = {} if captures is None else captures
+        with deferred_warnings(quiet_fallbacks=False) as messages, capturing_arrays(captures):
             compiled = trace_compiled(call, avals, structured,
                                       name if name.isidentifier() else "compiled", self._simplify)
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
+        compiled.captures = captures if compiled.n_guards else None   # for its dense twin
         values = compiled.program.const_values
         compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
                                    for k, c in enumerate(values) if c is stand_ins[id(v)]]
-        self.trace_count += 1
         return compiled
 
 
 def _bound_function(function: Function, instance) -> Function:
-    """`function` with `instance` bound first, made once per object: in the object's
-    `__dict__`, reaching the object through a weak reference (no cycle: it is freed with
-    the object), or, for objects without a `__dict__`, held by `function` (dropped when a
-    weakly referenceable object dies; kept, with the object, otherwise)."""
-    store = getattr(instance, "__dict__", None)
-    if store is not None:
-        slot = f"_pforjac_function_{id(function)}"
-        bound = store.get(slot)
-        if bound is None:
-            bound = store[slot] = _new_bound(function, instance, _weak(instance))
-        return bound
-    store = function.__dict__.setdefault("_bound_without_dict", {})
+    """`function` with `instance` bound first, made once per object (by identity, whatever
+    the class's `==`; a class itself under `@classmethod`) and held by `function`, keyed by
+    the object's id and reaching it through a weak reference: it is dropped when the object
+    dies, and the object's own state never holds it, so `copy.copy`, `deepcopy` and `pickle`
+    of the object are untouched (a copy binds its own on first use). An object that can't be
+    weakly referenced keeps its compiled method in its `__dict__` (a copy's, found bound to
+    the original, is replaced), or, without one, is held with it for the life of `function`."""
+    store = function._bindings
     held = store.get(id(instance))
     if held is not None and held[0]() is instance:
         return held[1]
     ref = _weak(instance, lambda _, key=id(instance): store.pop(key, None))
+    if ref is None and isinstance(getattr(instance, "__dict__", None), dict):
+        slot = f"_pforjac_function_{id(function)}"
+        bound = instance.__dict__.get(slot)
+        if bound is None or bound._fn.args[0] is not instance:
+            bound = instance.__dict__[slot] = _new_bound(function, instance, None)
+        return bound
     bound = _new_bound(function, instance, ref)
     store[id(instance)] = (ref or (lambda: instance), bound)
     return bound
@@ -341,14 +355,24 @@ def _first_of_pair(tree):
 
 
 def _is_input(leaf) -> bool:
-    return isinstance(leaf, np.ndarray) or (isinstance(leaf, Tensor) and not isinstance(leaf, Variable))
+    """Tensors (not Variables), numpy arrays and their subclasses, and other array-likes
+    (anything with `__array__` but numpy scalars, which are Python values): what eager ops
+    take as arrays is an input here too, read at every call, never baked in."""
+    if isinstance(leaf, Tensor):
+        return not isinstance(leaf, Variable)
+    return isinstance(leaf, np.ndarray) or (hasattr(type(leaf), "__array__")
+                                            and not isinstance(leaf, np.generic))
 
 
 def _as_input(leaf) -> np.ndarray:
     """A Tensor's array as it is; a numpy array C-ordered, as `pforjac.constant` copies it
-    (a product reading an input rounds by its layout: the call must give eager's bits)."""
+    (a product reading an input rounds by its layout: the call must give eager's bits); an
+    ndarray subclass (np.matrix, a masked array) or another array-like (a torch tensor) as
+    the plain array `np.asarray` makes of it, as eager ops do."""
     if isinstance(leaf, Tensor):
         return leaf.numpy()
+    if type(leaf) is not np.ndarray:
+        leaf = np.asarray(leaf)
     return leaf if leaf.flags.c_contiguous else np.ascontiguousarray(leaf)
 
 
@@ -377,7 +401,7 @@ def _structure_key(node):
         return node
     if node[0] is dict:
         return (dict, tuple((type(k), repr(k)) for k in node[1]),
-                tuple(_structure_key(c) for c in node[2]))
+                tuple(_structure_key(c) for c in node[2]), node[3])
     return (node[0], tuple(_structure_key(c) for c in node[1]))
 
 
@@ -418,7 +442,11 @@ def _value_key(leaf):
     """A Python value as the trace signature sees it: floats by their bits, so -0.0 is not
     0.0 (x / s differs) and every NaN is the same NaN (NaN != NaN would trace every call)."""
     if isinstance(leaf, (float, np.floating)):
-        return "nan" if leaf != leaf else float(leaf).hex()
+        if leaf != leaf:
+            return "nan"
+        if isinstance(leaf, np.floating) and leaf.dtype.itemsize > 8:    # long double: every
+            return np.format_float_scientific(leaf, unique=True, sign=True)   # digit it has
+        return float(leaf).hex()
     if isinstance(leaf, (complex, np.complexfloating)):
         return tuple(_value_key(part) for part in (leaf.real, leaf.imag))
     return leaf

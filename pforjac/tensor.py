@@ -1,8 +1,11 @@
 """Tensor (a numpy array that ops and tapes understand), its symbolic twin, Variable."""
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -171,6 +174,11 @@ class SymbolicTensor(Tensor):
         raise self._concrete_error("read its value")
 
     def _concrete_error(self, what: str) -> TypeError:
+        if self._trace is not None and not self._trace.active:
+            return TypeError(
+                f"cannot {what} of the symbolic value {self.describe()}: it belongs to a "
+                f"finished trace (it was stored outside the traced function, where it has no "
+                f"data); return values from the traced function instead of storing them")
         return TypeError(
             f"cannot {what} of the symbolic value {self.describe()} while tracing: it has no "
             f"data until the traced program runs. Replace a Python `if`/`while` on it with "
@@ -357,7 +365,36 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
 def _own_array(value, dtype=None) -> np.ndarray:
     """`value` as an array of pforjac's own: made from Python numbers and lists, or else a
     copy (a numpy array, a view of one, or an object whose `__array__` hands out its own
-    array: the caller's memory must neither be shared nor made read-only)."""
+    array: the caller's memory must neither be shared nor made read-only). Inside
+    `capturing_arrays`, a numpy array converted before gives the same copy again."""
+    captures = _captures.memo if type(value) is np.ndarray and dtype is None else None
+    if captures is not None:
+        held = captures.get(id(value))
+        if held is not None and held[0]() is value:
+            return held[1]
     array = _to_array(value, dtype)
     made_here = isinstance(value, (list, tuple, numbers.Number)) and array.base is None
-    return array if made_here else array.copy()
+    array = array if made_here else array.copy()
+    if captures is not None:
+        captures[id(value)] = (weakref.ref(value), array)
+    return array
+
+
+@contextlib.contextmanager
+def capturing_arrays(captures: dict):
+    """Within it, every numpy array converted to a tensor is recorded in `captures` (by
+    identity), and one recorded before gives its copy as it was then: a pforjac.function's
+    later trace of the same signature (its dense twin) reads a closure's array as the first
+    trace did, even if it was changed in place since."""
+    saved, _captures.memo = _captures.memo, captures
+    try:
+        yield
+    finally:
+        _captures.memo = saved
+
+
+class _Captures(threading.local):
+    memo: dict | None = None     # id(numpy array) -> (weak ref to it, its copy)
+
+
+_captures = _Captures()

@@ -1,6 +1,7 @@
 """Flattening nested lists, tuples and dicts of tensors (the structure of `sources`)."""
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from typing import Any
 
 __all__ = ["tree_flatten", "tree_unflatten", "tree_map"]
@@ -28,10 +29,22 @@ def _walk(node, leaves: list):
         kind = type(node) if type(node) in (list, tuple) else _namedtuple_kind(node)
         return (kind, [_walk(x, leaves) for x in node])
     if isinstance(node, dict):
-        keys = sorted(node, key=repr)
-        return (dict, keys, [_walk(node[k], leaves) for k in keys])
+        kind = _dict_kind(node)
+        keys = list(node) if isinstance(node, OrderedDict) else sorted(node, key=repr)
+        return (dict, keys, [_walk(node[k], leaves) for k in keys], kind)
     leaves.append(node)
     return _LEAF
+
+
+def _dict_kind(node: dict):
+    """How a dict comes back: None for a plain dict (keys sorted, as JAX's), ("ordered",) for
+    an OrderedDict (its own key order), ("default", factory) for a defaultdict (sorted keys, its
+    default_factory). Other dict subclasses come back as plain dicts."""
+    if isinstance(node, OrderedDict):
+        return ("ordered",)
+    if isinstance(node, defaultdict):
+        return ("default", node.default_factory)
+    return None
 
 
 def _namedtuple_kind(node):
@@ -48,7 +61,11 @@ def _build(node, it):
     if node is _LEAF:
         return next(it)
     if node[0] is dict:
-        return {k: _build(c, it) for k, c in zip(node[1], node[2])}
+        pairs = [(k, _build(c, it)) for k, c in zip(node[1], node[2])]
+        kind = node[3]
+        if kind is None:
+            return dict(pairs)
+        return OrderedDict(pairs) if kind[0] == "ordered" else defaultdict(kind[1], pairs)
     kind, children = node
     values = [_build(c, it) for c in children]
     if kind is list:
@@ -75,7 +92,7 @@ def _like(node, value, out: list) -> None:
     elif node is _LEAF:
         out.append(value)
     elif node[0] is dict:
-        if not isinstance(value, dict) or sorted(value, key=repr) != node[1]:
+        if not isinstance(value, dict) or sorted(value, key=repr) != sorted(node[1], key=repr):
             raise ValueError(f"expected a dict with keys {node[1]}, got {value!r:.80}")
         for k, child in zip(node[1], node[2]):
             _like(child, value[k], out)
@@ -92,7 +109,7 @@ def _count(node) -> int:
         return 0
     if node is _LEAF:
         return 1
-    return sum(_count(c) for c in node[-1])
+    return sum(_count(c) for c in (node[2] if node[0] is dict else node[1]))
 
 
 def tree_map(fn, tree: Any) -> Any:

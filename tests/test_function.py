@@ -1,5 +1,6 @@
 """pforjac.function: traced once per signature, runs generated numpy code, same results."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -462,7 +463,149 @@ def test_compiled_methods_of_slotted_objects():
         assert obj.scaled(np.ones(2)).numpy().tolist() == [k, k]
         del obj
         gc.collect()
-    assert Weak.scaled.__dict__["_bound_without_dict"] == {}   # dropped with the objects
+    assert Weak.scaled._bindings == {}               # dropped with the objects
     one, two = Strong(1), Strong(2)
     assert one.scaled(np.ones(2)).numpy().tolist() == [1, 1]
     assert two.scaled(np.ones(2)).numpy().tolist() == [2, 2]
+
+
+# -- a hunt through pforjac.function's Python-level semantics (tf.function / jax.jit) -------
+def test_ndarray_subclasses_and_array_likes_are_inputs_as_eager_ops_take_them():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)    # (np.matrix's own)
+        m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    assert pj.function(lambda x: x[:, 0] + x[0])(m).numpy().tolist() == [2.0, 5.0]
+    masked = np.ma.array([1.0, 2.0, 100.0, -3.0], mask=[0, 0, 1, 0])
+    assert float(pj.function(lambda x: pj.max(x))(masked)) == float(pj.max(masked)) == 100.0
+    assert float(pj.function(lambda x: x @ x)(masked)) == 10014.0
+
+    class ArrayLike:                       # a torch tensor, a JAX array: read at every call
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None, copy=None):
+            return self.a
+    f, a = pj.function(lambda x: x * 2.0), ArrayLike(np.ones(3))
+    assert f(a).numpy().tolist() == [2.0] * 3
+    a.a = a.a * 5
+    assert f(a).numpy().tolist() == f(ArrayLike(np.full(3, 5.0))).numpy().tolist() == [10.0] * 3
+    assert f.trace_count == 1
+    with pytest.raises(TypeError, match="dtype <U1, which is not a number"):
+        f(ArrayLike(np.array(["a", "b"])))
+
+
+def test_copies_and_pickles_of_an_object_bind_their_own_compiled_method():
+    import copy
+    import gc
+    import pickle
+    a = _Scaler(1.0)
+    assert a(np.ones(2)).numpy().tolist() == [1.0, 1.0]
+    b = copy.copy(a)
+    b.w = pj.constant(np.float64(5.0))
+    assert b(np.ones(2)).numpy().tolist() == [5.0, 5.0]
+    c = copy.deepcopy(a)
+    c.w = pj.constant(np.float64(7.0))
+    assert c(np.ones(3)).numpy().tolist() == [7.0] * 3
+    d = pickle.loads(pickle.dumps(a))
+    assert d(np.ones(2)).numpy().tolist() == [1.0, 1.0] and "_pforjac" not in str(vars(d))
+    del a
+    gc.collect()
+    assert b(np.ones(3)).numpy().tolist() == [5.0] * 3      # not the freed original's
+
+
+class _Scaler:                                 # (module level: pickle finds the class)
+    def __init__(self, w):
+        self.w = np.float64(w)
+
+    @pj.function
+    def __call__(self, x):
+        return x * self.w
+
+
+def test_classmethods_compile_per_class():
+    class A:
+        @classmethod
+        @pj.function
+        def twice(cls, x):
+            return x * (2.0 if cls is A else 3.0)
+
+    class B(A):
+        pass
+    assert A.twice(np.ones(2)).numpy().tolist() == A().twice(np.ones(2)).numpy().tolist() == [2.0] * 2
+    assert B.twice(np.ones(2)).numpy().tolist() == [3.0] * 2
+
+
+def test_source_inside_the_functions_own_trace_does_not_deadlock():
+    @pj.function
+    def f(x, debug=False):
+        if debug:
+            shown.append(f.source(np.ones(2)))
+        return x * 2.0
+    shown: list = []
+    assert f(np.ones(3), True).numpy().tolist() == [2.0] * 3
+    assert "np.multiply" in shown[0]
+
+
+def test_the_dense_twin_reads_closure_arrays_as_the_first_trace_did():
+    w = np.eye(3)
+
+    @pj.function
+    def per_example(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.tanh(x @ w)
+        return g.batch_jacobian(y, x)
+    x = np.zeros((2, 3))
+    per_example(x)
+    w *= 10                                     # after the trace: changes no result
+    x[0, 0] = np.nan                            # the guards refuse it: the dense twin runs
+    out = per_example(x).numpy()
+    np.testing.assert_array_equal(out[1], np.eye(3))
+    assert np.isnan(out[0]).all() and per_example.trace_count == 1
+
+
+def test_long_double_python_values_are_keyed_by_every_digit():
+    f = pj.function(lambda x, s: x + s)
+    x = np.zeros(1, np.longdouble)
+    one, tiny = np.longdouble(1), np.longdouble(2.0) ** -60
+    f(x, one)
+    if one + tiny != one:                       # (where long double is wider than float64)
+        assert (f(x, one + tiny).numpy() - 1)[0] == tiny and f.trace_count == 2
+    assert f(x, np.longdouble(-0.0)).numpy()[0] == 0 and f.trace_count == len({one, one + tiny}) + 1
+
+
+def test_a_leaked_symbolic_value_names_the_finished_trace():
+    leak: list = []
+    pj.function(lambda x: leak.append(x * 2.0) or x)(np.ones(3))
+    with pytest.raises(RuntimeError, match="finished trace was used outside it"):
+        pj.function(lambda x: x + leak[0])(np.ones(3))
+    with pytest.raises(TypeError, match="belongs to a finished trace"):
+        leak[0].numpy()
+
+
+def test_ordered_and_default_dicts_keep_their_kind_and_order():
+    import collections
+    f = pj.function(lambda d: collections.OrderedDict([("b", d["b"] * 2.0), ("a", d["a"])]))
+    out = f(collections.OrderedDict([("b", np.ones(2)), ("a", np.zeros(2))]))
+    assert type(out) is collections.OrderedDict and list(out) == ["b", "a"]
+    g = pj.function(lambda d: d["x"] + (d["missing"] if "missing" in d else 0.0) + len(d["none"]))
+    dd = collections.defaultdict(list, {"x": np.ones(2)})
+    assert g(dd).numpy().tolist() == [1.0, 1.0]
+    h = pj.function(lambda d: d["x"] * (1.0 if type(d) is dict else 2.0))
+    assert float(h({"x": np.ones(())})) == 1.0 and float(h(dd.__class__(list, {"x": np.ones(())}))) == 2.0
+    assert h.trace_count == 2
+
+
+def test_numpy_reductions_of_tensors_call_their_methods():
+    t = pj.constant([[1.0, 2.0], [3.0, 4.0]])
+    assert [float(np.sum(t)), float(np.mean(t)), float(np.max(t)), float(np.min(t)),
+            float(np.prod(t))] == [10.0, 2.5, 4.0, 1.0, 24.0]
+    assert np.sum(t, axis=0).numpy().tolist() == [4.0, 6.0] and np.sum(t, dtype=np.float64).dtype == np.float64
+    with pytest.raises(TypeError, match="sum: pforjac tensors are immutable.*got out"):
+        np.sum(t, out=np.zeros(()))
+    with pytest.raises(TypeError, match="max: .*got initial"):
+        np.max(t, initial=3.0)
+    with pj.GradientTape() as g:
+        g.watch(t)
+        y = np.sum(t * t)
+    assert g.gradient(y, t).numpy().tolist() == [[2.0, 4.0], [6.0, 8.0]]

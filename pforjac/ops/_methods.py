@@ -33,7 +33,8 @@ def install() -> None:
         "exp": ew.exp, "log": ew.log, "log1p": ew.log1p, "expm1": ew.expm1, "sin": ew.sin,
         "cos": ew.cos, "tan": ew.tan, "tanh": ew.tanh, "sqrt": ew.sqrt, "square": ew.square,
         "abs": ew.abs, "sign": ew.sign, "sigmoid": ew.sigmoid, "relu": ew.relu,
-        "sum": red.sum, "mean": red.mean, "max": red.max, "min": red.min, "prod": red.prod,
+        "sum": _reduction(red.sum, ew.cast), "mean": _reduction(red.mean, ew.cast),
+        "max": _reduction(red.max), "min": _reduction(red.min), "prod": _reduction(red.prod, ew.cast),
         "logsumexp": red.logsumexp, "transpose": _transpose_method, "swapaxes": sh.swapaxes,
         "squeeze": sh.squeeze, "flatten": sh.flatten, "dot": linalg.matmul, "take": indexing.gather,
         "astype": ew.cast, "reshape": _reshape_method, "expand_dims": sh.expand_dims,
@@ -54,3 +55,23 @@ def _transpose_method(self, *axes):
     if len(axes) == 1 and not isinstance(axes[0], int):
         axes = axes[0]
     return transpose(self, axes or None)
+
+
+def _reduction(fn, cast=None):
+    """The method of reduction `fn`, as numpy's functions call it too (`np.sum(t)` calls
+    `t.sum(axis=None, dtype=None, out=None)`): `dtype` (sum, mean, prod) reduces in that
+    dtype, as numpy's does; `out` and numpy's other keywords can't apply to an immutable
+    tensor and are refused by name."""
+    name = fn.__name__
+
+    def method(self, axis=None, keepdims=False, *, out=None, **numpy_keywords):
+        dtype = numpy_keywords.pop("dtype", None) if cast is not None else None
+        if out is not None or numpy_keywords:
+            given = (["out"] if out is not None else []) + sorted(numpy_keywords)
+            raise TypeError(f"{name}: pforjac tensors are immutable and {name} takes axis and "
+                            f"keepdims{', dtype' if cast is not None else ''} only (got "
+                            f"{', '.join(given)}); use the tensor it returns")
+        return fn(self if dtype is None else cast(self, dtype), axis, keepdims)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = fn.__doc__
+    return method
