@@ -16,19 +16,14 @@ RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 
 
 def settle_allocator() -> None:
-    """Put glibc's malloc in the state of a process that has already used a large array.
-
-    In a fresh process glibc serves every allocation of 128 KiB or more with a new
-    mapping (and trims freed heap memory above 128 KiB), so each such numpy temporary
-    pays its page faults again: 3-4 us per 4 KiB page on this VM. The first time an array
-    of up to 32 MiB is freed, glibc raises both thresholds to its size and reuses heap
-    memory from then on. Without this, a workload's timings depended on which workloads
-    ran before it in the same process (the elementwise while-loop: 266 ms as the first
-    workload, 55 ms after any larger array had been freed; the Hessian's pfor: 0.58 vs
-    0.33 ms). It runs once when this module is imported (every script imports it before
-    its workloads), for every library alike.
-    """
-    np.ones(4 << 20, np.float32)        # 16 MiB, allocated and freed at once
+    """Put glibc's malloc in the state of a process that has already used a large array,
+    as `import pforjac` does (`pforjac.memory.settle_allocator`); done here too, when this
+    module is imported (every script imports it before its workloads), for every library
+    alike, whether or not pforjac is loaded yet. Before pforjac did it itself, a fresh
+    process paid page faults on every numpy temporary of 128 KiB or more, and a workload's
+    timings depended on which workloads ran before it (the elementwise while-loop: 266 ms as
+    the first workload, 55 ms after any larger array had been freed)."""
+    np.empty(4 << 20, np.float32)        # 16 MiB, allocated and freed at once
 
 
 settle_allocator()

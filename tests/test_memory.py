@@ -517,3 +517,34 @@ def test_running_out_of_working_memory_says_to_pass_parallel_iterations(call):
                     tape.watch(x)
                     y = op(x)
                 getattr(tape, call)(y, x)
+
+
+def test_import_settles_the_allocator_so_temporaries_reuse_heap_pages():
+    """In a fresh process glibc maps each allocation of 128 KiB or more anew and unmaps it
+    when freed: every call paid its temporaries' page faults again (a compiled Lorenz-96
+    Jacobian: 319 a call, 7x slower) until something freed a large array once. Importing
+    pforjac does that (memory.settle_allocator)."""
+    import platform
+    import subprocess
+    import sys
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's malloc thresholds")
+    code = """
+import resource, statistics, numpy as np, pforjac as pj
+@pj.function
+def jac(x):                                # Lorenz-96's right-hand side, 200 states
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = (pj.concat([x[1:], x[:1]], 0) - pj.concat([x[-2:], x[:-2]], 0)) * \
+            pj.concat([x[-1:], x[:-1]], 0) - x + 8.0
+    return g.jacobian(y, x)
+x = np.linspace(7.0, 9.0, 200, dtype=np.float32)
+faults = []
+for _ in range(25):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    jac(x)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(statistics.median(faults[5:]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert float(out.stdout) < 20, out.stdout        # 319 a call without the settling
