@@ -161,3 +161,32 @@ def test_an_empty_list_is_an_empty_integer_index():
     assert pj.gather(x, [], axis=1).shape == np.take(a, [], axis=1).shape == (2, 0)
     J_pfor, J_loop = _jacobians(lambda t: pj.gather(t, [], axis=1), a)
     assert J_pfor.shape == J_loop.shape == (2, 0, 2, 3)
+
+
+def test_scatter_add_of_repeated_positions_equals_np_add_at_bit_for_bit():
+    """Repeated positions are added in passes numpy vectorizes (np.add.at with a slice
+    before the index looped element by element: the Jacobian of an embedding lookup, 7.4 ->
+    1.6 ms); each position still adds its slices in their order, as np.add.at does."""
+    from pforjac.ops.indexing import _scatter_add_impl
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        idx_shape = tuple(rng.integers(0, 5, rng.integers(1, 3)))
+        size, axis = int(rng.integers(1, 6)), int(rng.integers(0, 3))
+        pre, suf = tuple(rng.integers(0, 4, axis)), tuple(rng.integers(0, 4, rng.integers(0, 3)))
+        dtype = rng.choice([np.float32, np.float64, np.int32, np.complex64, np.float16])
+        g = rng.normal(size=pre + idx_shape + suf).astype(dtype)
+        if g.size and rng.random() < 0.3:
+            g.flat[0] = -0.0 if dtype != np.int32 else 0
+        if g.size and rng.random() < 0.2 and dtype in (np.float32, np.float64):
+            g.flat[-1] = np.nan
+        if g.ndim and g.shape[0] and rng.random() < 0.3:
+            g = np.broadcast_to(g[:1], g.shape)            # as a Jacobian's broadcast cotangent
+        idx = rng.integers(-size, size, idx_shape)
+        want = np.zeros(pre + (size,) + suf, g.dtype)
+        np.add.at(want, (slice(None),) * axis + (idx,), g)
+        got = _scatter_add_impl(g, idx, axis, size, unique=False)
+        assert got.shape == want.shape and np.ascontiguousarray(got).tobytes() == want.tobytes()
+    with pytest.raises(IndexError, match="index 5 is out of bounds"):
+        _scatter_add_impl(np.ones(3), np.array([0, 5, 0]), 0, 3, unique=False)
+    hot = np.zeros(200, np.int64)                          # one position 200 times: np.add.at
+    np.testing.assert_array_equal(_scatter_add_impl(np.ones(200), hot, 0, 2), [200.0, 0.0])

@@ -165,8 +165,37 @@ def _scatter_add_impl(g, indices, axis, size, unique=None):
     if unique:
         out[index] = g                   # distinct targets: a plain (fast) assignment
     else:
-        np.add.at(out, index, g)
+        _add_repeated(out, g, indices, axis, size)
     return out
+
+
+def _add_repeated(out, g, indices, axis: int, size: int) -> None:
+    """`np.add.at(out, (:,) * axis + (indices,), g)` with repeated positions, bit for bit,
+    in passes numpy vectorizes: the k-th slice of g that goes to each position (in the
+    order of `indices`, as np.add.at adds them) is added in pass k, where the positions
+    are distinct. np.add.at with a slice before the index, or a broadcast g, loops element
+    by element: 7.5 ms against 0.5 for the Jacobian of an embedding lookup. Out-of-range
+    indices (np.add.at names them) and positions repeated more than 64 times (as many
+    passes) go to np.add.at."""
+    flat = indices.ravel()
+    if flat.size == 0 or flat.min() < -size or flat.max() >= size:
+        np.add.at(out, (slice(None),) * axis + (indices,), g)
+        return
+    flat = np.where(flat < 0, flat + size, flat)
+    order = np.argsort(flat, kind="stable")
+    targets = flat[order]
+    first = np.concatenate(([True], targets[1:] != targets[:-1]))
+    starts = np.flatnonzero(first)
+    rank = np.arange(flat.size) - starts[np.cumsum(first) - 1]    # k-th slice to its target
+    passes = int(rank.max()) + 1
+    if passes > 64:
+        np.add.at(out, (slice(None),) * axis + (indices,), g)
+        return
+    lead = (slice(None),) * axis
+    rows = g.reshape(g.shape[:axis] + (flat.size,) + g.shape[axis + indices.ndim:])
+    for k in range(passes):
+        picked = order[rank == k]
+        out[lead + (flat[picked],)] += np.take(rows, picked, axis=axis)
 
 
 def distinct_indices(indices: np.ndarray, size: int) -> bool:
