@@ -516,3 +516,39 @@ def test_star_import_gives_the_api_not_the_submodules():
     assert modules == {"extend", "testing"}                  # the public contributor modules
     assert {"jacobian", "GradientTape", "function", "exp", "log_softmax", "Variable"} <= set(names)
     assert all(hasattr(pj, n) for n in pj.__all__) and len(set(pj.__all__)) == len(pj.__all__)
+
+
+def test_numpy_ops_added_after_the_model_zoo_hunt_match_numpy():
+    """clip, var, std, logaddexp, cumsum, argmax/argmin, flip, roll, floor/ceil/round and
+    arctan2: numpy's values, dtypes and axis conventions (None flattens where numpy does)."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(3, 4, 5)) * 3
+    t = pj.constant(x)
+    pairs = [
+        (pj.clip(t, -0.5, 0.5), np.clip(x, -0.5, 0.5)), (pj.clip(t, None, 0.2), np.clip(x, None, 0.2)),
+        (pj.var(t, 1), np.var(x, 1)), (pj.std(t, (0, 2), keepdims=True, ddof=1), np.std(x, (0, 2), keepdims=True, ddof=1)),
+        (pj.var(t), np.var(x)), (pj.logaddexp(t, t[0]), np.logaddexp(x, x[0])),
+        (pj.cumsum(t, -1), np.cumsum(x, -1)), (pj.cumsum(t), np.cumsum(x)),
+        (pj.argmax(t, 1), np.argmax(x, 1)), (pj.argmin(t), np.argmin(x)),
+        (pj.flip(t, (0, 2)), np.flip(x, (0, 2))), (pj.flip(t), np.flip(x)),
+        (pj.roll(t, 2, 1), np.roll(x, 2, 1)), (pj.roll(t, -7), np.roll(x, -7)),
+        (pj.roll(t, (1, -2), (0, 2)), np.roll(x, (1, -2), (0, 2))),
+        (pj.floor(t), np.floor(x)), (pj.ceil(t), np.ceil(x)), (pj.round(t), np.round(x)),
+        (pj.round(pj.constant([0.5, 1.5, 2.5, -0.5])), np.round(np.float32([0.5, 1.5, 2.5, -0.5]))),
+        (pj.arctan2(t, t[0]), np.arctan2(x, x[0])),
+        (pj.cumsum(pj.constant(np.array([1, 2, 3], np.int32))), np.cumsum(np.array([1, 2, 3], np.int32))),
+    ]
+    for got, want in pairs:
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(np.exceptions.AxisError if hasattr(np, "exceptions") else np.AxisError,
+                       match="cumsum: axis 3"):
+        pj.cumsum(t, 3)
+    with pytest.raises(ValueError, match="argmax.*empty"):
+        pj.argmax(pj.zeros((2, 0)), 1)
+    with pytest.raises(ValueError, match="roll: shift .* same length"):
+        pj.roll(t, (1, 2), (0, 1, 2))
+    with pj.GradientTape() as g:                # argmax picks; it has no gradient of its own
+        g.watch(t)
+        y = pj.sum(pj.gather(pj.reshape(t, (-1,)), pj.argmax(t)))
+    assert g.gradient(y, t).numpy().ravel()[np.argmax(x)] == 1.0

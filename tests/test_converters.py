@@ -121,6 +121,10 @@ def _reduction_examples():
                 out.append(Ex(name, [F(2, 3, 4)], axes=axes, keepdims=keepdims))
         out.append(Ex(name, [F()], axes=(), keepdims=False))
     out.append(Ex("sum", [B(2, 3)], axes=(1,), keepdims=False))
+    for name in ("cumsum", "argmax", "argmin"):
+        for axis in (0, 1, 2):
+            out.append(Ex(name, [F(2, 3, 4)], axis=axis))
+    out.append(Ex("cumsum", [I(5)], axis=0))
     return out
 
 

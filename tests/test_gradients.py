@@ -88,6 +88,18 @@ CASES = [
     ("sigmoid_large", pj.sigmoid, inputs(positive(5, low=-30.0, high=30.0))),
     ("relu", pj.relu, inputs(away_from_zero(3, 4))),
     ("softplus", pj.softplus, inputs(normal(3, 4))),
+    ("floor_ceil_round", lambda x: (pj.floor(3 * x) + pj.ceil(3 * x) + pj.round(3 * x)) * x,
+     inputs(positive(3, 4, low=0.05, high=0.28))),       # (3x never near an integer)
+    ("arctan2", pj.arctan2, inputs(normal(3, 4), positive(4, low=0.5, high=2.0))),
+    ("clip", lambda x: pj.clip(x, -0.5, 0.5), inputs(away_from_zero(3, 4))),
+    ("clip_bounds", lambda x, lo: pj.clip(x, lo, None), inputs(normal(3, 4), positive(4, low=0.1, high=0.3))),
+    ("var", lambda x: pj.var(x, 1, ddof=1), inputs(normal(3, 4))),
+    ("std", lambda x: pj.std(x, (0, 1), keepdims=True), inputs(normal(3, 4))),
+    ("logaddexp", pj.logaddexp, inputs(normal(3, 4), normal(4))),
+    ("cumsum", lambda x: pj.cumsum(x, 1), inputs(normal(3, 4))),
+    ("cumsum_flat", pj.cumsum, inputs(normal(3, 4))),
+    ("flip", lambda x: pj.flip(x, 0) * x, inputs(normal(3, 4))),
+    ("roll", lambda x: pj.roll(x, (1, -3), (0, 1)) * x, inputs(normal(3, 4))),
     ("sqrt", pj.sqrt, inputs(positive(3, 4))),
     ("square", pj.square, inputs(normal(3, 4))),
     ("abs", pj.abs, inputs(away_from_zero(3, 4))),
@@ -354,7 +366,7 @@ _PUBLIC_PRIMITIVES = {
     "abs", "sign", "reciprocal", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
     "arctanh", "log2", "log10", "where", "cast", "stop_gradient", "matmul", "einsum", "sum", "max",
     "min", "prod", "reshape", "transpose", "broadcast_to", "concat", "split", "tile", "pad",
-    "getitem", "gather",
+    "getitem", "gather", "floor", "ceil", "round", "arctan2", "cumsum",
 }
 
 

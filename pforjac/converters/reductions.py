@@ -1,7 +1,7 @@
 """Converters of the reductions: reduce the same axes, one further along."""
 from __future__ import annotations
 
-from ..ops.reductions import REDUCTIONS
+from ..ops.reductions import REDUCTIONS, argmax_p, argmin_p, cumsum_p
 from ..pfor import register_converter
 from ._helpers import shift_axes
 
@@ -16,3 +16,14 @@ def convert_reduction(prim):
 
 for _prim in REDUCTIONS.values():
     register_converter(_prim.name)(convert_reduction(_prim))
+
+
+def _convert_along_axis(prim):
+    def convert(n, args, stacked, axis):
+        return prim.bind(args[0], axis=axis + 1), True
+    convert.__name__ = f"_convert_{prim.name}"
+    return convert
+
+
+for _prim in (cumsum_p, argmax_p, argmin_p):
+    register_converter(_prim.name)(_convert_along_axis(_prim))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ..tensor import Tensor, is_float, unchanged
+from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
@@ -20,7 +20,7 @@ __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "p
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
            "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
            "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
-           "log2", "log10",
+           "log2", "log10", "floor", "ceil", "round", "arctan2", "clip",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
            "logical_and", "logical_or", "logical_not", "stop_gradient", "unbroadcast",
            "zeros_like", "ones_like", "zeros", "ones", "coerce", "UNARY", "BINARY"]
@@ -141,6 +141,10 @@ arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)))
 arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)))
 log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))))
 log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))))
+# steps: a zero derivative (JAX's; TensorFlow has none), numpy's values (round: half to even)
+floor_p = _unary("floor", np.floor, lambda ans, x: zeros_like(x))
+ceil_p = _unary("ceil", np.ceil, lambda ans, x: zeros_like(x))
+round_p = _unary("round", np.rint, lambda ans, x: zeros_like(x))
 
 
 def neg(x): return neg_p.bind(x)
@@ -170,6 +174,9 @@ def arccosh(x): return arccosh_p.bind(x)
 def arctanh(x): return arctanh_p.bind(x)
 def log2(x): return log2_p.bind(x)
 def log10(x): return log10_p.bind(x)
+def floor(x): return floor_p.bind(x)
+def ceil(x): return ceil_p.bind(x)
+def round(x): return round_p.bind(x)    # noqa: A001  (numpy's name; half to even, as np.round)
 
 
 # -- binary --------------------------------------------------------------------
@@ -248,6 +255,10 @@ maximum_p = _binary("maximum", np.maximum,
 minimum_p = _binary("minimum", np.minimum,
                     lambda g, a, x, y: g * cast(less_equal(x, y), g.dtype),
                     lambda g, a, x, y: g * cast(logical_not(less_equal(x, y)), g.dtype))
+# arctan2(y, x), numpy's argument order: d/dy = x / (x^2 + y^2), d/dx = -y / (x^2 + y^2)
+arctan2_p = _binary("arctan2", np.arctan2,
+                    lambda g, a, x, y: g * y / (square(x) + square(y)),
+                    lambda g, a, x, y: -g * x / (square(x) + square(y)))
 
 equal_p = _binary("equal", np.equal, differentiable=False)
 not_equal_p = _binary("not_equal", np.not_equal, differentiable=False)
@@ -269,6 +280,15 @@ def divide(x, y): return divide_p.bind(*coerce(x, y))
 def power(x, y): return power_p.bind(*coerce(x, y))
 def maximum(x, y): return maximum_p.bind(*coerce(x, y))
 def minimum(x, y): return minimum_p.bind(*coerce(x, y))
+def arctan2(y, x): return arctan2_p.bind(*coerce(y, x))
+
+
+def clip(x, a_min, a_max):
+    """np.clip: `minimum(maximum(x, a_min), a_max)` (either bound may be None). The gradient
+    goes to x where a_min <= x <= a_max, bounds included (TensorFlow's clip_by_value), and to a
+    bound where it is the value."""
+    out = x if a_min is None else maximum(x, a_min)
+    return as_tensor(out) if a_max is None else minimum(out, a_max)
 def equal(x, y): return equal_p.bind(*coerce(x, y))
 def not_equal(x, y): return not_equal_p.bind(*coerce(x, y))
 def less(x, y): return less_p.bind(*coerce(x, y))

@@ -14,7 +14,7 @@ from ..tensor import Tensor, as_tensor, unchanged
 from ._family import axis_index, int_arg, int_tuple, normalize_axes
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
-           "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten"]
+           "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten", "flip", "roll"]
 
 
 def _resolve_shape(shape, size: int) -> tuple:
@@ -285,3 +285,35 @@ def stack(values, axis: int = 0):
 
 def flatten(x):
     return reshape(x, (-1,))
+
+
+def flip(x, axis=None):
+    """np.flip: `x` reversed along `axis` (an int, a tuple, or None for every axis)."""
+    from .indexing import getitem
+    x = as_tensor(x)
+    axes = normalize_axes(axis, x.ndim, "flip")
+    return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None)
+                            for k in range(x.ndim)))
+
+
+def roll(x, shift, axis=None):
+    """np.roll: elements shifted by `shift` along `axis` (ints or tuples of ints; None:
+    along the flattened tensor, shape kept), those past the end coming back at the start."""
+    from .indexing import getitem
+    x = as_tensor(x)
+    if axis is None:
+        return reshape(roll(reshape(x, (-1,)), shift, 0), x.shape)
+    shifts, axes = int_tuple(shift, "roll: shift"), int_tuple(axis, "roll: axis")
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift {shift!r} and axis {axis!r} must have the same length")
+    for s, a in zip(shifts, axes):
+        a = axis_index(a, x.ndim, "roll")
+        n = x.shape[a]
+        s = s % n if n else 0
+        if s:
+            head = (slice(None),) * a
+            x = concat([getitem(x, head + (slice(n - s, None),)),
+                        getitem(x, head + (slice(0, n - s),))], axis=a)
+    return x
