@@ -29,7 +29,7 @@ from .program import Program, make_program
 from .simplify import simplify
 from .pfor import deferred_warnings, warn_wrong_result
 from .structure import structure_tracking
-from .tensor import SymbolicTensor, Tensor, Variable, capturing_arrays
+from .tensor import ArrayCaptures, SymbolicTensor, Tensor, Variable, capturing_arrays
 from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
@@ -43,7 +43,7 @@ class _Compiled:
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
-        self.captures: dict | None = None   # the arrays its trace converted (tensor.capturing_arrays)
+        self.captures: ArrayCaptures | None = None   # the arrays its trace converted
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
@@ -242,7 +242,8 @@ class Function:
                     compiled.captures = None
         return compiled.dense
 
-    def _trace(self, leaves, structure, structured: bool, captures: dict | None = None) -> _Compiled:
+    def _trace(self, leaves, structure, structured: bool,
+               captures: ArrayCaptures | None = None) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
         avals = [(arr.shape, arr.dtype) for arr in (_as_input(leaves[k]) for k in slots)]
         for (_, dtype), k in zip(avals, slots):
@@ -268,12 +269,14 @@ class Function:
             return self._fn(*args, **kwargs)
 
         name = self._name()
-        captures = {} if captures is None else captures
-        with deferred_warnings(quiet_fallbacks=False) as messages, capturing_arrays(captures):
+        replay = captures is not None
+        captures = ArrayCaptures() if captures is None else captures
+        with deferred_warnings(quiet_fallbacks=False) as messages, \
+                capturing_arrays(captures, replay):
             compiled = trace_compiled(call, avals, structured,
                                       name if name.isidentifier() else "compiled", self._simplify)
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        compiled.captures = captures if compiled.n_guards else None   # for its dense twin
+        compiled.captures = captures if compiled.n_guards and not replay else None   # (its twin)
         values = compiled.program.const_values
         compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
                                    for k, c in enumerate(values) if c is stand_ins[id(v)]]

@@ -563,6 +563,23 @@ def test_the_dense_twin_reads_closure_arrays_as_the_first_trace_did():
     np.testing.assert_array_equal(out[1], np.eye(3))
     assert np.isnan(out[0]).all() and per_example.trace_count == 1
 
+    state = np.ones(3)                          # changed by the function between conversions
+
+    @pj.function
+    def twice(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            first = x * state
+            state[0] = 5.0
+            y = first + x * state
+        state[0] = 1.0
+        return g.batch_jacobian(y, x)
+    x = np.ones((2, 3))
+    want = np.diag([6.0, 2.0, 2.0])
+    np.testing.assert_array_equal(twice(x).numpy()[0], want)
+    x[1, 1] = np.inf                            # the dense twin replays both states
+    np.testing.assert_array_equal(twice(x).numpy()[0], want)
+
 
 def test_long_double_python_values_are_keyed_by_every_digit():
     f = pj.function(lambda x, s: x + s)
