@@ -16,14 +16,15 @@ RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results"
 
 
 def settle_allocator() -> None:
-    """Put glibc's malloc in the state of a process that has already used a large array,
-    as `import pforjac` does (`pforjac.memory.settle_allocator`); done here too, when this
-    module is imported (every script imports it before its workloads), for every library
-    alike, whether or not pforjac is loaded yet. Before pforjac did it itself, a fresh
-    process paid page faults on every numpy temporary of 128 KiB or more, and a workload's
-    timings depended on which workloads ran before it (the elementwise while-loop: 266 ms as
-    the first workload, 55 ms after any larger array had been freed)."""
-    np.empty(4 << 20, np.float32)        # 16 MiB, allocated and freed at once
+    """glibc's malloc as `import pforjac` sets it (`pforjac.memory.settle_allocator`: heap
+    memory reused for allocations under 32 MiB, up to 256 MiB of freed heap kept), done
+    here too, when this module is imported (every script imports it before its workloads),
+    for every library alike, whether or not pforjac is loaded yet. Before pforjac did it
+    itself, a fresh process paid page faults on every numpy temporary of 128 KiB or more, and
+    a workload's timings depended on which workloads ran before it (the elementwise
+    while-loop: 266 ms as the first workload, 55 ms after any larger array had been freed)."""
+    from pforjac.memory import settle_allocator as settle
+    settle()
 
 
 settle_allocator()
