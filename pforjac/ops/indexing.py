@@ -174,12 +174,14 @@ def _add_repeated(out, g, indices, axis: int, size: int) -> None:
     in passes numpy vectorizes: the k-th slice of g that goes to each position (in the
     order of `indices`, as np.add.at adds them) is added in pass k, where the positions
     are distinct. np.add.at with a slice before the index, or a broadcast g, loops element
-    by element: 7.5 ms against 0.5 for the Jacobian of an embedding lookup. Out-of-range
+    by element: 7.4 ms against 0.9 for the Jacobian of an embedding lookup. Out-of-range
     indices (np.add.at names them) and positions repeated more than 64 times (as many
     passes) go to np.add.at."""
     flat = indices.ravel()
-    if flat.size == 0 or flat.min() < -size or flat.max() >= size:
+    if flat.size == 0 or flat.min() < -size or flat.max() >= size or not out.flags.c_contiguous:
         np.add.at(out, (slice(None),) * axis + (indices,), g)
+        return
+    if out.size == 0:
         return
     flat = np.where(flat < 0, flat + size, flat)
     order = np.argsort(flat, kind="stable")
@@ -193,9 +195,17 @@ def _add_repeated(out, g, indices, axis: int, size: int) -> None:
         return
     lead = (slice(None),) * axis
     rows = g.reshape(g.shape[:axis] + (flat.size,) + g.shape[axis + indices.ndim:])
+    # Each pass gathers its positions' sums, adds, and writes them back with everything after
+    # `axis` seen as one opaque (void) element: numpy's fancy `+=` along a middle axis with a
+    # small block after it copies element by element (im2col conv1d: 2.2 -> 0.6 ms a call)
+    block = np.dtype((np.void, math.prod(out.shape[axis + 1:]) * out.dtype.itemsize))
+    blocks = out.reshape(out.shape[:axis + 1] + (-1,)).view(block)[..., 0]
     for k in range(passes):
         picked = order[rank == k]
-        out[lead + (flat[picked],)] += np.take(rows, picked, axis=axis)
+        to = flat[picked]
+        sums = np.take(out, to, axis=axis)
+        sums += np.take(rows, picked, axis=axis)
+        blocks[lead + (to,)] = sums.reshape(sums.shape[:axis + 1] + (-1,)).view(block)[..., 0]
 
 
 def distinct_indices(indices: np.ndarray, size: int) -> bool:
