@@ -238,7 +238,8 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
     from pforjac.ops.reductions import _sum
     rng = np.random.default_rng(3)
     shapes = [((96, 8, 3), 2), ((300, 5), 1), ((4, 256, 3), 1), ((64, 32, 16), 1), ((2, 5000, 2), 1),
-              ((700, 2), 1), ((40, 20, 7), 2), ((9, 2048, 4), 1)]
+              ((700, 2), 1), ((40, 20, 7), 2), ((9, 2048, 4), 1), ((1000, 50, 2), 1), ((20, 500, 10), 1),
+              ((3, 7, 17), 1), ((5, 3, 2, 2), 1), ((6, 4, 5, 3), 2)]
     for shape, axis in shapes:
         for dtype in (np.float32, np.float64):
             x = (rng.normal(size=shape) * np.exp(rng.normal(size=shape) * 4)).astype(dtype)

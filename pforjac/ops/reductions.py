@@ -68,23 +68,25 @@ def restore_reduced(g, x_shape, axes, keepdims):
 
 
 def _sum(x, axis=None, keepdims=False):
-    """np.sum of C-ordered `x`, bit for bit; over one short axis, as additions of its slices
-    where numpy's reduction loop is slow: along the last axis numpy adds fewer than 8
-    elements one by one (pairwise from 8), and along an axis with a few elements after it it
-    adds one by one with an inner loop of those few (a (96, 32, 32, 3) array summed over its
-    last axis: 1.5 ms, as slices 0.085; over the axis before it 1.5 -> 0.5 ms). numpy's sum
-    starts from +0, which the final `+ 0.0` gives (-0 + -0 stays -0 otherwise)."""
+    """np.sum of C-ordered `x`, bit for bit, but faster over one axis where numpy's
+    reduction loop is slow. Along the last axis numpy adds fewer than 8 elements one by one
+    (pairwise from 8): the slices are added instead (a (96, 32, 32, 3) array over its last
+    axis: 1.5 -> 0.085 ms; numpy's sum starts from +0, which the final `+ 0.0` gives, as
+    -0 + -0 stays -0). Along an axis with 2 to 16 elements after it numpy adds one by one,
+    with an inner loop of those few: a copy with that axis first, summed over it, adds the
+    same numbers in the same order in long rows ((1000, 50, 2) over axis 1: 0.73 -> 0.25)."""
     if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1:
         (a,) = axis
         n, inner = x.shape[a], math.prod(x.shape[a + 1:])
-        rows = x.size // n if n else 0
-        if 2 <= n and rows >= 256 and ((inner == 1 and n < 8) or (1 < inner <= 16 and rows >= 4096
-                                                                   and n <= 64)):
+        if 2 <= n < 8 and inner == 1 and x.size // n >= 256:
             lead = (slice(None),) * a
             out = np.add(x[lead + (0,)], x[lead + (1,)])
             for k in range(2, n):
                 np.add(out, x[lead + (k,)], out=out)
             out += 0.0
+            return np.expand_dims(out, a) if keepdims else out
+        if n >= 2 and 2 <= inner <= 16 and a > 0:
+            out = np.ascontiguousarray(np.moveaxis(x, a, 0)).sum(axis=0)
             return np.expand_dims(out, a) if keepdims else out
     return np.sum(x, axis=axis, keepdims=keepdims)
 
