@@ -376,7 +376,18 @@ def _tied_rows_and_columns_times(x: OneHot, y: Tensor) -> Tensor:
     diag = take_diagonal(x)                                      # (n, *s[:start])
     values = ops.reshape(diag, tuple(diag.shape) + (1,) * len(lead) + (1,)) * ops.reshape(
         rows, (x.n,) + (1,) * (diag.ndim - 1 + len(lead)) + (p,))
-    place = row[:, None] == np.arange(math.prod(lead))          # (n, L): where row r lies
+    n_rows = math.prod(lead)
+    if diag.ndim == 1:
+        # each iteration's row r written into fresh zeros (+0 elsewhere, as the gemm gives):
+        # a scatter of n rows, where a `where` over the whole (n, L, p) result read a mask
+        # and the values for every entry (attention's Jacobian: 0.9 -> 0.06 ms)
+        values = ops.reshape(values, (x.n, p))
+        if valid is not None:
+            values = ops.where(ops.reshape(valid, (x.n, 1)), values, ops.zeros((), values.dtype))
+        flat = constant(row + np.arange(x.n, dtype=row.dtype) * row.dtype.type(n_rows))
+        dense = scatter_add_p.bind(values, flat, axis=0, size=x.n * n_rows, unique=True)
+        return ops.reshape(dense, (x.n,) + lead + (p,))
+    place = row[:, None] == np.arange(n_rows)                    # (n, L): where row r lies
     if valid is not None:
         place &= valid.numpy()[:, None]
     place = constant(place.reshape((x.n,) + (1,) * (diag.ndim - 1) + lead + (1,)))

@@ -251,3 +251,21 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
                 assert got.tobytes() == want.tobytes(), (shape, axis, dtype)
         zeros = np.full(shape, -0.0)
         assert _sum(zeros, (axis,)).tobytes() == np.sum(zeros, axis=axis).tobytes()   # +0, as numpy
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_seed_of_a_matrix_target_times_a_matrix_is_scattered_rows(dtype):
+    """A jacobian's seed over a matrix target (each row one entry of it) times W^T fills one
+    row of each iteration: a scatter of those rows into zeros, not a `where` over the whole
+    result (attention's full Jacobian); the closed form is kron(I, W^T)."""
+    rng = np.random.default_rng(2)
+    x = pj.constant(rng.normal(size=(4, 5)).astype(dtype))
+    w = pj.constant(rng.normal(size=(5, 3)).astype(dtype))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x @ w
+    jac = tape.jacobian(y, x).numpy()
+    want = np.einsum("ac,bd->abcd", np.eye(4), w.numpy().T).astype(dtype)   # dy[a,b]/dx[c,d]
+    np.testing.assert_array_equal(jac, want)
+    np.testing.assert_array_equal(tape.jacobian(y, x, experimental_use_pfor=False).numpy(), want)
+    assert not np.signbit(jac[jac == 0]).any()                              # +0, as the gemm
