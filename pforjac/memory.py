@@ -170,11 +170,12 @@ def settle_allocator(trim_threshold: int = 256 << 20) -> bool:
     more a new mapping and returns freed heap memory above 128 KiB to the system, so each
     numpy temporary of that size pays its page faults again on every call (a compiled
     Lorenz-96 Jacobian, 200 states: 0.85 ms and 319 page faults a call, against 0.12 ms and
-    none). Freeing a large array once raises both thresholds, but only to 32 and 64 MiB: a
-    per-example attention Jacobian that frees 30-100 MB of temporaries a call still paid
-    7,000 page faults a call (36 against 16 ms). The cost is resident memory: up to
-    `trim_threshold` of freed heap stays mapped. Not on other C libraries (macOS, musl), and
-    not where the environment sets glibc's own MALLOC_*_ variables: those stand."""
+    none). Freeing a large array once raises both thresholds, but only to 32 and 64 MiB: the
+    per-sequence attention Jacobian of benchmarks/zoo.py, which frees more than that a
+    call, still paid 6,800 page faults a call (38 against 16 ms). The cost is resident
+    memory: up to `trim_threshold` of freed heap stays mapped. Not on other C libraries
+    (macOS, musl), and not where the environment sets glibc's own MALLOC_*_ variables:
+    those stand."""
     if any(name in os.environ for name in _MALLOC_ENV):
         return False
     try:
