@@ -82,6 +82,15 @@ def eliminate_common_subexpressions(program: Program) -> Program:
     alias: dict[int, SymbolicTensor] = {}
     seen: dict[tuple, Equation] = {}
     apart = _operands_kept_apart(program)
+    # scalar constants of equal bits are one value (two ops' own `inf`s kept two equal chains
+    # apart: logsumexp's and log_softmax's stable shifts); Variables are read at run time
+    scalars: dict[tuple, SymbolicTensor] = {}
+    for c, value in zip(program.consts, program.const_values):
+        if c.shape == () and not isinstance(value, Variable):
+            array = value.numpy()
+            first = scalars.setdefault((array.dtype.str, array.tobytes()), c)
+            if first is not c and frozenset((id(c), id(first))) not in apart:
+                alias[id(c)] = first
     kept = []
     for eqn in program.equations:
         ins = tuple(id(_resolve(v, alias)) for v in eqn.inputs)

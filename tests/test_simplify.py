@@ -423,3 +423,23 @@ def test_a_product_whose_rows_are_merged_otherwise_is_left_alone():
         return pj.transpose(pj.reshape(rows, (3, 1, 3)), (1, 0, 2))
     p = make_program(f, [((2, 3, 4), np.float64)])
     assert _names(batch_major_products(p)) == _names(p)
+
+
+def test_equal_scalar_constants_are_one_value_for_cse():
+    """Two ops' own scalar constants of equal bits are merged, so the chains that read them
+    are shared (logsumexp's and log_softmax's stable shifts both compare with their own
+    `inf`); -0.0 and 0.0 stay apart, and Variables are never merged."""
+    v, w = pj.Variable(2.0), pj.Variable(2.0)
+
+    def f(x):
+        a = pj.exp(pj.minimum(x, pj.constant(np.inf)) + pj.constant(np.float64(1.5)))
+        b = pj.exp(pj.minimum(x, pj.constant(np.inf)) + pj.constant(np.float64(1.5)))
+        return a + b + x * pj.constant(-0.0) + x * pj.constant(0.0) + v * x + w * x
+    p = make_program(f, [((3, 4), np.float64)], lift_variables=True)
+    q = eliminate_dead_code(eliminate_common_subexpressions(p))
+    assert _names(p).count("exp") == 2 and _names(q).count("exp") == 1
+    scalars = [c.numpy() for c in q.const_values if not isinstance(c, pj.Variable) and c.shape == ()]
+    assert sum(1 for c in scalars if c == 0) == 2                    # +0 and -0 both kept
+    assert sum(isinstance(c, pj.Variable) for c in q.const_values) == 2
+    x = RNG.normal(size=(3, 4))
+    _same(p, q, x)
