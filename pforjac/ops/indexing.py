@@ -177,9 +177,9 @@ def _add_repeated(out, g, indices, axis: int, size: int) -> None:
     by element: 7.4 ms against 0.9 for the Jacobian of an embedding lookup. Out-of-range
     indices (np.add.at names them) and positions repeated more than 64 times (as many
     passes) go to np.add.at."""
-    flat = indices.ravel()
+    flat, lead = indices.ravel(), (slice(None),) * axis
     if flat.size == 0 or flat.min() < -size or flat.max() >= size or not out.flags.c_contiguous:
-        np.add.at(out, (slice(None),) * axis + (indices,), g)
+        np.add.at(out, lead + (indices,), g)
         return
     if out.size == 0:
         return
@@ -191,9 +191,8 @@ def _add_repeated(out, g, indices, axis: int, size: int) -> None:
     rank = np.arange(flat.size) - starts[np.cumsum(first) - 1]    # k-th slice to its target
     passes = int(rank.max()) + 1
     if passes > 64:
-        np.add.at(out, (slice(None),) * axis + (indices,), g)
+        np.add.at(out, lead + (indices,), g)
         return
-    lead = (slice(None),) * axis
     rows = g.reshape(g.shape[:axis] + (flat.size,) + g.shape[axis + indices.ndim:])
     # Each pass gathers its positions' sums, adds, and writes them back with everything after
     # `axis` seen as one opaque (void) element: numpy's fancy `+=` along a middle axis with a

@@ -242,7 +242,7 @@ def var(x, axis=None, keepdims=False, ddof=0):
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "var")
     count = math.prod(x.shape[a] for a in axes)
-    centered = x - sum_p.bind(x, axes=axes, keepdims=True) / count
+    centered = x - mean(x, axes, keepdims=True)
     return sum_p.bind(square(centered), axes=axes, keepdims=bool(keepdims)) / (count - ddof)
 
 
@@ -260,9 +260,8 @@ def _cumsum_shape(x, axis):
 
 def _reversed_cumsum(g, axis: int):
     """Each position's sum of g from there to the end of `axis` (cumsum's cotangent)."""
-    from .indexing import getitem
-    flip = (slice(None),) * axis + (slice(None, None, -1),)
-    return getitem(cumsum_p.bind(getitem(g, flip), axis=axis), flip)
+    from .shape import flip
+    return flip(cumsum_p.bind(flip(g, axis), axis=axis), axis)
 
 
 cumsum_p = core.new_primitive("cumsum", lambda x, axis: np.cumsum(x, axis=axis), _cumsum_shape)
@@ -272,12 +271,7 @@ defjvp(cumsum_p, lambda t, ans, x, axis: cumsum_p.bind(t, axis=axis))
 
 def cumsum(x, axis=None):
     """np.cumsum: running sums along `axis` (None: of the flattened tensor)."""
-    from ..tensor import as_tensor
-    from .shape import reshape
-    x = as_tensor(x)
-    if axis is None:
-        x, axis = reshape(x, (-1,)), 0
-    return cumsum_p.bind(x, axis=axis_index(axis, x.ndim, "cumsum"))
+    return _along_one_axis(cumsum_p, x, axis)
 
 
 def _arg_shape(x, axis):
@@ -293,7 +287,8 @@ argmin_p = core.new_primitive("argmin", lambda x, axis: np.argmin(x, axis=axis).
                               _arg_shape, differentiable=False)
 
 
-def _arg_reduction(prim, x, axis):
+def _along_one_axis(prim, x, axis):
+    """`prim` along one axis of `x`, or of the flattened `x` for axis None, as numpy's."""
     from ..tensor import as_tensor
     from .shape import reshape
     x = as_tensor(x)
@@ -305,9 +300,9 @@ def _arg_reduction(prim, x, axis):
 def argmax(x, axis=None):
     """np.argmax: the (first) position of the maximum along `axis` (None: in the flattened
     tensor), int64; not differentiable."""
-    return _arg_reduction(argmax_p, x, axis)
+    return _along_one_axis(argmax_p, x, axis)
 
 
 def argmin(x, axis=None):
     """np.argmin: the (first) position of the minimum, as argmax."""
-    return _arg_reduction(argmin_p, x, axis)
+    return _along_one_axis(argmin_p, x, axis)
