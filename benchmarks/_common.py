@@ -77,6 +77,32 @@ def time_reps(fn, reps: int, warmup: int = 1, min_time: float = 0.0,
     return statistics.median(times), times
 
 
+def time_in_rounds(fns: list, rounds: int, reps_per_round: int = 1, min_time: float = 0.0,
+                   max_reps: int = 200) -> list[list[list[float]]]:
+    """Times every function of `fns` in `rounds` interleaved rounds (each round: a block of
+    each in turn, at least `reps_per_round` calls and `min_time` seconds) and returns each
+    one's times, a list per round. The shared VM has slow and fast phases lasting seconds;
+    interleaving puts every variant in each phase alike, so their ratios hold where one
+    block each did not. Each block starts with an untimed call: what is timed is a repeated
+    call, as in one block per variant (the other variants' large results in between must
+    not turn it into a first call: 131 ms instead of 8 for the full seed jacobian, whose
+    750 MB result then missed pforjac's page reuse). Each block waits for the previous
+    block's thread pools to stop spinning (`settle_threads`): a block must not run on one
+    core because the library before it still holds the other."""
+    times: list[list[list[float]]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for k, fn in enumerate(fns):
+            settle_threads()
+            _, t = time_reps(fn, reps_per_round, warmup=1, min_time=min_time, max_reps=max_reps)
+            times[k].append(t)
+    return times
+
+
+def fmt_ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:,.3f}" if ms < 1 else f"{ms:,.2f}" if ms < 100 else f"{ms:,.0f}"
+
+
 def mapped_bytes(out) -> int:
     """Bytes of the arrays in `out` that live in their own memory mapping (pforjac's
     `sparse_zeros` results), which tracemalloc does not see; counted at full size."""

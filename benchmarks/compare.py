@@ -78,8 +78,8 @@ from typing import Callable  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import (machine_header, mapped_bytes, markdown_table, mib, settle_threads,  # noqa: E402
-                     time_reps, write_result)
+from _common import (fmt_ms, machine_header, mapped_bytes, markdown_table, mib,  # noqa: E402
+                     time_in_rounds, write_result)
 from loop_vs_pfor import _normal  # noqa: E402
 
 import pforjac as pj  # noqa: E402
@@ -447,27 +447,6 @@ def first_call(fn, traced: bool) -> dict:
     return {"first": first, "times": [], "peak": peak, "rss": rss, "out": _to_numpy(out)}
 
 
-def time_in_rounds(fns: list, reps: int, rounds: int, slow: bool) -> list[list[list[float]]]:
-    """Times every function of `fns` in `rounds` interleaved rounds (each round: a block of
-    each in turn, >= 0.5 s / rounds and >= reps / rounds calls; one call a round for the slow
-    workload) and returns each one's times, a list per round. The shared VM has slow and fast phases lasting
-    seconds; interleaving puts every variant in each phase alike, so their ratios hold
-    where one block each did not. Each block starts with an untimed call: what is timed is
-    a repeated call, as in one block per variant (the other variants' large results in
-    between must not turn it into a first call: 131 ms instead of 8 for the full seed
-    jacobian, whose 750 MB result then missed pforjac's page reuse). Each block waits for
-    the previous block's thread pools to stop spinning (`settle_threads`): a block must not
-    run on one core because the library before it still holds the other."""
-    times: list[list[list[float]]] = [[] for _ in fns]
-    per_round = 1 if slow else -(-reps // rounds)
-    for _ in range(reps if slow else rounds):
-        for k, fn in enumerate(fns):
-            settle_threads()
-            _, t = time_reps(fn, per_round, warmup=1, min_time=0 if slow else 0.5 / rounds)
-            times[k].append(t)
-    return times
-
-
 def round_ratios(mine: list[list[float]], frameworks: list[list[list[float]]]) -> list[float]:
     """Paired ratios, one per round: this variant's median in the round over the fastest
     framework's median in the same round. Rounds run seconds apart, so the spread of these
@@ -536,11 +515,6 @@ TARGETS = {
     "seed_jacobian": [("#7 eager <= 1/3 best", "pfor", 1 / 3), ("#7 compiled <= 1/3 best", "compiled", 1 / 3)],
 }
 TF_EAGER_FACTOR = 10.0   # issue 5: eager pfor at least 10x faster than TensorFlow eager pfor
-
-
-def fmt_ms(s: float) -> str:
-    ms = s * 1e3
-    return f"{ms:,.3f}" if ms < 1 else f"{ms:,.2f}" if ms < 100 else f"{ms:,.0f}"
 
 
 def main(argv=None) -> int:
@@ -629,8 +603,11 @@ def main(argv=None) -> int:
             del out
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")          # shown once above, at the first call
-            all_times = time_in_rounds([fn for _, fn in timed], slow_reps if w.slow else reps,
-                                       args.rounds, w.slow)
+            fns = [fn for _, fn in timed]
+            if w.slow:                 # one call a round
+                all_times = time_in_rounds(fns, slow_reps)
+            else:                      # >= 0.5 s / rounds and >= reps / rounds calls a round
+                all_times = time_in_rounds(fns, args.rounds, -(-reps // args.rounds), 0.5 / args.rounds)
         for (r, _), t in zip(timed, all_times):
             r["rounds"] = t
             r["times"] = [x for block in t for x in block]

@@ -45,7 +45,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import machine_header, markdown_table, settle_threads, time_reps, write_result  # noqa: E402
+from _common import fmt_ms, machine_header, markdown_table, time_in_rounds, write_result  # noqa: E402
 
 import pforjac as pj  # noqa: E402
 
@@ -370,22 +370,6 @@ def check(w32: Workload, w64: Workload, outs: dict, jax) -> tuple[bool, str]:
     return ok, f"{'ok' if ok else 'DIFFERS'} ({detail})"
 
 
-def time_in_rounds(fns: dict, rounds: int) -> dict:
-    """Median seconds of each function over `rounds` interleaved rounds, each a settled block
-    per function, so a slow phase of the machine hits every variant alike (see compare.py)."""
-    times = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            settle_threads()
-            times[name] += time_reps(fn, 1, min_time=MIN_SECONDS / rounds, max_reps=10 ** 6)[1]
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
-def fmt_ms(seconds: float) -> str:
-    ms = seconds * 1e3
-    return f"{ms:,.3f}" if ms < 1 else f"{ms:,.2f}" if ms < 100 else f"{ms:,.0f}"
-
-
 def run_workload(w32: Workload, w64: Workload, jax, rounds: int) -> tuple[bool, list[str]]:
     """Checks and times one workload; returns (checks ok, its table row)."""
     fns = {}
@@ -397,7 +381,9 @@ def run_workload(w32: Workload, w64: Workload, jax, rounds: int) -> tuple[bool, 
     outs = {name: np.asarray(fn()) for name, fn in fns.items()}       # first calls: tracing, compiling
     ok, status = check(w32, w64, outs, jax)
     shape = outs["pfor"].shape
-    med = time_in_rounds(fns, rounds)
+    rounds_times = time_in_rounds(list(fns.values()), rounds, 1, MIN_SECONDS / rounds, 10 ** 6)
+    med = {name: statistics.median(x for block in t for x in block)
+           for name, t in zip(fns, rounds_times)}
     cells = [fmt_ms(t) + (f" ({t / med['JAX']:.2f}x)" if jax is not None and name != "JAX" else "")
              for name, t in med.items()]
     what = f"{w32.what}; {KIND_LABELS[w32.kind]}, x {w32.x.shape} -> {shape}"
