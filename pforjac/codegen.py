@@ -222,12 +222,15 @@ def _readers(program: Program) -> dict[int, list]:
 
 def layout_blind(program: Program, readers: dict) -> set[int]:
     """Variables whose memory layout no value depends on: everything that reads them is
-    layout-free, or keeps values (ufuncs, views, max/min, cast) and makes layout-blind
-    results. A result of the program is blind (its values are what they are)."""
+    layout-free, a ufunc asked for a C-ordered result (its values and layout are the same
+    whatever its operands' layouts), or keeps values (ufuncs, views, max/min, cast) and
+    makes layout-blind results. A result of the program is blind (its values are what they
+    are)."""
     blind: set[int] = set()
     for eqn in reversed(program.equations):
         for v in eqn.outputs:
             if all(r.prim.name in _LAYOUT_FREE
+                   or plain_ufunc(r) and r.params.get("order") == "C"
                    or (r.prim.name in _LAYOUT_FOLLOWING or _ufunc(r))
                    and all(id(o) in blind for o in r.outputs)
                    for r in readers.get(id(v), ())):

@@ -193,3 +193,30 @@ def test_variables_hold_c_ordered_values_and_tensor_arguments_keep_their_layout(
     with caching(False):
         want = (t @ pj.constant(V48)).numpy()
     assert same_bits(pj.function(lambda t, v: t @ v)(t, V48).numpy(), want)
+
+
+def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
+    """A ufunc asked for C order writes the same numbers in the same layout whatever its
+    operands' layouts: what only such ufuncs read (here through a transpose) may be laid out
+    otherwise, so the one-hot seed of a log-softmax head (captured as a strided view) is stored
+    compactly and its sum computed batch-first. Compiled equals eager, bit for bit."""
+    from pforjac.codegen import Layouts
+    from pforjac.program import make_program
+    from pforjac.simplify import batch_major_products
+    w = pj.Variable(RNG.standard_normal((32, 100)).astype(np.float32))
+
+    def head(x):
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            z = x @ w
+            y = pj.concat([pj.log_softmax(z, -1), pj.logsumexp(z, -1, keepdims=True)], -1)
+        return tape.batch_jacobian(y, x)
+    x = RNG.standard_normal((64, 32)).astype(np.float32)
+    x[3, :] = 0.0
+    _compiled_equals_eager(head, x)
+    p = batch_major_products(make_program(head, [((64, 32), np.float32)]))
+    layouts = Layouts(p)
+    seeds = [c for c in p.consts if tuple(c.shape) == (101, 64, 100)]
+    assert seeds and all(layouts.stretchable(c) for c in seeds)
+    compiled = pj.function(head).program(x)
+    assert all(np.prod(c.shape) < 101 * 64 * 100 for c in compiled.consts)
