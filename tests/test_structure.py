@@ -356,3 +356,22 @@ def test_indices_known_only_when_compiled_code_runs_are_not_read_by_the_check():
         assert per_example(x, np.array([0, 1, 2]), False).shape == (3, 4, 4)
     with pytest.raises(ValueError, match="could not check"):
         per_example(x, np.array([0, 1, 2]), True)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int8, np.int32])
+def test_densify_writes_c_ordered_rows_at_their_positions(index_dtype):
+    """Each iteration's row lands at its index (none past the block), the result C-ordered;
+    positions past the index dtype's range (4*3*20 > 127 for int8) are computed in int64."""
+    from pforjac.structure import densify
+    compact = RNG_DENSE.normal(size=(3, 20, 2)).astype(np.float32)
+    idx = np.array([4, 0, 19, 25], index_dtype)           # 25: past the block, a zero row
+    oh = OneHot(pj.constant(compact), 1, 2, pj.constant(idx), (0, 26))
+    got = densify(oh).numpy()
+    want = np.zeros((4, 3, 20, 2), np.float32)
+    for k, i in enumerate(idx):
+        if i < 20:
+            want[k, :, i, :] = compact[:, i, :]
+    assert got.flags.c_contiguous and np.array_equal(got, want)
+
+
+RNG_DENSE = np.random.default_rng(3)
