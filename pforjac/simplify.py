@@ -15,7 +15,14 @@ and never changes what the Program computes.
 - `batch_major_products`: a result made by swapping the two leading axes of a product
   (`batch_jacobian`'s rows-first Jacobian turned batch-first) is computed in that order:
   the elementwise op before the product writes its output swapped, so the product's
-  rows come out batch-first and the result is C-ordered without a copy.
+  rows come out batch-first and the result is C-ordered without a copy; the ufuncs that
+  op reads (read nowhere else) are computed swapped too, back to broadcasts and
+  constants, so no ufunc reads a transposed full-size operand.
+- `compact_constants`: a large constant only ufuncs read (nothing depends on its
+  layout) keeps one slice of each axis it repeats along, broadcast back by a view, and
+  is stored C-ordered.
+- `broadcasts_into_ufuncs`: a ufunc asked for C order broadcasts a `broadcast_to`
+  operand itself.
 """
 from __future__ import annotations
 
