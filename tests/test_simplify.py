@@ -539,3 +539,43 @@ def test_a_swap_reaches_back_through_a_chain_of_ufuncs():
     s, l = RNG.normal(size=(3, 4, 1)).astype(np.float32), RNG.normal(size=(4, 5)).astype(np.float32)
     s[0, 1, 0], l[2, 3] = -0.0, np.inf
     _same_bits(p, q, s, l)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_compact_constants_keeps_every_bit(data):
+    """Random constants repeated along random axes, with -0, NaN and inf among their
+    values, added to or multiplying an input: compacted (or not), the same bits."""
+    middle = tuple(data.draw(st.lists(st.integers(1, 6), min_size=0, max_size=2)))
+    last = data.draw(st.sampled_from([1, 7, 64, 130]))
+    lead = -(-4096 // (int(np.prod(middle)) * last)) + data.draw(st.integers(0, 3))
+    shape = (lead,) + middle + (last,)         # at least _COMPACT_MIN elements
+    ndim = len(shape)
+    dtype = data.draw(st.sampled_from([np.float32, np.float64]))
+    repeated = data.draw(st.lists(st.booleans(), min_size=ndim, max_size=ndim))
+    base_shape = tuple(1 if r else n for r, n in zip(repeated, shape))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1)))
+    base = rng.normal(size=base_shape).astype(dtype)
+    specials = np.array([-0.0, 0.0, np.nan, np.inf, -np.inf], dtype)
+    mask = rng.random(base_shape) < 0.2
+    base[mask] = rng.choice(specials, size=int(mask.sum()))
+    value = np.broadcast_to(base, shape).copy()
+    if data.draw(st.booleans()) and value.size > 1:     # one bit apart: no longer repeated
+        flat = value.reshape(-1)
+        k = int(rng.integers(flat.size))
+        flat[k] = -flat[k] if flat[k] != 0 else (-0.0 if not np.signbit(flat[k]) else 0.0)
+    op = data.draw(st.sampled_from([pj.add, pj.multiply]))
+    c = pj.constant(value)
+    p = make_program(lambda x: op(pj.sin(x), c), [(shape, dtype)])
+    q = compact_constants(p)
+    x = rng.normal(size=shape).astype(dtype)
+    x.reshape(-1)[: min(3, x.size)] = [-0.0, np.nan, np.inf][: min(3, x.size)]
+    _same_bits(p, q, x)
+    # the stored constant broadcast back is the value; it repeats along no axis it keeps
+    # that has at least _COMPACT_INNER elements after it
+    stored = q.const_values[0].numpy()
+    assert _bits(np.broadcast_to(stored, shape)) == _bits(value) and stored.flags.c_contiguous
+    for axis, n in enumerate(stored.shape):
+        if n > 1 and np.prod(shape[axis + 1:]) >= 64:
+            bits = stored.view(np.uint8).reshape(stored.shape + (-1,))
+            assert not (bits == np.take(bits, [0], axis=axis)).all()
