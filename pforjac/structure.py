@@ -124,9 +124,11 @@ def densify(value):
     """An ordinary stacked Tensor (n, *shape) from a OneHot; other values pass through.
 
     Built with scatter_add into fresh zeros, so only the non-zero entries are
-    written (the zero pages of a large result are never touched), in C order (a strided
-    view, read by every later op of the iteration, made them slower: the log-softmax
-    head's seed 0.59 ms to add where a C-ordered one takes 0.09).
+    written (the zero pages of a large result are never touched). The result is laid out
+    (outer axes, iteration, block, inner axes): a view with the iteration axis moved first,
+    so that batch_jacobian's own swap of the two leading axes hands back a C-ordered
+    per-example Jacobian (writing it C-ordered here would make that a strided view, and the
+    64 MiB elementwise batch_jacobian would need a copy).
     """
     if not isinstance(value, OneHot):
         return value
@@ -134,14 +136,13 @@ def densify(value):
     outer, size, inner = _split3(oh)
     n, s = oh.n, tuple(oh.compact.shape)
     idx, _ = _safe_indices(oh)
-    if n * outer * size > np.iinfo(idx.dtype).max:     # (int32 loop indices)
+    if n * size > np.iinfo(idx.dtype).max:               # (int32 loop indices)
         idx = ops.cast(idx, np.int64)
-    # entry (i, o) goes to row i*outer + o of the (n*outer*size, inner) result, at idx[i]:
-    # its index lies in [(i*outer + o)*size, ...+size), so no position repeats
-    rows = np.arange(n * outer, dtype=idx.dtype).reshape(n, outer) * idx.dtype.type(size)
-    flat = ops.reshape(idx, (n, 1)) + constant(rows)
-    dense = scatter_add_p.bind(ops.moveaxis(_block_rows(oh), 1, 0), flat, axis=0,
-                               size=n * outer * size, unique=True)  # (n*outer*size, inner)
+    flat = idx + constant(np.arange(n, dtype=idx.dtype) * idx.dtype.type(size))
+    # row i's index lies in [i*size, (i+1)*size): no position repeats, whatever idx holds
+    dense = scatter_add_p.bind(_block_rows(oh), flat, axis=1, size=n * size,
+                               unique=True)                           # (outer, n*size, inner)
+    dense = ops.moveaxis(ops.reshape(dense, (outer, n, size, inner)), 1, 0)
     return ops.reshape(dense, (n,) + s)
 
 
