@@ -465,8 +465,11 @@ def batch_major_products(program: Program) -> Program:
     e: for an elementwise e = f(u...) that nothing else reads, f of the swapped operands;
     an operand made the same way (a product's rows, then an elementwise op) is itself
     computed swapped, so the swap reaches back to where it is free (a broadcast, a small
-    weight) and every product's rows come out batch-first. The same numbers, in the order
-    the result is read in."""
+    weight) and every product's rows come out batch-first, in the order the result is read
+    in. The elementwise work gives the same bits; the products may not in their last bit:
+    OpenBLAS rounds a row by its position in the product (its last rows and columns past
+    a full kernel block), so this is the one pass that can change a result's last bits,
+    and the eager loop cache leaves it out (README, Reliability)."""
     from .codegen import _elementwise, plain_ufunc
     from .ops.linalg import matmul_p
     from .ops.shape import transpose_p
