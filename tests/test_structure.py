@@ -358,6 +358,9 @@ def test_indices_known_only_when_compiled_code_runs_are_not_read_by_the_check():
         per_example(x, np.array([0, 1, 2]), True)
 
 
+RNG_DENSE = np.random.default_rng(3)
+
+
 @pytest.mark.parametrize("index_dtype", [np.int8, np.int32])
 def test_densify_writes_rows_at_their_positions(index_dtype):
     """Each iteration's row lands at its index (none past the block); positions past the
@@ -372,9 +375,6 @@ def test_densify_writes_rows_at_their_positions(index_dtype):
         if i < 40:
             want[k, :, i, :] = compact[:, i, :]
     assert np.array_equal(got, want)
-
-
-RNG_DENSE = np.random.default_rng(3)
 
 
 def test_an_elementwise_batch_jacobian_comes_out_row_major():
