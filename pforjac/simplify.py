@@ -622,14 +622,11 @@ def compact_constants(program: Program) -> Program:
     layouts = Layouts(program)
     consts, values, head, changed = [], [], [], False
     for c, value in zip(program.consts, program.const_values):
-        if isinstance(value, (Variable, SymbolicTensor)) or math.prod(c.shape) < _COMPACT_MIN \
-                or not layouts.stretchable(c):
-            consts.append(c)
-            values.append(value)
-            continue
-        array = value.numpy()
-        small = _compact(array)
-        if small is array:
+        eligible = not isinstance(value, (Variable, SymbolicTensor)) \
+            and math.prod(c.shape) >= _COMPACT_MIN and layouts.stretchable(c)
+        array = value.numpy() if eligible else None
+        small = _compact(array) if eligible else array
+        if small is array:                              # not eligible, or nothing to gain
             consts.append(c)
             values.append(value)
             continue

@@ -448,6 +448,8 @@ def test_equal_scalar_constants_are_one_value_for_cse():
 
 # -- compact_constants ------------------------------------------------------------------------
 def _bits(a):
+    # every byte, NaN payloads too (loopcache.same_bits lets any NaN equal any other): what
+    # compact_constants stores must be the constant's own bits
     a = np.ascontiguousarray(a)
     return a.dtype.str, a.shape, a.tobytes()
 
