@@ -231,6 +231,74 @@ def test_einsum_jacobians_keep_their_bits_at_every_chunk_size(dtype):
                                    rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
 
 
+_MULTI_EINSUMS = ["ij,jk,kl->il", "bi,ij,bj->b", "bij,bjk,bkl->bil", "bi,bj,bk->bijk", "abijk,bj,bk->abi",
+                  "abijk,bi,bk->abj", "ij,jk,kl,lm->im", "a,ab,bc,cd,de,e->", "f,efa,d->fad", "ijk,k,j->i",
+                  "ii,ij,j->", "ij,jk,kl,lm,mn,no->io", "i,j,k->"]
+
+
+@pytest.mark.parametrize("subscripts", _MULTI_EINSUMS)
+def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
+    """Three or more operands go by `contraction_order`: one np.einsum call, BLAS and product
+    steps through `_einsum_impl`, or numpy's greedy path planned once."""
+    from pforjac.ops.linalg import _check_order, _einsum_impl, contraction_order
+    rng = np.random.default_rng(12)
+    ins, out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
+    for trial in range(10):
+        top = 4 if trial < 5 else 40 if len(set("".join(ins))) <= 4 else 12
+        sizes = {c: int(rng.integers(0 if trial == 0 else 1, top)) for c in set("".join(ins))}
+        for dtype in (np.float64, np.complex128, np.int64):
+            xs = [(rng.normal(size=[sizes[c] for c in s]) * 3).astype(dtype) for s in ins]
+            order = contraction_order(subscripts, tuple(x.shape for x in xs))
+            _check_order(order, len(xs), subscripts)
+            want = np.einsum(subscripts, *xs, optimize=True)
+            got = _einsum_impl(*xs, subscripts=subscripts)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-9 * max(1.0, np.abs(want).max(initial=0)))
+
+
+def test_contraction_order_takes_blas_steps_small_operands_first():
+    from pforjac.ops.linalg import contraction_order
+    assert contraction_order("ij,jk,kl->il", ((200, 300), (300, 100), (100, 50))) == ((1, 2), (0, 1))
+    assert contraction_order("ij,jk,kl->il", ((50, 100), (100, 300), (300, 200))) == ((0, 1), (0, 1))
+    assert contraction_order("bi,bj,bk->bijk", ((128, 4),) * 3) == ()          # sums nothing: one pass
+    assert contraction_order("ij,jk,kl->il", ((2, 2),) * 3) == ()              # tiny: one call
+    assert contraction_order("ii,ij,j->", ((40, 40), (40, 40), (40,))) == ()   # a diagonal: one call
+
+
+@pytest.mark.parametrize("spec, shapes", [("ij,jk,kl->il", [(6, 4), (4, 7), (7, 3)]),
+                                          ("ij,jk,kl,lm->im", [(6, 4), (4, 7), (7, 3), (3, 2)])])
+def test_multi_operand_einsum_jacobians_keep_their_bits_at_every_chunk_size(spec, shapes):
+    """The contraction order depends on the shapes, the loop axis's size among them, and the
+    rounding on the order: pfor's converter fixes one order for every chunk size."""
+    from pforjac.ops.linalg import contraction_order
+    ins, out = spec.split("->")
+    batched = ",".join(["z" + "".join(c for c in ins.split(",")[0][:1]) + out[-1]] + ins.split(",")[1:]) \
+        + "->z" + ins.split(",")[0]                          # the gradient for x under pfor
+    rest = tuple(shapes[1:])
+    assert contraction_order(batched, ((1,) + (shapes[0][0], shapes[-1][1]),) + rest) != \
+        contraction_order(batched, ((24,) + (shapes[0][0], shapes[-1][1]),) + rest)      # the hazard
+    rng = np.random.default_rng(8)
+    x = pj.constant(rng.normal(size=shapes[0]))
+    ws = [pj.constant(rng.normal(size=s)) for s in shapes[1:]]
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = pj.einsum(spec, x, *ws)
+    whole = tape.jacobian(y, x).numpy()
+    for chunk in (1, 2, 5):
+        np.testing.assert_array_equal(tape.jacobian(y, x, parallel_iterations=chunk).numpy(), whole)
+    np.testing.assert_allclose(tape.jacobian(y, x, experimental_use_pfor=False).numpy(), whole, rtol=1e-12)
+
+
+def test_einsum_order_param_is_checked():
+    from pforjac.ops.linalg import einsum_p
+    xs = [pj.constant(np.ones((2, 2)))] * 3
+    assert np.allclose(einsum_p.bind(*xs, subscripts="ij,jk,kl->il", order=((0, 1), (0, 1))).numpy(), 4)
+    assert np.allclose(einsum_p.bind(*xs, subscripts="ij,jk,kl->il", order=((0, 1, 2),)).numpy(), 4)
+    for bad in (((0, 1),), ((1, 0), (0, 1)), ((0, 3), (0, 1)), [(0, 1), (0, 1)], ((0, 1), (0, 1), (0, 1))):
+        with pytest.raises(ValueError, match=r"einsum 'ij,jk,kl->il': order=.* is not a contraction order"):
+            einsum_p.bind(*xs, subscripts="ij,jk,kl->il", order=bad)
+
+
 def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
     """A sum over one short axis is added slice by slice where numpy's reduction loop is
     slow (the Lennard-Jones Hessian's sums over xyz: 5.4 -> 2.7 ms); its bits, zeros' signs

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import ops
-from ..ops.linalg import einsum_p, matmul_p, parse_einsum
+from ..ops.linalg import contraction_order, einsum_p, matmul_p, parse_einsum
 from ..pfor import register_converter
 
 
@@ -84,9 +84,20 @@ def _convert_matmul(n, args, stacked, **params):
     return ops.reshape(out, shape), True
 
 
+# The loop axis's size when pfor picks the contraction order of an einsum of three or more
+# operands: one order for every chunk size, so `parallel_iterations` keeps every bit.
+_ORDER_LOOP_SIZE = 64
+
+
 @register_converter("einsum")
-def _convert_einsum(n, args, stacked, subscripts):
+def _convert_einsum(n, args, stacked, subscripts, order=None):
     ins, out = parse_einsum(subscripts, [a.ndim - s for a, s in zip(args, stacked)])
     free = next(c for c in string.ascii_letters if c not in subscripts)
     ins = [free + s if st else s for s, st in zip(ins, stacked)]
-    return einsum_p.bind(*args, subscripts=",".join(ins) + "->" + free + out), True
+    spec = ",".join(ins) + "->" + free + out
+    if len(args) < 3:
+        return einsum_p.bind(*args, subscripts=spec), True
+    if order is None:
+        order = contraction_order(spec, tuple((_ORDER_LOOP_SIZE,) + a.shape[1:] if st else a.shape
+                                              for a, st in zip(args, stacked)))
+    return einsum_p.bind(*args, subscripts=spec, order=order), True
