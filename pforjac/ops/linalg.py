@@ -108,7 +108,8 @@ def _einsum_impl(*xs, subscripts, order=None):
     of one operand and a column axis of the other, with one contracted axis, the operands'
     views broadcast over the other axes and the product comes out in the output's order (no
     copy); other products are transposed to (batch, rows, contracted) @ (batch, contracted,
-    columns) first. The result is C-ordered."""
+    columns) first. The result is C-ordered. Three or more operands are contracted in
+    `order` (`contraction_order` of their shapes if None)."""
     if order is not None:
         _check_order(order, len(xs), subscripts)
     if len(xs) > 2:
@@ -149,6 +150,7 @@ def _einsum_impl(*xs, subscripts, order=None):
 
 _BLAS_FMA, _STEP = 0.02, 8000.0   # ns, to rank orders only: a multiply-add in BLAS; a Python step
 _SMALL = 1024                     # index points up to which one np.einsum call beats any plan
+_EXHAUSTIVE = 5                   # operands up to which orders of BLAS and product steps are searched
 
 
 def _remaining(operands: tuple, i: int, j: int, out: str) -> tuple:
@@ -234,9 +236,6 @@ def contraction_order(subscripts: str, shapes: tuple) -> tuple:
     dummies = [np.broadcast_to(np.empty((), np.float32), shape) for shape in shapes]
     path = np.einsum_path(subscripts, *dummies, optimize="greedy")[0][1:]
     return tuple(tuple(sorted(step)) for step in path)
-
-
-_EXHAUSTIVE = 5          # operands up to which orders of BLAS and product steps are searched
 
 
 def _check_order(order, n: int, subscripts: str) -> None:
