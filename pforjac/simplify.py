@@ -468,7 +468,8 @@ def batch_major_products(program: Program) -> Program:
     weight) and every product's rows come out batch-first, in the order the result is read
     in. The elementwise work gives the same bits; the products may not in their last bit:
     OpenBLAS rounds a row by its position in the product (its last rows and columns past
-    a full kernel block), so this is the one pass that can change a result's last bits,
+    a full kernel block; any row with its Haswell sgemm kernel), so this is the one pass
+    that can change a result's last bits,
     and the eager loop cache leaves it out (README, Reliability)."""
     from .codegen import _elementwise, plain_ufunc
     from .ops.linalg import matmul_p
