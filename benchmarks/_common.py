@@ -142,14 +142,44 @@ def peak_memory(fn) -> tuple[int, object]:
 
 
 def cpu_model() -> str:
+    """The CPU's name and, from /proc/cpuinfo, its family and model (a VM may name only the
+    vendor: AMD EPYC family 25 is Zen 3/4, 26 Zen 5)."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+                if not line.strip():
+                    break
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    if "model name" not in fields:
+        return platform.processor() or platform.machine()
+    return f"{fields['model name']} (family {fields.get('cpu family', '?')}, model {fields.get('model', '?')})"
+
+
+def blas_core() -> str:
+    """The kernel family numpy's OpenBLAS runs (it picks one by CPU, or OPENBLAS_CORETYPE): its
+    float32 products differ by a few percent between kernels, and round differently."""
+    import ctypes
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return "unknown"
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                     "openblas_get_corename64_", "openblas_get_corename"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype = ctypes.c_char_p
+                return fn().decode()
+    return "unknown"
 
 
 def machine_header() -> str:
@@ -168,7 +198,8 @@ def machine_header() -> str:
     blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
             f"Python {platform.python_version()}; numpy {np.__version__}; "
-            f"OPENBLAS_NUM_THREADS={blas}; load average at start {load}; "
+            f"OPENBLAS_NUM_THREADS={blas}; OpenBLAS kernel {blas_core()} (OPENBLAS_CORETYPE="
+            f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}); load average at start {load}; "
             f"allocator settled (benchmarks/_common.py)")
 
 
