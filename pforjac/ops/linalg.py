@@ -117,9 +117,9 @@ def _einsum_impl(*xs, subscripts, order=None):
             order = contraction_order(subscripts, tuple(x.shape for x in xs))
         if not order:
             return np.einsum(subscripts, *xs)
-        specs = _pairwise_specs(subscripts, order)
+        specs = None if order[0] == "einsum_path" else _pairwise_specs(subscripts, order)
         if specs is None:
-            return np.einsum(subscripts, *xs, optimize=["einsum_path", *order])
+            return np.einsum(subscripts, *xs, optimize=["einsum_path", *order[order[0] == "einsum_path":]])
         xs = list(xs)
         for (i, j), spec in zip(order, specs):
             y = xs.pop(j)
@@ -148,9 +148,18 @@ def _einsum_impl(*xs, subscripts, order=None):
     return np.ascontiguousarray(z.transpose(out_perm))
 
 
-_BLAS_FMA, _STEP = 0.02, 8000.0   # ns, to rank orders only: a multiply-add in BLAS; a Python step
-_SMALL = 1024                     # index points up to which one np.einsum call beats any plan
-_EXHAUSTIVE = 5                   # operands up to which orders of BLAS and product steps are searched
+# Costs in ns, to rank ways of evaluating an einsum only. Fitted to the times of 409
+# contractions of 3-4 operands (benchmarks/einsum_orders.py's random ones, seeds 0-3, and its
+# named ones) on the 2-core VM of the README's tables: the fitted rule's pick was 1.05x the
+# fastest way measured by geometric mean, where always taking the cheapest BLAS order was
+# 1.23x (6.8x at worst).
+_ONE_CALL = 4.0, 4000.0          # one np.einsum call: per index point, per call
+_GREEDY = 1.0, 16000.0           # a step of numpy's greedy path in its executor: per point, per step
+_STEP = 6000.0                   # a step of a BLAS or product order (Python, allocation)
+_PRODUCT = 2.0                   # ... per point of a step that sums nothing
+_BLAS_FMA, _BLAS_MOVE = 0.04, 2.0   # ... a BLAS step: per multiply-add; per element read or written
+_BLAS_SHORT, _SHORT_MOVE = 8, 2.0   # ... a BLAS step summing fewer points: per result element more
+_EXHAUSTIVE = 5                  # operands up to which orders of BLAS and product steps are searched
 
 
 def _remaining(operands: tuple, i: int, j: int, out: str) -> tuple:
@@ -192,65 +201,80 @@ def _pairwise_specs(subscripts: str, order: tuple):
 def contraction_order(subscripts: str, shapes: tuple) -> tuple:
     """How to evaluate an einsum of three or more operands: `()` for one np.einsum call, or
     steps, each the positions of the operands it contracts (they are replaced by their
-    contraction, appended last; numpy's path format).
+    contraction, appended last), run by `_einsum_impl` where every step is a BLAS product or
+    sums nothing, or after "einsum_path" (numpy's path format) by numpy's executor.
 
-    - One call where no axis is summed (an outer or broadcast product: one pass, no
-      intermediates) or the index space is small (any step costs more than the call).
-    - Else the cheapest order whose every step is a BLAS product or sums nothing: small
-      operands first, products through `_einsum_impl`'s matmul (`'ij,jk,kl->il'` 0.012 ms
-      against numpy's `optimize=True` 0.030; `'bi,ij,bj->b'` at 256: 0.40 against 0.55).
-    - Else numpy's own greedy path, planned once here instead of on every call, and run by
-      numpy (`'abijk,bi,bk->abj'`, a cubic feature map's gradient under pfor: 0.084 ms
-      against 0.100 with numpy's planning).
+    The cheapest, by the cost model above, of:
+    - one np.einsum call (an outer or broadcast product, a small index space);
+    - the cheapest order whose every step is a BLAS product or sums nothing, run through
+      `_einsum_impl`'s matmul, small operands first (`'ij,jk,kl->il'` 0.013 ms against
+      numpy's `optimize=True` 0.030);
+    - numpy's own greedy path, planned once here instead of on every call, and run by numpy's
+      executor (its two-operand loops beat a BLAS step that sums over a few points, and its
+      intermediates' axis orders are fast for them): `("einsum_path", *steps)`.
 
     Rounding follows the order, so pfor's converter fixes it once, as the `order` param, for
     every chunk size (`converters.linalg`)."""
     ins, out = parse_einsum(subscripts, [len(s) for s in shapes])
     size = {c: d for s, shape in zip(ins, shapes) for c, d in zip(s, shape)}
-    if len(ins) < 3 or any(len(set(s)) != len(s) for s in ins + [out]) \
-            or set(size) <= set(out) or math.prod(size.values()) <= _SMALL:
+    if len(ins) < 3 or any(len(set(s)) != len(s) for s in ins + [out]):
         return ()
+    volume = lambda letters: math.prod(size[c] for c in letters)  # noqa: E731
+    per_point, per_call = _ONE_CALL
+    plans = [(per_call + per_point * math.prod(size.values()), ())]
 
     def step_cost(sx, sy, keep):
-        points = math.prod(size[c] for c in set(sx + sy))
-        if set(sx + sy) <= set(keep):
-            return points + _STEP
-        return points * _BLAS_FMA + _STEP if _blas_or_product(sx, sy, keep) else math.inf
+        both = set(sx + sy)
+        if both <= set(keep):
+            return _STEP + _PRODUCT * volume(both)
+        if not _blas_or_product(sx, sy, keep):
+            return math.inf
+        summed, result = volume(both - set(keep)), volume(keep)
+        return (_STEP + _BLAS_FMA * volume(both) + _BLAS_MOVE * (volume(sx) + volume(sy) + result)
+                + (_SHORT_MOVE * result if summed < _BLAS_SHORT else 0.0))
 
     def best(operands: tuple) -> tuple[float, tuple]:
         if len(operands) == 1:
             return 0.0, ()
-        plans = []
+        found = []
         for i in range(len(operands)):
             for j in range(i + 1, len(operands)):
                 after = _remaining(operands, i, j, out)
                 cost = step_cost(operands[i], operands[j], after[-1])
                 if cost < math.inf:
                     tail_cost, tail = best(after)
-                    plans.append((cost + tail_cost, ((i, j),) + tail))
-        return min(plans, default=(math.inf, ()), key=lambda p: p[0])
+                    found.append((cost + tail_cost, ((i, j),) + tail))
+        return min(found, default=(math.inf, ()), key=lambda p: p[0])
     if len(ins) <= _EXHAUSTIVE:
-        cost, order = best(tuple(ins))
-        if cost < math.inf:
-            return order
+        plans.append(best(tuple(ins)))
     dummies = [np.broadcast_to(np.empty((), np.float32), shape) for shape in shapes]
-    path = np.einsum_path(subscripts, *dummies, optimize="greedy")[0][1:]
-    return tuple(tuple(sorted(step)) for step in path)
+    greedy = tuple(tuple(sorted(step)) for step in np.einsum_path(subscripts, *dummies, optimize="greedy")[0][1:])
+    operands, cost = tuple(ins), 0.0
+    for step in greedy:
+        read = set().union(*(operands[k] for k in step))
+        rest = tuple(s for k, s in enumerate(operands) if k not in step)
+        needed = set(out).union(*rest)
+        operands = rest + ("".join(c for c in read if c in needed),)
+        cost += _GREEDY[1] + _GREEDY[0] * volume(read)      # (per step, per point)
+    if len(greedy) > 1:                      # (one step of all operands is the one call)
+        plans.append((cost, ("einsum_path",) + greedy))
+    return min(plans, key=lambda p: p[0])[1]
 
 
 def _check_order(order, n: int, subscripts: str) -> None:
     if order is None:
         return
     left, ok = n, isinstance(order, tuple) and (n >= 3 or order == ())
-    for step in order if ok else ():
+    steps = order[1:] if ok and order[:1] == ("einsum_path",) else order
+    for step in steps if ok else ():
         ok = ok and isinstance(step, tuple) and len(step) >= 1 and list(step) == sorted(set(step)) \
             and 0 <= step[0] and step[-1] < left
         left -= len(step) - 1 if ok else 0
     if not ok or (order and left != 1):
         raise ValueError(f"einsum '{subscripts}': order={order!r} is not a contraction order of {n} "
                          "operands: () for one call, or steps, each a sorted tuple of the positions it "
-                         "contracts among the operands left (its result appended last), down to one "
-                         "(see pforjac.ops.linalg.contraction_order)")
+                         "contracts among the operands left (its result appended last), down to one, "
+                         "optionally after 'einsum_path' (see pforjac.ops.linalg.contraction_order)")
 
 
 def _matmul_no_gemv(x, y):
