@@ -12,6 +12,8 @@ import tracemalloc
 
 import numpy as np
 
+import _blas_env
+
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
@@ -198,8 +200,8 @@ def machine_header() -> str:
     blas = os.environ.get("OPENBLAS_NUM_THREADS", "default")
     return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
             f"Python {platform.python_version()}; numpy {np.__version__}; "
-            f"OPENBLAS_NUM_THREADS={blas}; OpenBLAS kernel {blas_core()} (OPENBLAS_CORETYPE="
-            f"{os.environ.get('OPENBLAS_CORETYPE', 'unset')}); load average at start {load}; "
+            f"OPENBLAS_NUM_THREADS={blas}; OpenBLAS kernel {blas_core()} ({_blas_env.describe()}); "
+            f"load average at start {load}; "
             f"allocator settled (benchmarks/_common.py)")
 
 

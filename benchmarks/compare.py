@@ -59,6 +59,9 @@ if THREADS < (os.cpu_count() or 1) and hasattr(os, "sched_setaffinity"):
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
     os.environ[_var] = str(THREADS)
 os.environ["TF_NUM_INTEROP_THREADS"] = "1"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _blas_env  # noqa: E402
+_blas_env.use_openblas_own_kernel()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 if THREADS == 1:
@@ -77,7 +80,6 @@ from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (fmt_ms, machine_header, mapped_bytes, markdown_table, mib,  # noqa: E402
                      time_in_rounds, write_result)
 from loop_vs_pfor import _normal  # noqa: E402
@@ -530,6 +532,9 @@ def main(argv=None) -> int:
                    help="threads for every library (default: all cores); fewer than the cores "
                         "also pins the process to that many cores")
     p.add_argument("--no-write", action="store_true", help="don't write results/compare*.md")
+    p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
+                   help="keep OPENBLAS_CORETYPE (default: dropped before numpy loads, so numpy's "
+                        "OpenBLAS runs the kernel it picks for the CPU; see _blas_env.py)")
     args = p.parse_args(argv)
     mode = "quick" if args.quick else "full"
     size = dict(seed_batch=200 if args.quick else 500, mlp_batch=256, elementwise=(64, 512),

@@ -42,9 +42,11 @@ from types import SimpleNamespace
 from typing import Callable
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _blas_env  # noqa: E402
+_blas_env.use_openblas_own_kernel()
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import fmt_ms, machine_header, markdown_table, time_in_rounds, write_result  # noqa: E402
 
 import pforjac as pj  # noqa: E402
@@ -396,6 +398,8 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None, help="comma-separated workload names or prefixes")
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds per workload")
     p.add_argument("--no-write", action="store_true", help="print only, don't write results/zoo*.md")
+    p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
+                   help="keep OPENBLAS_CORETYPE (default: dropped before numpy loads; see _blas_env.py)")
     args = p.parse_args(argv)
     jax, jax_note = load_jax()
     gc.collect()
