@@ -702,7 +702,8 @@ def main(argv=None) -> int:
                 "compare.py).\n\n## Summary\n\n" + summary +
                 "\n\n## Targets (issues 5 and 7)\n\n" + targets + "\n\n## All variants\n\n" + detail + "\n")
         name = "compare" + ("" if mode == "full" and not args.only else f"_{mode}") + \
-            ("_only" if args.only else "") + (f"_threads{THREADS}" if PINNED else "") + ".md"
+            ("_only" if args.only else "") + (f"_threads{THREADS}" if PINNED else "") + \
+            ("_keep_blas_env" if args.keep_blas_env and "OPENBLAS_CORETYPE" in os.environ else "") + ".md"
         print("wrote", write_result(name, text))
     return 0 if all_ok else 1
 
