@@ -6,7 +6,7 @@ sets Haswell, an AVX2 kernel that runs numpy's float32 products at half the spee
 SkylakeX kernel OpenBLAS picks there itself ((2560, 256) @ (256, 784): 3.97 against 1.92 ms).
 JAX, TensorFlow and PyTorch pick their own kernels for the CPU, so `compare.py` and `zoo.py`
 drop the variable before numpy loads, and their header says so; `--keep-blas-env` keeps it.
-Import this module and call `use_openblas_own_kernel` before numpy is imported.
+Call `use_openblas_own_kernel` before numpy is imported; after, it does nothing.
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ dropped: str | None = None          # the OPENBLAS_CORETYPE this process dropped
 def use_openblas_own_kernel(argv=None) -> None:
     global dropped
     argv = sys.argv[1:] if argv is None else argv
-    if "numpy" in sys.modules:
-        raise RuntimeError("use_openblas_own_kernel must run before numpy is imported")
+    if "numpy" in sys.modules:      # too late (imported as a module): the header names the kernel
+        return
     if KEEP_FLAG not in argv and "OPENBLAS_CORETYPE" in os.environ:
         dropped = os.environ.pop("OPENBLAS_CORETYPE")
 
