@@ -162,8 +162,8 @@ def cpu_model() -> str:
 
 
 def blas_core() -> str:
-    """The kernel family numpy's OpenBLAS runs (it picks one by CPU, or OPENBLAS_CORETYPE): its
-    float32 products differ by a few percent between kernels, and round differently."""
+    """The kernel family numpy's OpenBLAS runs (it picks one by CPU, or OPENBLAS_CORETYPE): float32
+    products differ between kernels in speed (2x on a Zen 5, see _blas_env.py) and rounding."""
     import ctypes
     try:
         with open("/proc/self/maps") as f:
