@@ -8,6 +8,8 @@ import pytest
 import pforjac as pj
 from random_programs import C
 
+from pforjac.loopcache import same_bits
+
 pytestmark = pytest.mark.filterwarnings("error:pfor:RuntimeWarning")
 
 
@@ -351,3 +353,26 @@ def test_the_seed_of_a_matrix_target_times_a_matrix_is_scattered_rows(dtype):
     np.testing.assert_array_equal(jac, want)
     np.testing.assert_array_equal(tape.jacobian(y, x, experimental_use_pfor=False).numpy(), want)
     assert not np.signbit(jac[jac == 0]).any()                              # +0, as the gemm
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
+def test_max_and_min_over_a_short_last_axis_match_numpy_bit_for_bit(dtype, n):
+    """max/min over a last axis of 2-7 elements go through the slices' elementwise maximum
+    (13x faster on a max-pool's (64, 32, 4)); every row of +-0, +-1, +-inf and NaN (a sample
+    of them for 7 elements) must give numpy's own reduction, NaN and zeros' signs included,
+    in C-ordered and transposed inputs, with and without keepdims."""
+    import itertools
+    values = [0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf]
+    rows = np.array(list(itertools.product(values, repeat=n)), dtype=dtype)
+    if n == 7:
+        rows = rows[np.random.default_rng(0).choice(len(rows), 20000, replace=False)]
+    rows = np.tile(rows, (max(1, 512 // len(rows)) + 1, 1))
+    rows = rows[:len(rows) // 2 * 2]
+    for x in (rows, np.asfortranarray(rows), rows.reshape(-1, 2, n)[:, ::-1, :]):
+        for op, reduce in ((pj.max, np.max), (pj.min, np.min)):
+            for keepdims in (False, True):
+                got = op(pj.constant(x), axis=-1, keepdims=keepdims).numpy()
+                want = reduce(x, axis=-1, keepdims=keepdims)
+                assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
+                assert same_bits(got, want), (op.__name__, x.strides, keepdims)

@@ -103,8 +103,30 @@ def _extremum_vjp(g, ans, x, axes, keepdims):
     return restore_reduced(g, x.shape, axes, keepdims) * mask / count
 
 
-max_p = _reduction("max", np.max)
-min_p = _reduction("min", np.min)
+def _extremum(reduce, pairwise):
+    """np.max / np.min, bit for bit, but faster over a short last axis: numpy reduces each
+    of its rows in a separate inner loop (a (64, 32, 4) array over its last axis, as a
+    max-pool by 4 makes: 0.065 ms), where the slices' elementwise maximum takes 0.005. Same
+    result, NaN and zeros' signs included: equal values keep the earlier one, as numpy's
+    reduction does (checked on every float32 and float64 row of 2 to 7 elements drawn from
+    +-0, +-1, +-inf and NaN, tests/test_regressions.py)."""
+    def impl(x, axis=None, keepdims=False):
+        x = np.asarray(x)
+        if x.dtype.kind == "f" and axis is not None and len(axis) == 1:
+            (a,) = axis
+            n = x.shape[a]
+            if 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= 256:
+                lead = (slice(None),) * a
+                out = pairwise(x[lead + (0,)], x[lead + (1,)], order="C")
+                for k in range(2, n):
+                    pairwise(out, x[lead + (k,)], out=out)
+                return np.expand_dims(out, a) if keepdims else out
+        return reduce(x, axis=axis, keepdims=keepdims)
+    return impl
+
+
+max_p = _reduction("max", _extremum(np.max, np.maximum))
+min_p = _reduction("min", _extremum(np.min, np.minimum))
 
 
 def _extremum_jvp(ts, ans, x, axes, keepdims):
