@@ -73,8 +73,9 @@ def _sum(x, axis=None, keepdims=False):
     (pairwise from 8): the slices are added instead (a (96, 32, 32, 3) array over its last
     axis: 1.5 -> 0.085 ms; numpy's sum starts from +0, which the final `+ 0.0` gives, as
     -0 + -0 stays -0). Along an axis with 2 to 16 elements after it numpy adds one by one,
-    with an inner loop of those few: a copy with that axis first, summed over it, adds the
-    same numbers in the same order in long rows ((1000, 50, 2) over axis 1: 0.73 -> 0.25)."""
+    with an inner loop of those few: a copy with that axis first (`_axis_first`), summed over
+    it, adds the same numbers in the same order in long rows ((1000, 50, 2) over axis 1: 0.73
+    -> 0.25 ms with numpy's copy, 0.05 with `_axis_first`'s)."""
     if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1:
         (a,) = axis
         n, inner = x.shape[a], math.prod(x.shape[a + 1:])
@@ -85,10 +86,20 @@ def _sum(x, axis=None, keepdims=False):
                 np.add(out, x[lead + (k,)], out=out)
             out += 0.0
             return np.expand_dims(out, a) if keepdims else out
-        if n >= 2 and 2 <= inner <= 16 and a > 0:
-            out = np.ascontiguousarray(np.moveaxis(x, a, 0)).sum(axis=0)
+        if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
+            out = _axis_first(x, a, inner).sum(axis=0)
             return np.expand_dims(out, a) if keepdims else out
     return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _axis_first(x, a: int, inner: int):
+    """A C-ordered copy of C-ordered `x` with axis `a` first. The `inner` elements after it
+    move as one item each (a void dtype): numpy copies element by element otherwise, in
+    loops of `inner` ((96, 32, 32, 3) with axis 2 first, as a pair potential's Hessian sums:
+    0.38 -> 0.16 ms; (1000, 50, 2) with axis 1 first: 0.195 -> 0.040)."""
+    items = x.reshape(x.shape[:a + 1] + (inner,)).view(np.dtype((np.void, inner * x.itemsize)))
+    moved = np.ascontiguousarray(np.moveaxis(items[..., 0], a, 0))
+    return moved.view(x.dtype).reshape((x.shape[a],) + x.shape[:a] + x.shape[a + 1:])
 
 
 sum_p = _reduction("sum", _in_c_order(_sum))
