@@ -399,3 +399,27 @@ def test_sum_over_a_middle_axis_moves_its_rows_as_items_with_the_same_bits(shape
             got = pj.sum(pj.constant(x), axis=axis, keepdims=keepdims).numpy()
             expected = want.sum(axis=0)
             assert same_bits(got, np.expand_dims(expected, axis) if keepdims else expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex128, np.bool_])
+def test_setitem_zeros_moves_short_rows_as_items_with_the_same_bytes(dtype):
+    """setitem_zeros (getitem's gradient) copies rows of 2-16 elements as one void item each
+    where they are contiguous in `g` and in their place; every key below must give what
+    `out[key] = g` gives, NaN, -0 and all."""
+    from pforjac.ops.indexing import _setitem_zeros_impl
+    rng = np.random.default_rng(4)
+    block = (rng.standard_normal((10, 32, 60, 5, 4)) * 3).astype(dtype)
+    if dtype in (np.float32, np.float64):
+        block.flat[::13] = -0.0
+        block.flat[::17] = np.nan
+    cases = [(block[:, :, :, 2, :], (slice(None), slice(None), slice(3, 63), slice(None)), (10, 32, 64, 4)),
+             (block[:, :, :, 1, :2], (slice(None), slice(None), slice(0, 60), slice(1, 3)), (10, 32, 60, 4)),
+             (block[:, 0, :, :, :], (slice(None), 5, slice(None), slice(None), slice(None)), (10, 8, 60, 5, 4)),
+             (block[:, :, ::2, 0, :], (slice(None), slice(None), slice(0, 120, 4), slice(None)), (10, 32, 120, 4)),
+             (block[..., ::2], (Ellipsis, slice(None, None, 2)), (10, 32, 60, 5, 4)),
+             (block[:2, :2, :2, 0, :], (slice(None), slice(None), slice(None), slice(None)), (2, 2, 2, 4))]
+    for g, key, shape in cases:
+        want = np.zeros(shape, dtype)
+        want[key] = g
+        got = _setitem_zeros_impl(g, key, shape)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
