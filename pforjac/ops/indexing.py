@@ -13,7 +13,7 @@ from .. import core
 from ..core import defjvp, defvjp
 from ..memory import result_zeros, sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float, unchanged
-from ._family import axis_index, int_arg
+from ._family import axis_index, int_arg, row_items, short_rows
 
 __all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
 
@@ -38,11 +38,8 @@ def _setitem_zeros_impl(g, key, shape):
     0.087 -> 0.023 ms). The same bytes either way."""
     out = result_zeros(shape, g.dtype)
     target = out[key]
-    n = g.shape[-1] if g.ndim else 0
-    if 2 <= n <= 16 and g.size >= 1024 and target.shape == g.shape and g.dtype.kind in "biufc" \
-            and g.strides[-1] == g.itemsize and target.strides[-1] == g.itemsize:
-        item = np.dtype((np.void, n * g.itemsize))
-        target.view(item)[..., 0] = g.view(item)[..., 0]
+    if g.size >= 1024 and target.shape == g.shape and short_rows(g) and short_rows(target):
+        row_items(target)[...] = row_items(g)
     else:
         out[key] = g
     return out

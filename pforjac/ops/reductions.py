@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ._family import axis_index, normalize_axes
+from ._family import axis_index, normalize_axes, row_items
 
 __all__ = ["sum", "max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
            "argmax", "argmin", "REDUCTIONS", "restore_reduced"]
@@ -97,8 +97,7 @@ def _axis_first(x, a: int, inner: int):
     move as one item each (a void dtype): numpy copies element by element otherwise, in
     loops of `inner` ((96, 32, 32, 3) with axis 2 first, as a pair potential's Hessian sums:
     0.38 -> 0.16 ms; (1000, 50, 2) with axis 1 first: 0.195 -> 0.040)."""
-    items = x.reshape(x.shape[:a + 1] + (inner,)).view(np.dtype((np.void, inner * x.itemsize)))
-    moved = np.ascontiguousarray(np.moveaxis(items[..., 0], a, 0))
+    moved = np.ascontiguousarray(np.moveaxis(row_items(x.reshape(x.shape[:a + 1] + (inner,))), a, 0))
     return moved.view(x.dtype).reshape((x.shape[a],) + x.shape[:a] + x.shape[a + 1:])
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
 from ..tensor import Tensor, as_tensor, unchanged
-from ._family import axis_index, int_arg, int_tuple, normalize_axes
+from ._family import axis_index, int_arg, int_tuple, normalize_axes, row_items, short_rows
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
            "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten", "flip", "roll"]
@@ -148,16 +148,12 @@ def _concat_impl(*xs, axis):
     five shifted (32, 60, 1, 4) slices: 0.043 -> 0.008 ms). The same bytes, and the C order
     numpy gives such operands."""
     first = xs[0]
-    n = first.shape[-1] if first.ndim else 0
-    if 2 <= n <= 16 and axis % first.ndim != first.ndim - 1 and first.dtype.kind in "biufc" \
-            and sum(x.size for x in xs) >= 1024 and all(
-                x.dtype == first.dtype and x.strides[-1] == x.itemsize and _c_like(x) for x in xs):
-        item = np.dtype((np.void, n * first.itemsize))
+    if first.ndim and axis % first.ndim != first.ndim - 1 and sum(x.size for x in xs) >= 1024 \
+            and all(x.dtype == first.dtype and short_rows(x) and _c_like(x) for x in xs):
         shape = list(first.shape)
         shape[axis] = sum(x.shape[axis] for x in xs)
         out = np.empty(shape, first.dtype)
-        np.concatenate([x.view(item)[..., 0] for x in xs], axis=axis % first.ndim,
-                       out=out.view(item)[..., 0])
+        np.concatenate([row_items(x) for x in xs], axis=axis % first.ndim, out=row_items(out))
         return out
     return np.concatenate(xs, axis=axis)
 
