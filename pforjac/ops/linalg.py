@@ -163,12 +163,14 @@ _BLAS_SHORT, _SHORT_MOVE = 8, 2.0   # ... a BLAS step summing fewer points: per 
 _EXHAUSTIVE = 5                  # operands up to which orders of BLAS and product steps are searched
 
 
-def _remaining(operands: tuple, i: int, j: int, out: str) -> tuple:
-    """The operands' subscripts left when i and j are contracted, their contraction's last
-    (the letters of i and j that another operand or the output still needs)."""
-    rest = tuple(s for k, s in enumerate(operands) if k not in (i, j))
+def _remaining(operands: tuple, step: tuple, out: str) -> tuple:
+    """The operands' subscripts left when those at the positions of `step` are contracted,
+    their contraction's last (the letters of those that another operand or the output
+    still needs)."""
+    rest = tuple(s for k, s in enumerate(operands) if k not in step)
     needed = set(out).union(*rest)
-    keep = "".join(c for c in dict.fromkeys(operands[i] + operands[j]) if c in needed) if rest else out
+    read = "".join(operands[k] for k in step)
+    keep = "".join(c for c in dict.fromkeys(read) if c in needed) if rest else out
     return rest + (keep,)
 
 
@@ -190,7 +192,7 @@ def _pairwise_specs(subscripts: str, order: tuple):
     for step in order:
         if len(step) != 2:
             return None
-        after = _remaining(operands, *step, out)
+        after = _remaining(operands, step, out)
         if not _blas_or_product(operands[step[0]], operands[step[1]], after[-1]):
             return None
         specs.append(f"{operands[step[0]]},{operands[step[1]]}->{after[-1]}")
@@ -240,7 +242,7 @@ def contraction_order(subscripts: str, shapes: tuple) -> tuple:
         found = []
         for i in range(len(operands)):
             for j in range(i + 1, len(operands)):
-                after = _remaining(operands, i, j, out)
+                after = _remaining(operands, (i, j), out)
                 cost = step_cost(operands[i], operands[j], after[-1])
                 if cost < math.inf:
                     tail_cost, tail = best(after)
@@ -252,11 +254,8 @@ def contraction_order(subscripts: str, shapes: tuple) -> tuple:
     greedy = tuple(tuple(sorted(step)) for step in np.einsum_path(subscripts, *dummies, optimize="greedy")[0][1:])
     operands, cost = tuple(ins), 0.0
     for step in greedy:
-        read = set().union(*(operands[k] for k in step))
-        rest = tuple(s for k, s in enumerate(operands) if k not in step)
-        needed = set(out).union(*rest)
-        operands = rest + ("".join(c for c in read if c in needed),)
-        cost += _GREEDY[1] + _GREEDY[0] * volume(read)      # (per step, per point)
+        cost += _GREEDY[1] + _GREEDY[0] * volume(set().union(*(operands[k] for k in step)))
+        operands = _remaining(operands, step, out)          # (cost: per step, per point)
     if len(greedy) > 1:                      # (one step of all operands is the one call)
         plans.append((cost, ("einsum_path",) + greedy))
     return min(plans, key=lambda p: p[0])[1]

@@ -79,17 +79,31 @@ def _sum(x, axis=None, keepdims=False):
     if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1:
         (a,) = axis
         n, inner = x.shape[a], math.prod(x.shape[a + 1:])
-        if 2 <= n < 8 and inner == 1 and x.size // n >= 256:
-            lead = (slice(None),) * a
-            out = np.add(x[lead + (0,)], x[lead + (1,)])
-            for k in range(2, n):
-                np.add(out, x[lead + (k,)], out=out)
+        if _short_last(x, a):
+            out = _fold_slices(np.add, x, a)
             out += 0.0
             return np.expand_dims(out, a) if keepdims else out
         if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
             out = _axis_first(x, a, inner).sum(axis=0)
             return np.expand_dims(out, a) if keepdims else out
     return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _short_last(x, a: int) -> bool:
+    """Axis `a` of `x` is its last (but for unit axes) and has 2-7 elements, over 256 rows:
+    numpy's reductions run a loop per row there."""
+    n = x.shape[a]
+    return 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= 256
+
+
+def _fold_slices(ufunc, x, a: int, **first):
+    """ufunc(...ufunc(x[0], x[1]), ..., x[n-1]) over the slices of axis `a`, in place after the
+    first call (which gets `first`, e.g. order="C")."""
+    lead = (slice(None),) * a
+    out = ufunc(x[lead + (0,)], x[lead + (1,)], **first)
+    for k in range(2, x.shape[a]):
+        ufunc(out, x[lead + (k,)], out=out)
+    return out
 
 
 def _axis_first(x, a: int, inner: int):
@@ -122,15 +136,9 @@ def _extremum(reduce, pairwise):
     +-0, +-1, +-inf and NaN, tests/test_regressions.py)."""
     def impl(x, axis=None, keepdims=False):
         x = np.asarray(x)
-        if x.dtype.kind == "f" and axis is not None and len(axis) == 1:
-            (a,) = axis
-            n = x.shape[a]
-            if 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= 256:
-                lead = (slice(None),) * a
-                out = pairwise(x[lead + (0,)], x[lead + (1,)], order="C")
-                for k in range(2, n):
-                    pairwise(out, x[lead + (k,)], out=out)
-                return np.expand_dims(out, a) if keepdims else out
+        if x.dtype.kind == "f" and axis is not None and len(axis) == 1 and _short_last(x, axis[0]):
+            out = _fold_slices(pairwise, x, axis[0], order="C")
+            return np.expand_dims(out, axis[0]) if keepdims else out
         return reduce(x, axis=axis, keepdims=keepdims)
     return impl
 

@@ -150,9 +150,7 @@ def _concat_impl(*xs, axis):
     first = xs[0]
     if first.ndim and axis % first.ndim != first.ndim - 1 and sum(x.size for x in xs) >= 1024 \
             and all(x.dtype == first.dtype and short_rows(x) and _c_like(x) for x in xs):
-        shape = list(first.shape)
-        shape[axis] = sum(x.shape[axis] for x in xs)
-        out = np.empty(shape, first.dtype)
+        out = np.empty(_concat_shape(*xs, axis=axis)[0], first.dtype)
         np.concatenate([row_items(x) for x in xs], axis=axis % first.ndim, out=row_items(out))
         return out
     return np.concatenate(xs, axis=axis)
