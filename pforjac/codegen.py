@@ -200,20 +200,12 @@ def borrowed_outputs(program: Program) -> set[int]:
     is a fresh array that shares no memory with the caller's arrays or a Variable (a
     tensor's array is made read-only: it must not freeze the caller's), as eager results
     are. (`x * ones_like(x)` simplifies to `x`; a Jacobian of `sum(x * c)` is `c` broadcast.)"""
-    from .extend import declared_ops
     borrowed = {id(v) for v in program.inputs} | {id(v) for v in program.consts}
-    for eqn in program.equations:
-        name = eqn.prim.name
-        may_alias = name in _MAY_ALIAS or (name in declared_ops and not _fresh_result(eqn))
-        if may_alias and (name == "broadcast_to" or any(id(v) in borrowed for v in eqn.inputs)):
+    for eqn in program.equations:       # (an op may alias: Primitive.may_alias)
+        if eqn.prim.may_alias and (eqn.prim.name == "broadcast_to"
+                                   or any(id(v) in borrowed for v in eqn.inputs)):
             borrowed.update(id(o) for o in eqn.outputs)
     return {k for k, v in enumerate(program.outputs) if id(v) in borrowed}
-
-
-# built-in ops whose numpy forward may return (a view of) an input; ops declared through
-# pforjac.extend may too, unless they are ufuncs or say they make fresh arrays
-_MAY_ALIAS = {"broadcast_to", "cast", "check_index", "einsum", "getitem", "reshape", "split",
-              "stop_gradient", "transpose"}
 
 
 # -- layout of small broadcast operands -----------------------------------------------------
@@ -252,11 +244,9 @@ def broadcast_transposes(program: Program, layouts: Layouts | None = None) -> se
 # -- layouts ---------------------------------------------------------------------------------
 # A product rounds by its operands' memory layout (the layout picks numpy's path and BLAS's
 # kernel), so generated code must hand every product operands laid out as eager code's are.
-# These ops' values don't depend on their inputs' layout, and their results are C-ordered
-# (sum and prod reduce C-ordered data; np.take, fresh zeros):
-_LAYOUT_FREE = {"sum", "prod", "gather", "scatter_add", "all_finite"}
-# ... and these keep values whatever the layout, but lay their results out like their inputs:
-_LAYOUT_FOLLOWING = {"reshape", "transpose", "broadcast_to", "max", "min", "cast", "concat"}
+# Primitive.layout says which ops' values don't depend on their inputs' layout: "free" ones
+# make C-ordered results (sum and prod reduce C-ordered data; np.take, fresh zeros),
+# "following" ones lay their results out like their inputs.
 
 
 def _readers(program: Program) -> dict[int, list]:
@@ -276,9 +266,9 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
     blind: set[int] = set()
     for eqn in reversed(program.equations):
         for v in eqn.outputs:
-            if all(r.prim.name in _LAYOUT_FREE
+            if all(r.prim.layout == "free"
                    or plain_ufunc(r) and r.params.get("order") == "C"
-                   or (r.prim.name in _LAYOUT_FOLLOWING or _ufunc(r))
+                   or (r.prim.layout == "following" or _ufunc(r))
                    and all(id(o) in blind for o in r.outputs)
                    for r in readers.get(id(v), ())):
                 blind.add(id(v))
@@ -294,7 +284,7 @@ def surely_c_ordered(program: Program) -> set[int]:
     for eqn in program.equations:
         out = eqn.outputs[0]
         name = eqn.prim.name
-        if name in _LAYOUT_FREE or name == "matmul" and out.ndim <= 2:
+        if eqn.prim.layout == "free" or name == "matmul" and out.ndim <= 2:
             c.add(id(out))      # (a batched product lays its batch axes out as its operands)
         elif name == "reshape" and id(eqn.inputs[0]) in c:
             c.add(id(out))

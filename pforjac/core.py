@@ -22,7 +22,7 @@ import numpy as np
 
 from .tensor import Tensor, Variable, as_tensor
 
-__all__ = ["Primitive", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
+__all__ = ["Primitive", "Example", "defexamples", "DOMAINS", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
            "defimpl", "defshape", "defvjp", "defvjp_all", "defjvp", "defjvp_all", "current_state"]
 
 
@@ -34,19 +34,73 @@ class Aval:
         self.ndim = len(self.shape)
 
 
-class Primitive:
-    """A named op. Its behaviour is entirely in the rule tables."""
+DOMAINS = ("real", "positive", "unit", "above_one", "nonzero", "bool", "int", "index")
 
-    def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True):
+
+class Primitive:
+    """A named op. Its rules are in the rule tables; the facts about it, which analyses, the
+    code generator and the generated checks read, are its attributes, set where it is
+    declared (`new_primitive(..., elementwise=True)`, `_unary`, `extend.defop`):
+
+    - `elementwise`: output entry k depends on input entries k only (numpy broadcasting).
+    - `zero_preserving`: one input, and f(0) == 0 (a one-hot value stays one-hot).
+    - `layout`: "free" (its values, and its C-ordered result, do not depend on its inputs'
+      memory layout), "following" (values do not; the result is laid out like the
+      input), or None (unknown: a product rounds by its operands' layout).
+    - `may_alias`: the numpy forward may return an input or a view of one.
+    - `domain`: for each input, where generated checks draw its values (see DOMAINS).
+    - `examples`: `examples(rng) -> list[Example]`, the calls its generated checks make
+      (elementwise ops with a `domain` need none: the checks broadcast shapes).
+    """
+
+    def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,
+                 *, elementwise: bool = False, zero_preserving: bool = False,
+                 layout: str | None = None, may_alias: bool = False,
+                 domain: tuple | None = None, examples: Callable | None = None):
+        if layout not in (None, "free", "following"):
+            raise ValueError(f"primitive '{name}': layout must be None, 'free' or 'following', "
+                             f"got {layout!r}")
+        unknown = [d for d in domain or () if d not in DOMAINS]
+        if unknown:
+            raise ValueError(f"primitive '{name}': unknown input domain(s) {unknown}; "
+                             f"choose from {DOMAINS}")
         self.name = name
         self.multiple_results = multiple_results
         self.differentiable = differentiable
+        self.elementwise, self.zero_preserving = elementwise, zero_preserving
+        self.layout, self.may_alias = layout, may_alias
+        self.domain = None if domain is None else tuple(domain)
+        self.examples = examples
 
     def __repr__(self) -> str:
         return self.name
 
     def bind(self, *args, **params):
         return bind(self, *args, **params)
+
+
+class Example:
+    """One call of a primitive for its generated checks: inputs (arrays) and params.
+    `stackable`: per input, whether pfor may see it stacked (default: all)."""
+
+    def __init__(self, *args, stackable: tuple | None = None, **params):
+        self.args, self.params = args, params
+        self.stackable = tuple(stackable) if stackable is not None else (True,) * len(args)
+
+    def __repr__(self) -> str:
+        shapes = ",".join("x".join(map(str, np.shape(a))) or "()" for a in self.args)
+        shown = ";".join(f"{k}={v}" for k, v in self.params.items() if k != "dtype")
+        return f"[{shapes}]" + (f"-{shown}" if shown else "")
+
+
+def defexamples(prim: Primitive):
+    """Decorator: `fn(rng) -> list[Example]` becomes `prim.examples` (once)."""
+    def register(fn):
+        if prim.examples is not None:
+            raise ValueError(f"primitive '{prim.name}' already has examples")
+        prim.examples = fn
+        return fn
+    return register
 
 
 impl_rules: dict[Primitive, Callable] = {}
@@ -91,19 +145,30 @@ def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = Fa
 
 
 def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: bool = False,
-                  differentiable: bool = True, override: bool = False) -> Primitive:
-    """Declares a primitive with its numpy forward and its shape rule."""
+                  differentiable: bool = True, override: bool = False, **facts) -> Primitive:
+    """Declares a primitive with its numpy forward, its shape rule and its facts (the
+    keyword arguments of `Primitive`)."""
     with _registry_lock:
         if name in primitives and not override:
             raise ValueError(f"a primitive named '{name}' already exists; pick another name "
                              f"or pass override=True")
         replaced = name in primitives
-        prim = Primitive(name, multiple_results, differentiable)
+        prim = Primitive(name, multiple_results, differentiable, **facts)
         primitives[name] = prim
         impl_rules[prim] = impl
         shape_rules[prim] = shape
     rules_changed(name, replaced)
     return prim
+
+
+def primitive_named(name: str) -> Primitive:
+    """The declared primitive called `name`, or a KeyError that says how to declare it."""
+    try:
+        return primitives[name]
+    except KeyError:
+        raise KeyError(f"no primitive named '{name}' is declared; declare it first "
+                       f"(pforjac.extend.defop) and register its rules on the op it "
+                       f"returns") from None
 
 
 def defimpl(prim: Primitive):

@@ -43,10 +43,10 @@ class CoverageRow:
 
 
 def _status(prim: core.Primitive, rule: str) -> str:
-    from .pfor import converters
+    from .pfor import converter_for
     has = {"impl": prim in core.impl_rules, "shape": prim in core.shape_rules,
            "vjp": prim in core.vjp_rules, "jvp": prim in core.jvp_rules,
-           "converter": prim.name in converters}[rule]
+           "converter": converter_for(prim) is not None}[rule]
     if has:
         return "yes"
     reason = declared_missing.get((prim.name, rule))

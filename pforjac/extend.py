@@ -78,7 +78,7 @@ def primitive_of(op) -> Primitive:
 
 def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None, *,
           differentiable: bool = True, multiple_results: bool = False,
-          override: bool = False) -> Op:
+          override: bool = False, may_alias: bool = True, **facts) -> Op:
     """Declares a primitive op and returns it as a callable.
 
     Args:
@@ -101,6 +101,14 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
             index computations); they need neither vjp nor jvp.
         multiple_results: the forward returns a list of arrays.
         override: replace an existing primitive of the same name.
+        may_alias: the forward may return an input or a view of one (the default;
+            False lets compiled code skip a copy of such results).
+        facts: the op's other facts, read by pforjac's analyses and generated checks
+            (see `pforjac.core.Primitive`): `elementwise=True` (output entry k depends
+            on input entries k only: batch_jacobian's row check follows it, and it
+            gets the broadcasting converter unless one is registered),
+            `zero_preserving`, `layout`, `domain` (per input: "real", "positive",
+            "unit", ...) and `examples` (`examples(rng) -> [core.Example]`).
 
     Returns:
         An `Op`; calling it binds the primitive (eagerly, on tapes, or in traces).
@@ -113,7 +121,8 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
         >>> twice(pj.constant([1., 2.])).numpy()
         array([2., 4.], dtype=float32)
     """
-    prim = core.new_primitive(name, None, shape_rule, multiple_results, differentiable, override)
+    prim = core.new_primitive(name, None, shape_rule, multiple_results, differentiable, override,
+                              may_alias=may_alias, **facts)
     core.impl_rules[prim] = _checked_forward(prim, forward)
     declared_ops[name] = prim
     if vjp is not None:
@@ -237,8 +246,7 @@ def register_converter(op, override: bool = False):
         ...     (x,) = args
         ...     return op(x), True      # elementwise: the loop axis goes along
     """
-    name = op if isinstance(op, str) else primitive_of(op).name
-    return _register_converter(name, override)
+    return _register_converter(primitive_of(op), override)
 
 
 def declare_missing(op, rule: str, reason: str) -> None:

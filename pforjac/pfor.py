@@ -4,12 +4,13 @@ A loop body is a Program whose first input is the loop index. `vectorize`
 walks its equations in order; every value is either *stacked* (it has a
 leading dimension of size `n`, one slice per iteration) or *unstacked* (the
 same for every iteration). An equation with no stacked input is bound as it
-is; otherwise the converter registered under its op's name computes the
-stacked result with ordinary pforjac ops. The loop index becomes `arange`.
+is; otherwise the converter registered for its primitive computes the
+stacked result with ordinary pforjac ops (an elementwise primitive without one
+gets the family's broadcasting converter). The loop index becomes `arange`.
 
 Writing a converter (the whole contract)::
 
-    @register_converter("softsign")
+    @register_converter(softsign_p)
     def _convert_softsign(n, args, stacked, **params):
         # n: the number of iterations; args: the inputs, stacked ones with a
         # leading axis of size n; stacked: one bool per input (at least one True).
@@ -42,10 +43,11 @@ from .loopcache import run_cached
 from .diagnostics import record_fallback
 from .memory import check_results_fit, result_empty, sparse_results, working_memory_advice
 
-__all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
+__all__ = ["pfor", "vectorized_map", "register_converter", "converters", "converter_for",
+           "ConversionError",
            "run_loop", "vectorize", "while_loop"]
 
-converters: dict[str, Callable] = {}
+converters: dict[core.Primitive, Callable] = {}
 _registry_lock = threading.Lock()
 
 
@@ -57,17 +59,35 @@ class ConversionError(ValueError):
         super().__init__(f"pfor could not vectorize op '{op}' ({detail}): {reason}")
 
 
-def register_converter(name: str, override: bool = False):
-    """Registers `fn(n, args, stacked, **params) -> (out, out_stacked)` for op `name`."""
+def register_converter(op: core.Primitive | str, override: bool = False):
+    """Registers `fn(n, args, stacked, **params) -> (out, out_stacked)` for the primitive
+    `op` (or the name of a declared one)."""
+    prim = core.primitive_named(op) if isinstance(op, str) else op
+
     def register(fn: Callable) -> Callable:
         with _registry_lock:
-            if name in converters and not override:
-                raise ValueError(f"a pfor converter for op '{name}' is already registered; "
+            if prim in converters and not override:
+                raise ValueError(f"a pfor converter for op '{prim.name}' is already registered; "
                                  f"pass override=True to replace it")
-            converters[name] = fn
-        core.rules_changed(name)
+            converters[prim] = fn
+        core.rules_changed(prim.name)
         return fn
     return register
+
+
+# `family(prim) -> converter or None`: the converter of a whole family (the elementwise
+# ops' broadcasting one) for a primitive that has none of its own
+family_converters: list[Callable] = []
+
+
+def converter_for(prim: core.Primitive) -> Callable | None:
+    """The converter registered for `prim`, else its family's, else None."""
+    conv = converters.get(prim)
+    for family in family_converters if conv is None else ():
+        conv = family(prim)
+        if conv is not None:
+            break
+    return conv
 
 
 @core.on_rules_changed
@@ -75,7 +95,9 @@ def _drop_replaced_converter(name: str, replaced: bool) -> None:
     """A primitive declared again (override=True) is a new op: the old one's converter goes."""
     if replaced:
         with _registry_lock:
-            converters.pop(name, None)
+            for prim in [p for p in converters if p.name == name and
+                         core.primitives.get(name) is not p]:
+                del converters[prim]
 
 
 # -- warnings, once per cause ------------------------------------------------------------
@@ -218,7 +240,7 @@ def _dead_after(program: Program) -> list[list[int]]:
 def _convert_structured(eqn, vals, ctx: LoopContext):
     """Tries the structure-aware converter; (None, None) means "use the dense path"."""
     from . import structure
-    conv = structure.structured_converters.get(eqn.prim.name)
+    conv = structure.structured_converter_for(eqn.prim)
     if conv is None or eqn.prim.multiple_results:
         return None, None
     args = [v for v, _ in vals]
@@ -253,7 +275,7 @@ def _annotate(oh) -> None:
 
 def _convert(eqn, vals, n: int, per_iteration: bool = True):
     name = eqn.prim.name
-    conv = converters.get(name)
+    conv = converter_for(eqn.prim)
     args, stacked = [v for v, _ in vals], [s for _, s in vals]
     if conv is None and not per_iteration:
         raise ConversionError(name, _describe(eqn, vals), "no converter is registered (and "

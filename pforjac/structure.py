@@ -24,12 +24,14 @@ from typing import Callable
 import numpy as np
 
 from . import core, ops
+from .ops import elementwise as ew
 from .ops.indexing import scatter_add_p
 from .pfor import register_converter
 from .switch import Switch
 from .tensor import Tensor, Variable, constant
 
-__all__ = ["OneHot", "densify", "structured_converters", "structure_tracking", "tracking_enabled"]
+__all__ = ["OneHot", "densify", "structured_converters", "structured_converter_for",
+           "structure_tracking", "tracking_enabled"]
 
 
 @dataclass
@@ -147,22 +149,36 @@ def densify(value):
 
 
 # -- structure-aware converters -----------------------------------------------------------
-structured_converters: dict[str, Callable] = {}
+structured_converters: dict[core.Primitive, Callable] = {}
 
 
 @core.on_rules_changed
 def _drop_replaced(name: str, replaced: bool) -> None:
     """A primitive declared again is a new op: the structure rules of the old one go."""
     if replaced:
-        structured_converters.pop(name, None)
+        for prim in [p for p in structured_converters if p.name == name]:
+            del structured_converters[prim]
 
 
-def _structured(*names: str):
+def _structured(*prims: core.Primitive):
+    """Registers `fn(prim, ctx, args, stacked, **params)`, returning (value, stacked) or
+    None for "use the dense converter", for each of `prims` (once)."""
     def register(fn):
-        for name in names:
-            structured_converters[name] = fn
+        for prim in prims:
+            if prim in structured_converters:
+                raise ValueError(f"a structured converter for op '{prim.name}' is already "
+                                 f"registered")
+            structured_converters[prim] = fn
         return fn
     return register
+
+
+def structured_converter_for(prim: core.Primitive) -> Callable | None:
+    """`prim`'s structured converter; a zero-preserving op keeps a one-hot value one-hot."""
+    conv = structured_converters.get(prim)
+    if conv is None and prim.zero_preserving:
+        return _zero_preserving
+    return conv
 
 
 def _aligned_block(oh: OneHot, out_shape: tuple):
@@ -175,13 +191,7 @@ def _aligned_block(oh: OneHot, out_shape: tuple):
     return start, stop
 
 
-_ZERO_PRESERVING_UNARY = ("neg", "sin", "tan", "tanh", "sqrt", "square", "abs", "sign", "relu",
-                          "expm1", "log1p", "cast", "stop_gradient", "sinh", "arcsin", "arctan",
-                          "arcsinh", "arctanh")
-
-
-@_structured(*_ZERO_PRESERVING_UNARY)
-def _unary(prim, ctx, args, stacked, **params):
+def _zero_preserving(prim, ctx, args, stacked, **params):
     (oh,) = args
     return oh.with_compact(prim.bind(oh.compact, **params), oh.start, oh.stop), True
 
@@ -198,10 +208,10 @@ def _all_finite_impl(x, axes, nonzero):
 all_finite_p = core.new_primitive(
     "all_finite", _all_finite_impl,
     lambda x, axes, nonzero: (tuple(d for k, d in enumerate(x.shape) if k not in axes), np.bool_),
-    differentiable=False)
+    differentiable=False, layout="free")
 
 
-@register_converter("all_finite")
+@register_converter(all_finite_p)
 def _convert_all_finite(n, args, stacked, axes, nonzero):
     return all_finite_p.bind(args[0], axes=tuple(a + 1 for a in axes), nonzero=nonzero), True
 
@@ -224,7 +234,7 @@ def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:
     return bool(_all_finite_impl(u.numpy(), None, divide))
 
 
-@_structured("multiply", "multiply_no_nan", "divide", "add", "subtract")
+@_structured(ew.multiply_p, ew.multiply_no_nan_p, ew.divide_p, ew.add_p, ew.subtract_p)
 def _binary(prim, ctx, args, stacked, **params):
     (x, y), (xs, ys) = args, stacked
     name = prim.name
@@ -249,14 +259,14 @@ def _binary(prim, ctx, args, stacked, **params):
     return None
 
 
-@_structured("zeros_like", "ones_like")
+@_structured(ew.zeros_like_p, ew.ones_like_p)
 def _like(prim, ctx, args, stacked):
     (oh,) = args
     fill = ops.zeros if prim.name == "zeros_like" else ops.ones
     return fill(oh.compact.shape, oh.dtype), False
 
 
-@_structured("sum")
+@_structured(ops.reductions.sum_p)
 def _sum(prim, ctx, args, stacked, axes, keepdims):
     (oh,) = args
     block = set(range(oh.start, oh.stop))
@@ -293,7 +303,7 @@ def _block_after_reshape(old: tuple, start: int, stop: int, new: tuple):
     return None
 
 
-@_structured("reshape")
+@_structured(ops.shape.reshape_p)
 def _reshape(prim, ctx, args, stacked, shape):
     (oh,) = args
     block = _block_after_reshape(tuple(oh.compact.shape), oh.start, oh.stop, tuple(shape))
@@ -302,7 +312,7 @@ def _reshape(prim, ctx, args, stacked, shape):
     return oh.with_compact(prim.bind(oh.compact, shape=shape), *block), True
 
 
-@_structured("transpose")
+@_structured(ops.shape.transpose_p)
 def _transpose(prim, ctx, args, stacked, perm):
     (oh,) = args
     where = [perm.index(a) for a in range(oh.start, oh.stop)]
@@ -311,7 +321,7 @@ def _transpose(prim, ctx, args, stacked, perm):
     return oh.with_compact(prim.bind(oh.compact, perm=perm), where[0], where[-1] + 1), True
 
 
-@_structured("broadcast_to")
+@_structured(ops.shape.broadcast_to_p)
 def _broadcast_to(prim, ctx, args, stacked, shape):
     (oh,) = args
     block = _aligned_block(oh, tuple(shape))
@@ -320,7 +330,7 @@ def _broadcast_to(prim, ctx, args, stacked, shape):
     return oh.with_compact(prim.bind(oh.compact, shape=shape), *block), True
 
 
-@_structured("getitem")
+@_structured(ops.indexing.getitem_p)
 def _getitem(prim, ctx, args, stacked, key):
     (oh,) = args
     axis, out_axis, start = 0, 0, None
@@ -342,7 +352,7 @@ def _getitem(prim, ctx, args, stacked, key):
     return oh.with_compact(prim.bind(oh.compact, key=key), start, start + oh.stop - oh.start), True
 
 
-@_structured("matmul")
+@_structured(ops.linalg.matmul_p)
 def _matmul(prim, ctx, args, stacked):
     (x, y), (xs, ys) = args, stacked
     if isinstance(x, OneHot) and not ys and y.ndim == 2 and _zero_times_is_zero(y):
@@ -410,7 +420,7 @@ def _gather_rows(u: Tensor, oh: OneHot, axis: int) -> Tensor:
     return out
 
 
-@_structured("one_hot")
+@_structured(ops.indexing.one_hot_p)
 def _one_hot(prim, ctx, args, stacked, depth, dtype):
     (indices,) = args
     if indices is not ctx.indices or depth < 2:

@@ -218,9 +218,9 @@ def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: f
         >>> check_converter("sum", np.ones((2, 3)), axes=(1,), keepdims=False)
     """
     from .extend import primitive_of
-    from .pfor import converters
+    from .pfor import converter_for
     prim = primitive_of(op)
-    conv = converters.get(prim.name)
+    conv = converter_for(prim)
     if conv is None:
         raise AssertionError(f"check_converter: op '{prim.name}' has no pfor converter; register "
                              f"one with @pforjac.extend.register_converter('{prim.name}')")

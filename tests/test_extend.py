@@ -197,7 +197,7 @@ def test_a_structured_converter_raising_value_error_falls_back_like_a_dense_one(
 
     def decline(prim, ctx, args, stacked, shift):
         raise ValueError("this structured converter declines")
-    structure.structured_converters["ext_roll"] = decline
+    structure.structured_converters[op.prim] = decline
     x = pj.constant(np.array([0.3, -1.2, 0.5]))
     with warnings.catch_warnings(record=True) as caught, pj.fallback_report() as report:
         warnings.simplefilter("always")

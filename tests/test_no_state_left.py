@@ -186,7 +186,7 @@ def _runtime_error(n, args, stacked, **params):
 
 
 def test_converter_value_error_without_fallback(monkeypatch, registry):
-    monkeypatch.setitem(pfor_mod.converters, "sin", _value_error)
+    monkeypatch.setitem(pfor_mod.converters, sin_p, _value_error)
     before = registry()
     for _ in range(REPEAT):
         with pytest.raises(pj.ConversionError, match="'sin'.*cannot handle"):
@@ -195,8 +195,8 @@ def test_converter_value_error_without_fallback(monkeypatch, registry):
 
 
 def test_converter_value_error_falls_back(monkeypatch, registry):
-    for name in list(pfor_mod.converters):   # every conversion fails: all falls back
-        monkeypatch.setitem(pfor_mod.converters, name, _value_error)
+    for prim in list(core.primitives.values()):   # every conversion fails: all falls back
+        monkeypatch.setitem(pfor_mod.converters, prim, _value_error)
     before = registry()
     x = _x()
     with warnings.catch_warnings():
@@ -214,7 +214,7 @@ def test_converter_value_error_falls_back(monkeypatch, registry):
 @pytest.mark.parametrize("fallback", [True, False])
 def test_converter_raising_other_exception(monkeypatch, registry, fallback):
     """Only ValueError means "can't vectorize"; any other exception is a bug and propagates."""
-    monkeypatch.setitem(pfor_mod.converters, "sin", _runtime_error)
+    monkeypatch.setitem(pfor_mod.converters, sin_p, _runtime_error)
     before = registry()
     x = _x()
     for _ in range(REPEAT):
@@ -240,7 +240,7 @@ def _sin_failing_at(k):
 
 
 def test_per_iteration_fallback_raising(monkeypatch, registry):
-    monkeypatch.delitem(pfor_mod.converters, "sin")          # sin now runs once per iteration
+    monkeypatch.setattr(pfor_mod, "family_converters", [])   # sin now runs once per iteration
     monkeypatch.setitem(core.impl_rules, sin_p, _sin_failing_at(2.0))
     before = registry()
     with warnings.catch_warnings():
@@ -250,7 +250,7 @@ def test_per_iteration_fallback_raising(monkeypatch, registry):
                 with pytest.raises(Boom if fallback else pj.ConversionError):
                     pj.pfor(_sin_loop, 4, fallback_to_while_loop=fallback)
                 assert_clean(before)
-                assert "sin" not in pfor_mod.converters
+                assert pfor_mod.converter_for(sin_p) is None
             np.testing.assert_allclose(pj.pfor(_sin_loop, 2).numpy(), np.sin([0.0, 1.0]))
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
+from pforjac.testing import isolated_registries
 from pforjac.core import current_state
 
 pfor_mod = importlib.import_module("pforjac.pfor")  # `pforjac.pfor` is also the function
@@ -123,9 +124,11 @@ def body_of(program):
 
 # -- the converter registry --------------------------------------------------------------------
 def test_registry_under_concurrent_registration():
-    before = dict(pfor_mod.converters)
     names = [f"_thread_test_op_{t}_{k}" for t in range(8) for k in range(25)]
-    try:
+    with isolated_registries():
+        for name in names + ["_thread_test_shared"]:
+            pj.extend.defop(name, np.sin, pj.extend.same_shape)
+        prims = [pj.core.primitives[n] for n in names]
         for _ in range(5):
             wins = []
 
@@ -133,7 +136,7 @@ def test_registry_under_concurrent_registration():
                 def run():
                     for k in range(25):
                         pj.register_converter(f"_thread_test_op_{t}_{k}", override=True)(lambda *a: a)
-                    try:   # all threads race for the same name: exactly one wins
+                    try:   # all threads race for the same op: exactly one wins
                         pj.register_converter("_thread_test_shared")(lambda *a: a)
                         wins.append(t)
                     except ValueError:
@@ -146,12 +149,8 @@ def test_registry_under_concurrent_registration():
             assert len(wins) == 1
             for r in results:
                 np.testing.assert_allclose(r, np.exp(np.arange(6.0).reshape(2, 3)).sum(1))
-            assert all(n in pfor_mod.converters for n in names)
-            pfor_mod.converters.pop("_thread_test_shared")
-    finally:
-        for n in names + ["_thread_test_shared"]:
-            pfor_mod.converters.pop(n, None)
-    assert dict(pfor_mod.converters) == before
+            assert all(p in pfor_mod.converters for p in prims)
+            pfor_mod.converters.pop(pj.core.primitives["_thread_test_shared"])
 
 
 # -- Jacobians in 8 threads agree with single-threaded ones ------------------------------------

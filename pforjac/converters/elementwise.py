@@ -1,12 +1,14 @@
 """Converters of the elementwise family: one broadcasting converter serves them all."""
 from __future__ import annotations
 
+import functools
+
 from .. import core, ops
-from ..ops.elementwise import BINARY, UNARY
-from ..pfor import register_converter
+from ..pfor import family_converters, register_converter
 from ._helpers import align, iter_ndim
 
 
+@functools.lru_cache(maxsize=None)
 def convert_elementwise(prim: core.Primitive):
     """Stacked operands get size-1 axes after the loop axis; unstacked ones broadcast as is."""
     def convert(n, args, stacked, **params):
@@ -16,18 +18,16 @@ def convert_elementwise(prim: core.Primitive):
     return convert
 
 
-for _prim in [*UNARY.values(), *BINARY.values(), ops.elementwise.where_p, ops.elementwise.cast_p,
-              ops.elementwise.stop_gradient_p]:
-    register_converter(_prim.name)(convert_elementwise(_prim))
+family_converters.append(lambda prim: convert_elementwise(prim) if prim.elementwise else None)
 
 
-@register_converter("zeros_like")
+@register_converter(ops.elementwise.zeros_like_p)
 def _convert_zeros_like(n, args, stacked):
     (x,) = args
     return ops.zeros(x.shape[1:], x.dtype), False
 
 
-@register_converter("ones_like")
+@register_converter(ops.elementwise.ones_like_p)
 def _convert_ones_like(n, args, stacked):
     (x,) = args
     return ops.ones(x.shape[1:], x.dtype), False

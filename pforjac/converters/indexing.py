@@ -15,12 +15,12 @@ from ..tensor import constant
 from ._helpers import to_stacked
 
 
-@register_converter("getitem")
+@register_converter(ix.getitem_p)
 def _convert_getitem(n, args, stacked, key):
     return ix.getitem_p.bind(args[0], key=(slice(None),) + tuple(key)), True
 
 
-@register_converter("setitem_zeros")
+@register_converter(ix.setitem_zeros_p)
 def _convert_setitem_zeros(n, args, stacked, key, shape):
     return ix.setitem_zeros_p.bind(args[0], key=(slice(None),) + tuple(key), shape=(n,) + tuple(shape)), True
 
@@ -35,7 +35,7 @@ def _positions(n: int, indices, stride: int):
     return indices + ops.reshape(base, (n,) + (1,) * (indices.ndim - 1))
 
 
-@register_converter("gather")
+@register_converter(ix.gather_p)
 def _convert_gather(n, args, stacked, axis):
     (x, indices), (x_stacked, i_stacked) = args, stacked
     if not i_stacked:
@@ -59,12 +59,12 @@ def _wrap(indices, size: int):
     return ops.where(ops.less(indices, 0), indices + indices.dtype.type(size), indices)
 
 
-@register_converter("check_index")
+@register_converter(ix.check_index_p)
 def _convert_check_index(n, args, stacked, size):
     return ix.check_index_p.bind(args[0], size=size), stacked[0]
 
 
-@register_converter("scatter_add")
+@register_converter(ix.scatter_add_p)
 def _convert_scatter_add(n, args, stacked, axis, size, unique=None):
     (g, indices), (g_stacked, i_stacked) = args, stacked
     if not i_stacked:
@@ -77,6 +77,6 @@ def _convert_scatter_add(n, args, stacked, axis, size, unique=None):
     return ops.moveaxis(ops.reshape(flat, shape), axis, 0), True
 
 
-@register_converter("one_hot")
+@register_converter(ix.one_hot_p)
 def _convert_one_hot(n, args, stacked, depth, dtype):
     return ix.one_hot_p.bind(args[0], depth=depth, dtype=dtype), True

@@ -55,7 +55,7 @@ def _gemm(a, b):
     return out
 
 
-@register_converter("matmul")
+@register_converter(matmul_p)
 def _convert_matmul(n, args, stacked, **params):
     (x, y), (xs, ys) = args, stacked
     x_vec, y_vec = x.ndim - xs == 1, y.ndim - ys == 1
@@ -89,7 +89,7 @@ def _convert_matmul(n, args, stacked, **params):
 _ORDER_LOOP_SIZE = 64
 
 
-@register_converter("einsum")
+@register_converter(einsum_p)
 def _convert_einsum(n, args, stacked, subscripts, order=None):
     ins, out = parse_einsum(subscripts, [a.ndim - s for a, s in zip(args, stacked)])
     free = next(c for c in string.ascii_letters if c not in subscripts)

@@ -15,7 +15,7 @@ def convert_reduction(prim):
 
 
 for _prim in REDUCTIONS.values():
-    register_converter(_prim.name)(convert_reduction(_prim))
+    register_converter(_prim)(convert_reduction(_prim))
 
 
 def _convert_along_axis(prim):
@@ -26,4 +26,4 @@ def _convert_along_axis(prim):
 
 
 for _prim in (cumsum_p, argmax_p, argmin_p):
-    register_converter(_prim.name)(_convert_along_axis(_prim))
+    register_converter(_prim)(_convert_along_axis(_prim))

@@ -32,11 +32,13 @@ def elementwise_dtype(impl, args, params) -> np.dtype:
     return _dtype_of(impl, tuple(a.dtype for a in args), tuple(sorted(params.items())))
 
 
-def declare_elementwise(name: str, impl, differentiable: bool = True) -> core.Primitive:
-    """A broadcasting elementwise primitive: shape is the broadcast of the inputs."""
+def declare_elementwise(name: str, impl, differentiable: bool = True, **facts) -> core.Primitive:
+    """A broadcasting elementwise primitive: shape is the broadcast of the inputs (`facts`:
+    the other keyword arguments of core.Primitive, `domain` among them)."""
     def shape_rule(*args, **params):
         return broadcast_shapes(*(a.shape for a in args)), elementwise_dtype(impl, args, params)
-    return core.new_primitive(name, impl, shape_rule, differentiable=differentiable)
+    return core.new_primitive(name, impl, shape_rule, differentiable=differentiable,
+                              elementwise=True, **facts)
 
 
 def int_arg(value, what: str) -> int:

@@ -57,11 +57,13 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
 
 # -- unary ---------------------------------------------------------------------
 
-def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False) -> core.Primitive:
+def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False, domain: str = "real",
+           zero_preserving: bool = False) -> core.Primitive:
     """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. With
     `zero_stays_zero` a zero cotangent (or tangent) gives zero even where the derivative is
-    infinite or NaN (sqrt at 0, reciprocal of a tiny value), as TensorFlow's kernels do."""
-    prim = declare_elementwise(name, impl)
+    infinite or NaN (sqrt at 0, reciprocal of a tiny value), as TensorFlow's kernels do.
+    `domain`: where its input's checks draw values; `zero_preserving`: f(0) == 0."""
+    prim = declare_elementwise(name, impl, domain=(domain,), zero_preserving=zero_preserving)
     UNARY[name] = prim
     if deriv is not None:
         scale = (lambda g, d: multiply_no_nan(d, g)) if zero_stays_zero else (lambda g, d: g * d)
@@ -107,44 +109,58 @@ def _softplus_impl(x):
     return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
 
 
-neg_p = _unary("neg", np.negative)
+neg_p = _unary("neg", np.negative, zero_preserving=True)
 defvjp(neg_p, lambda g, ans, x: -g)
 defjvp(neg_p, lambda t, ans, x: -t)
 exp_p = _unary("exp", np.exp, lambda ans, x: ans)
-log_p = _unary("log", np.log, lambda ans, x: reciprocal(x))
-log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0))
-expm1_p = _unary("expm1", np.expm1, lambda ans, x: exp(x))   # (ans + 1 cancels for x < 0: TF's)
-sin_p = _unary("sin", np.sin, lambda ans, x: cos(x))
+log_p = _unary("log", np.log, lambda ans, x: reciprocal(x), domain="positive")
+log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0), domain="positive",
+                 zero_preserving=True)
+expm1_p = _unary("expm1", np.expm1, lambda ans, x: exp(x),   # (ans + 1 cancels for x < 0: TF's)
+                 zero_preserving=True)
+sin_p = _unary("sin", np.sin, lambda ans, x: cos(x), zero_preserving=True)
 cos_p = _unary("cos", np.cos, lambda ans, x: -sin(x))
-tan_p = _unary("tan", np.tan, lambda ans, x: square(ans) + 1.0)
-tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans))
+tan_p = _unary("tan", np.tan, lambda ans, x: square(ans) + 1.0, domain="unit",
+               zero_preserving=True)
+tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans), zero_preserving=True)
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
 softplus_p = _unary("softplus", _softplus_impl,
                     lambda ans, x: sigmoid(x))
-sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True)
-square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
+sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True,
+                domain="positive", zero_preserving=True)
+square_p = _unary("square", np.square, lambda ans, x: 2.0 * x, zero_preserving=True)
 reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans),
-                      zero_stays_zero=True)
-abs_p = _unary("abs", np.abs)          # (its rules below: complex values differ)
+                      zero_stays_zero=True, domain="nonzero")
+abs_p = _unary("abs", np.abs, domain="nonzero",     # (its rules below: complex values differ)
+               zero_preserving=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
-                lambda ans, x: cast(greater(x, 0.0), x.dtype))
-sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x))
-sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x))
+                lambda ans, x: cast(greater(x, 0.0), x.dtype), domain="nonzero", zero_preserving=True)
+sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x), domain="nonzero",
+                zero_preserving=True)
+sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x), zero_preserving=True)
 cosh_p = _unary("cosh", np.cosh, lambda ans, x: sinh(x))
-arcsin_p = _unary("arcsin", np.arcsin, lambda ans, x: reciprocal(sqrt(1.0 - square(x))))
-arccos_p = _unary("arccos", np.arccos, lambda ans, x: -reciprocal(sqrt(1.0 - square(x))))
-arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0))
+arcsin_p = _unary("arcsin", np.arcsin, lambda ans, x: reciprocal(sqrt(1.0 - square(x))),
+                  domain="unit", zero_preserving=True)
+arccos_p = _unary("arccos", np.arccos, lambda ans, x: -reciprocal(sqrt(1.0 - square(x))),
+                  domain="unit")
+arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0),
+                  zero_preserving=True)
 # the inverse hyperbolic functions' derivatives from their results, as TensorFlow's: 1 + x**2
 # and x**2 - 1 overflow for |x| past 1.8e19 in float32, cosh(asinh x) and sinh(acosh x) don't
-arcsinh_p = _unary("arcsinh", np.arcsinh, lambda ans, x: reciprocal(cosh(ans)))
-arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)))
-arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)))
-log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))))
-log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))))
+arcsinh_p = _unary("arcsinh", np.arcsinh, lambda ans, x: reciprocal(cosh(ans)),
+                   zero_preserving=True)
+arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)),
+                   domain="above_one")
+arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)),
+                   domain="unit", zero_preserving=True)
+log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))),
+                domain="positive")
+log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))),
+                 domain="positive")
 # steps: a zero derivative (JAX's; TensorFlow has none), numpy's values (round: half to even)
-floor_p = _unary("floor", np.floor, lambda ans, x: zeros_like(x))
-ceil_p = _unary("ceil", np.ceil, lambda ans, x: zeros_like(x))
-round_p = _unary("round", np.rint, lambda ans, x: zeros_like(x))
+floor_p = _unary("floor", np.floor, lambda ans, x: zeros_like(x), zero_preserving=True)
+ceil_p = _unary("ceil", np.ceil, lambda ans, x: zeros_like(x), zero_preserving=True)
+round_p = _unary("round", np.rint, lambda ans, x: zeros_like(x), zero_preserving=True)
 
 
 def neg(x): return neg_p.bind(x)
@@ -181,9 +197,10 @@ def round(x): return round_p.bind(x)    # noqa: A001  (numpy's name; half to eve
 
 # -- binary --------------------------------------------------------------------
 
-def _binary(name: str, impl, vjp_x=None, vjp_y=None, differentiable=True) -> core.Primitive:
+def _binary(name: str, impl, vjp_x=None, vjp_y=None, differentiable=True,
+            domain=("real", "real")) -> core.Primitive:
     """Declares a broadcasting binary op; rules give the unreduced cotangent."""
-    prim = declare_elementwise(name, impl, differentiable)
+    prim = declare_elementwise(name, impl, differentiable, domain=domain)
     BINARY[name] = prim
     if differentiable:
         defvjp(prim,
@@ -243,8 +260,9 @@ add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
 subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g)
 multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
 divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
-                   lambda g, a, x, y: -g * a / y)
-power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0), _pow_dy)
+                   lambda g, a, x, y: -g * a / y, domain=("real", "nonzero"))
+power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0), _pow_dy,
+                  domain=("positive", "real"))
 multiply_no_nan_p = _binary("multiply_no_nan", _multiply_no_nan_impl,
                             lambda g, a, x, y: multiply_no_nan(g, y),
                             lambda g, a, x, y: multiply_no_nan(x, g))
@@ -266,9 +284,11 @@ less_p = _binary("less", np.less, differentiable=False)
 less_equal_p = _binary("less_equal", np.less_equal, differentiable=False)
 greater_p = _binary("greater", np.greater, differentiable=False)
 greater_equal_p = _binary("greater_equal", np.greater_equal, differentiable=False)
-logical_and_p = _binary("logical_and", np.logical_and, differentiable=False)
-logical_or_p = _binary("logical_or", np.logical_or, differentiable=False)
-logical_not_p = _unary("logical_not", np.logical_not)
+logical_and_p = _binary("logical_and", np.logical_and, differentiable=False,
+                        domain=("bool", "bool"))
+logical_or_p = _binary("logical_or", np.logical_or, differentiable=False,
+                       domain=("bool", "bool"))
+logical_not_p = _unary("logical_not", np.logical_not, domain="bool")
 logical_not_p.differentiable = False
 
 
@@ -309,7 +329,7 @@ def _where_impl(c, x, y):
     return np.where(c, x, y)
 
 
-where_p = declare_elementwise("where", _where_impl)
+where_p = declare_elementwise("where", _where_impl, domain=("bool", "real", "real"))
 defvjp(where_p, None,
        lambda g, ans, c, x, y: unbroadcast(where(c, g, zeros_like(g)), x.shape),
        lambda g, ans, c, x, y: unbroadcast(where(c, zeros_like(g), g), y.shape))
@@ -331,7 +351,9 @@ def _cast_impl(x, dtype):
     return x.astype(dtype, copy=False)
 
 
-cast_p = core.new_primitive("cast", _cast_impl, lambda x, dtype: (x.shape, dtype))
+cast_p = core.new_primitive("cast", _cast_impl, lambda x, dtype: (x.shape, dtype),
+                            elementwise=True, zero_preserving=True, layout="following",
+                            may_alias=True)
 defvjp(cast_p, lambda g, ans, x, dtype: cast(g, x.dtype) if is_float(x.dtype) else None)
 defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else None)
 
@@ -346,7 +368,9 @@ def cast(x, dtype):
     return cast_p.bind(x, dtype=dtype)
 
 
-stop_gradient_p = core.new_primitive("stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype))
+stop_gradient_p = core.new_primitive("stop_gradient", lambda x: x, lambda x: (x.shape, x.dtype),
+                                     elementwise=True, zero_preserving=True, may_alias=True,
+                                     domain=("real",))
 defvjp(stop_gradient_p, None)
 defjvp_all(stop_gradient_p, lambda ts, ans, x: None)
 
@@ -357,9 +381,9 @@ def stop_gradient(x):
 
 
 zeros_like_p = core.new_primitive("zeros_like", np.zeros_like, lambda x: (x.shape, x.dtype),
-                                  differentiable=False)
+                                  differentiable=False, elementwise=True, domain=("real",))
 ones_like_p = core.new_primitive("ones_like", np.ones_like, lambda x: (x.shape, x.dtype),
-                                 differentiable=False)
+                                 differentiable=False, elementwise=True, domain=("real",))
 
 
 def zeros_like(x): return zeros_like_p.bind(x)

@@ -27,7 +27,7 @@ def _getitem_shape(x, key):
     return _view_of_shape(x.shape)[key].shape, x.dtype
 
 
-getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape)
+getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape, may_alias=True)
 
 
 def _setitem_zeros_impl(g, key, shape):
@@ -159,7 +159,7 @@ def _gather_shape(x, indices, axis):
 
 
 gather_p = core.new_primitive("gather", lambda x, indices, axis: np.take(x, indices, axis=axis),
-                              _gather_shape)
+                              _gather_shape, layout="free")
 
 
 def _scatter_add_impl(g, indices, axis, size, unique=None):
@@ -232,7 +232,8 @@ def _scatter_add_shape(g, indices, axis, size, unique=None):
     return tuple(g.shape[:axis]) + (size,) + tuple(g.shape[axis + len(indices.shape):]), g.dtype
 
 
-scatter_add_p = core.new_primitive("scatter_add", _scatter_add_impl, _scatter_add_shape)
+scatter_add_p = core.new_primitive("scatter_add", _scatter_add_impl, _scatter_add_shape,
+                                   layout="free")
 defvjp(gather_p, lambda g, ans, x, indices, axis:
        scatter_add(g, indices, axis, x.shape[axis]), None)
 defjvp(gather_p, lambda t, ans, x, indices, axis: gather_p.bind(t, indices, axis=axis), None)
@@ -271,7 +272,7 @@ def _check_index_impl(indices, size):
 
 check_index_p = core.new_primitive("check_index", _check_index_impl,
                                    lambda indices, size: (tuple(indices.shape), indices.dtype),
-                                   differentiable=False)
+                                   differentiable=False, may_alias=True)
 """Guards indices that pfor offsets into one flattened table (a gather or scatter whose
 table and indices both vary per iteration), where an index out of range would silently
 land in another iteration's block instead of raising as np.take does."""

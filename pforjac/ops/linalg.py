@@ -354,7 +354,7 @@ def _rows_plan(subscripts: str, ndim_x: int, ndim_y: int):
             (len(batch), len(rows), len(contracted)), [result.index(c) for c in so])
 
 
-einsum_p = core.new_primitive("einsum", _einsum_impl, _einsum_shape)
+einsum_p = core.new_primitive("einsum", _einsum_impl, _einsum_shape, may_alias=True)
 
 
 def _einsum_vjp(g, ans, *xs, subscripts, order=None):

@@ -45,7 +45,7 @@ def _in_c_order(impl):
     return reduce
 
 
-def _reduction(name: str, impl) -> core.Primitive:
+def _reduction(name: str, impl, layout: str) -> core.Primitive:
     def shape_rule(x, axes, keepdims):
         for a in axes:
             if not 0 <= a < x.ndim:
@@ -54,7 +54,7 @@ def _reduction(name: str, impl) -> core.Primitive:
             raise ValueError(f"{name} of an empty axis has no identity")
         return _reduction_shape(x.shape, axes, keepdims), _result_dtype(impl, np.dtype(x.dtype))
     prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),
-                              shape_rule)
+                              shape_rule, layout=layout)
     REDUCTIONS[name] = prim
     return prim
 
@@ -115,7 +115,7 @@ def _axis_first(x, a: int, inner: int):
     return moved.view(x.dtype).reshape((x.shape[a],) + x.shape[:a] + x.shape[a + 1:])
 
 
-sum_p = _reduction("sum", _in_c_order(_sum))
+sum_p = _reduction("sum", _in_c_order(_sum), layout="free")
 defvjp(sum_p, lambda g, ans, x, axes, keepdims: restore_reduced(g, x.shape, axes, keepdims))
 defjvp(sum_p, lambda t, ans, x, axes, keepdims: sum_p.bind(t, axes=axes, keepdims=keepdims))
 
@@ -143,8 +143,8 @@ def _extremum(reduce, pairwise):
     return impl
 
 
-max_p = _reduction("max", _extremum(np.max, np.maximum))
-min_p = _reduction("min", _extremum(np.min, np.minimum))
+max_p = _reduction("max", _extremum(np.max, np.maximum), layout="following")
+min_p = _reduction("min", _extremum(np.min, np.minimum), layout="following")
 
 
 def _extremum_jvp(ts, ans, x, axes, keepdims):
@@ -160,7 +160,7 @@ for _p in (max_p, min_p):
     defjvp_all(_p, _extremum_jvp)
 
 
-prod_p = _reduction("prod", _in_c_order(np.prod))
+prod_p = _reduction("prod", _in_c_order(np.prod), layout="free")
 
 
 def _prod_of_others(x, axes):

@@ -33,7 +33,8 @@ def _resolve_shape(shape, size: int) -> tuple:
 
 # -- reshape -----------------------------------------------------------------------
 reshape_p = core.new_primitive("reshape", lambda x, shape: np.reshape(x, shape),
-                               lambda x, shape: (_resolve_shape(shape, _size(x)), x.dtype))
+                               lambda x, shape: (_resolve_shape(shape, _size(x)), x.dtype),
+                               layout="following", may_alias=True)
 defvjp(reshape_p, lambda g, ans, x, shape: reshape(g, x.shape))
 defjvp(reshape_p, lambda t, ans, x, shape: reshape(t, shape))
 
@@ -58,7 +59,8 @@ def _transpose_shape(x, perm):
     return tuple(x.shape[p] for p in perm), x.dtype
 
 
-transpose_p = core.new_primitive("transpose", lambda x, perm: np.transpose(x, perm), _transpose_shape)
+transpose_p = core.new_primitive("transpose", lambda x, perm: np.transpose(x, perm),
+                                 _transpose_shape, layout="following", may_alias=True)
 defvjp(transpose_p, lambda g, ans, x, perm: transpose(g, tuple(np.argsort(perm))))
 defjvp(transpose_p, lambda t, ans, x, perm: transpose(t, perm))
 
@@ -103,7 +105,7 @@ def _broadcast_to_shape(x, shape):
 
 
 broadcast_to_p = core.new_primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-                                    _broadcast_to_shape)
+                                    _broadcast_to_shape, layout="following", may_alias=True)
 defvjp(broadcast_to_p, lambda g, ans, x, shape: _unbroadcast(g, x.shape))
 defjvp(broadcast_to_p, lambda t, ans, x, shape: broadcast_to(t, shape))
 
@@ -156,7 +158,7 @@ def _concat_impl(*xs, axis):
     return np.concatenate(xs, axis=axis)
 
 
-concat_p = core.new_primitive("concat", _concat_impl, _concat_shape)
+concat_p = core.new_primitive("concat", _concat_impl, _concat_shape, layout="following")
 
 
 def _concat_vjp(g, ans, *xs, axis):
@@ -201,7 +203,7 @@ def _split_shape(x, indices, axis):
 
 
 split_p = core.new_primitive("split", lambda x, indices, axis: np.split(x, indices, axis=axis),
-                             _split_shape, multiple_results=True)
+                             _split_shape, multiple_results=True, may_alias=True)
 defvjp(split_p, lambda g, ans, x, indices, axis: concat(list(g), axis=axis))
 defjvp(split_p, lambda t, ans, x, indices, axis: split(t, indices, axis=axis))
 
