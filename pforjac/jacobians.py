@@ -201,14 +201,8 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
         # the loop cache traces the tape's tensors as symbols: indices that move rows are
         # unknown here, and cached code would pass them silently on every later call
         raise NeedsValues(f"the row check of '{verdict.eqn.prim.name}'")
-    if isinstance(verdict, Unknown) and strict and verdict.eqn is not None:
-        eqn = verdict.eqn
-        raise StrictCheckError(
-            f"batch_jacobian(strict=True) could not check that rows of the batch stay "
-            f"independent: {_forward_of(eqn)} gives backward op '{eqn.prim.name}' on "
-            f"{[tuple(v.shape) for v in eqn.inputs]}, which the check (pforjac.rowmix) has no "
-            f"rule for, so the per-example result is not guaranteed. Pass strict=False to "
-            f"accept it unchecked, or use jacobian() for the full result")
+    if isinstance(verdict, Unknown) and verdict.eqn is not None:
+        _unchecked(verdict.eqn, strict)
     if not isinstance(verdict, Mixing):
         return
     eqn = verdict.eqn
@@ -224,6 +218,21 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
     if strict:
         raise StrictCheckError(f"{message}. The op's inputs: {[tuple(v.shape) for v in eqn.inputs]}; "
                                f"target {tuple(target.shape)}, source {tuple(source.shape)}")
+    warn_wrong_result(message)
+
+
+def _unchecked(eqn, strict: bool) -> None:
+    """The row check cannot follow the batch axis through `eqn`: rows may mix there, so
+    the user hears of it (once per cause), or strict=True raises."""
+    from .pfor import warn_wrong_result
+    message = (f"batch_jacobian could not check that rows of the batch stay independent: "
+               f"{_forward_of(eqn)} gives backward op '{eqn.prim.name}', which the row check "
+               f"(pforjac.rowmix) cannot follow, so the per-example result is not guaranteed "
+               f"(if rows of the batch mix there, it is wrong). Use jacobian() for the full "
+               f"result")
+    if strict:
+        raise StrictCheckError(f"{message}; the op's inputs: "
+                               f"{[tuple(v.shape) for v in eqn.inputs]}")
     warn_wrong_result(message)
 
 

@@ -30,15 +30,17 @@ the tape.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import ops
 from .program import Equation, Program
 from .simplify import _constant_values, eliminate_dead_code
-from .structure import _block_after_reshape
+from .structure import _block_after_reshape, all_finite_p
 
-__all__ = ["analyze", "Proof", "Mixing", "Unknown"]
+__all__ = ["analyze", "Proof", "Mixing", "Unknown", "rowmix_rules", "has_rule"]
 
 UNIFORM = "uniform"      # derived from the seed, but from no row in particular
 UNKNOWN = "unknown"
@@ -85,15 +87,6 @@ class _Row:
 def _axis(axis: int, a: _Axis, rows=None, moved=None) -> _Axis:
     """`a`'s rows (or `rows`) on `axis`; `moved` if they are no longer where they were."""
     return _Axis(axis, a.rows if rows is None else rows, moved or a.moved, a.mixed)
-
-
-_ELEMENTWISE = {"neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power",
-                "maximum", "minimum",
-                "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
-                "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
-                "stop_gradient", "equal", "not_equal", "less", "less_equal", "greater",
-                "greater_equal", "logical_and", "logical_or", "logical_not", "zeros_like",
-                "ones_like"}
 
 
 def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
@@ -146,46 +139,121 @@ def _misplaced(final, n: int) -> bool:
     return False
 
 
+# -- the rules, keyed by primitive: `rule(eqn, ins, consts, n)` -------------------------------
+# An elementwise primitive (Primitive.elementwise) needs none. A rule registered with
+# `rows_too=False` is called only when an input has a batch axis: an op on values of single
+# rows makes a value of those rows, whatever it does.
+rowmix_rules: dict = {}
+
+
+def _rules(*prims, rows_too: bool = False):
+    def register(fn):
+        for prim in prims:
+            if prim in rowmix_rules:
+                raise ValueError(f"a row rule for op '{prim.name}' is already registered")
+            rowmix_rules[prim] = (fn, rows_too)
+        return fn
+    return register
+
+
+def has_rule(prim) -> bool:
+    """The row check can follow the batch axis through `prim`."""
+    return prim.elementwise or prim in rowmix_rules
+
+
 def _rule(eqn: Equation, ins, consts: dict, n: int):
     """The output's state (a list for an op with several results): an `_Axis`, a `_Row`,
     UNIFORM, or None when there is no rule (`consts`: constant values by id; `n`: the
     batch size)."""
-    name, p = eqn.prim.name, eqn.params
-    if name in _ELEMENTWISE:
+    if eqn.prim.elementwise:
         return _elementwise(eqn, ins)
-    if name == "matmul":
-        return _matmul(eqn, ins)
-    if name == "einsum":
-        return _einsum(eqn, ins)
-    if name == "setitem_zeros":
-        return _setitem_zeros(eqn, ins, consts, n)
+    fn, rows_too = rowmix_rules.get(eqn.prim, (None, False))
+    if fn is not None and rows_too:
+        return fn(eqn, ins, consts, n)
     if not any(isinstance(s, _Axis) for s in ins):   # no batch axis: whatever the op does,
         out = _combine(eqn, [s for s in ins if isinstance(s, _Row)])   # those rows' value
         return [out] * len(eqn.outputs) if eqn.prim.multiple_results else out
-    if name in ("gather", "scatter_add") and ins[1] is not None:
-        return None                      # indices computed from the seed: no rule
-    if name in _MOVING:
-        return _MOVING[name](eqn, ins, consts, n)
+    return None if fn is None else fn(eqn, ins, consts, n)
+
+
+@_rules(ops.reductions.sum_p, ops.reductions.max_p, ops.reductions.min_p, ops.reductions.prod_p,
+        all_finite_p)
+def _reduce(eqn: Equation, ins, consts, n):
+    a, axes = ins[0], eqn.params["axes"]
+    if a.axis in axes:
+        return _one_row(a, eqn)
+    keep = eqn.params.get("keepdims", False)
+    return _axis(a.axis if keep else a.axis - sum(1 for x in axes if x < a.axis), a)
+
+
+@_rules(ops.reductions.argmax_p, ops.reductions.argmin_p)
+def _arg_reduce(eqn: Equation, ins, consts, n):
+    a, axis = ins[0], eqn.params["axis"]
+    if axis is None or axis == a.axis:
+        return _one_row(a, eqn)
+    return _axis(a.axis - (1 if axis < a.axis else 0), a)
+
+
+@_rules(ops.reductions.cumsum_p)
+def _cumsum(eqn: Equation, ins, consts, n):
+    """Along another axis rows stay; along the batch axis entry k adds rows 0..k."""
     a = ins[0]
-    if name in ("sum", "max", "min", "prod"):
-        if a.axis in p["axes"]:
-            return _one_row(a, eqn)
-        return _axis(a.axis if p["keepdims"] else a.axis - sum(1 for x in p["axes"] if x < a.axis), a)
-    if name == "reshape":
-        shape_in = tuple(eqn.inputs[0].shape)
-        block = _block_after_reshape(shape_in, a.axis, a.axis + 1, tuple(p["shape"]))
-        if block is None or block[1] - block[0] != 1:
-            return _one_row(a, eqn) if shape_in[a.axis] == 1 else None
+    if eqn.params["axis"] != a.axis:
+        return _axis(a.axis, a)
+    rows = a.rows.copy()
+    for k in range(1, len(rows)):
+        rows[k] = _merged(rows[k - 1:k], rows[k:k + 1])[0]
+    return _Axis(a.axis, rows, a.moved, a.mixed or (eqn if (rows == MIXED_ROW).any() else None))
+
+
+@_rules(ops.indexing.one_hot_p)
+def _one_hot(eqn: Equation, ins, consts, n):
+    return _axis(ins[0].axis, ins[0])          # a new last axis: rows stay where they were
+
+
+@_rules(ops.shape.reshape_p)
+def _reshape(eqn: Equation, ins, consts, n):
+    a, shape_in = ins[0], tuple(eqn.inputs[0].shape)
+    shape_out = tuple(eqn.outputs[0].shape)
+    block = _block_after_reshape(shape_in, a.axis, a.axis + 1, shape_out)
+    if block is not None and block[1] - block[0] == 1:
         return _axis(block[0], a)
-    if name == "transpose":
-        return _axis(p["perm"].index(a.axis), a)
-    if name == "broadcast_to":
-        axis = a.axis + len(p["shape"]) - eqn.inputs[0].ndim
-        size = p["shape"][axis]
-        if len(a.rows) == size:
-            return _axis(axis, a)
-        return _axis(axis, a, np.repeat(a.rows, size), eqn)     # one row stretched over all
+    if shape_in[a.axis] == 1:
+        return _one_row(a, eqn)
+    return _rows_through_reshape(a, shape_in, shape_out)
+
+
+def _rows_through_reshape(a: _Axis, shape_in: tuple, shape_out: tuple):
+    """The batch axis merged with others (or split back): the seed row of every entry,
+    reshaped; the rows are on the one output axis along which alone they vary (a merged
+    axis holds each row repeated), else no rule."""
+    if math.prod(shape_in) > 1 << 22:
+        return None
+    lined = a.rows.reshape([-1 if k == a.axis else 1 for k in range(len(shape_in))])
+    rows = np.broadcast_to(lined, shape_in).reshape(shape_out)
+    if rows.size and (rows == rows.flat[0]).all():        # one row's value (or none's)
+        row = int(rows.flat[0])
+        return UNIFORM if row == NO_ROW else _Row(row, a.moved, a.mixed)
+    for q in range(len(shape_out)):
+        line = rows[tuple(slice(None) if k == q else 0 for k in range(len(shape_out)))]
+        if np.array_equal(rows, np.broadcast_to(
+                line.reshape([-1 if k == q else 1 for k in range(len(shape_out))]), shape_out)):
+            return _Axis(q, line.copy(), a.moved, a.mixed)
     return None
+
+
+@_rules(ops.shape.transpose_p)
+def _transpose(eqn: Equation, ins, consts, n):
+    return _axis(eqn.params["perm"].index(ins[0].axis), ins[0])
+
+
+@_rules(ops.shape.broadcast_to_p)
+def _broadcast_to(eqn: Equation, ins, consts, n):
+    a, shape = ins[0], eqn.params["shape"]
+    axis = a.axis + len(shape) - eqn.inputs[0].ndim
+    if len(a.rows) == shape[axis]:
+        return _axis(axis, a)
+    return _axis(axis, a, np.repeat(a.rows, shape[axis]), eqn)     # one row stretched over all
 
 
 def _one_row(a: _Axis, eqn: Equation):
@@ -217,7 +285,9 @@ def _combine(eqn: Equation, parts: list):
     if not axes:
         if not singles:
             return UNIFORM
-        return _Row(int(row[0]), moved, mixed or (eqn if row[0] == MIXED_ROW else None))
+        if row[0] == MIXED_ROW and mixed is None:
+            return None       # values of several rows side by side: where their entries
+        return _Row(int(row[0]), moved, mixed)   # go (their zeros) the check cannot tell
     axis = axes[0].axis
     size = eqn.outputs[0].shape[axis]        # (an operand's may be 1: broadcast)
     rows = np.full(size, NO_ROW)
@@ -246,7 +316,8 @@ def _elementwise(eqn: Equation, ins):
                           if isinstance(s, (_Axis, _Row))])
 
 
-def _matmul(eqn: Equation, ins):
+@_rules(ops.linalg.matmul_p, rows_too=True)
+def _matmul(eqn: Equation, ins, consts=None, n=None):
     (x, y), (sx, sy) = eqn.inputs, ins
     if x.ndim < 2 or y.ndim < 2:
         return None
@@ -265,10 +336,10 @@ def _matmul(eqn: Equation, ins):
     return _combine(eqn, parts)
 
 
-def _einsum(eqn: Equation, ins):
+@_rules(ops.linalg.einsum_p, rows_too=True)
+def _einsum(eqn: Equation, ins, consts=None, n=None):
     """The batch axis's letter must survive into the output, and be one letter for all."""
-    from .ops.linalg import parse_einsum
-    letters, out = parse_einsum(eqn.params["subscripts"], [v.ndim for v in eqn.inputs])
+    letters, out = ops.linalg.parse_einsum(eqn.params["subscripts"], [v.ndim for v in eqn.inputs])
     parts = []
     for subs, s in zip(letters, ins):
         if isinstance(s, _Axis):
@@ -288,6 +359,7 @@ def _placed(a: _Axis, axis: int, rows: np.ndarray, eqn: Equation) -> _Axis:
     return _axis(axis, a, rows, None if same else eqn)
 
 
+@_rules(ops.indexing.getitem_p)
 def _getitem(eqn: Equation, ins, consts, n):
     a = ins[0]
     axis, out_axis = 0, 0
@@ -305,6 +377,7 @@ def _getitem(eqn: Equation, ins, consts, n):
     return _axis(out_axis + (a.axis - axis), a)
 
 
+@_rules(ops.indexing.setitem_zeros_p, rows_too=True)
 def _setitem_zeros(eqn: Equation, ins, consts, n):
     """Its input written into `out[key]`, zeros (no row) elsewhere."""
     a, key, shape = ins[0], eqn.params["key"], eqn.outputs[0].shape
@@ -316,9 +389,13 @@ def _setitem_zeros(eqn: Equation, ins, consts, n):
         # another row: which axis of the zeros is the batch's, a row's value does not tell
         # (a value of the same shape as a batched one may be a row's own)
         positions = _out_positions(key)
-        if any(isinstance(key[p], int) and shape[q] == n for q, p in enumerate(positions)):
-            return None
-        return a
+        batch_like = [q for q, p in enumerate(positions) if isinstance(key[p], int) and shape[q] == n]
+        if batch_like == [0]:            # put at row k of a leading batch-sized axis: taken as
+            rows = np.full(n, NO_ROW)    # the batch axis (x[b]'s gradient, rows built one by
+            rows[key[positions[0]]] = a.row       # one); row b elsewhere than k is a move
+            moved = None if key[positions[0]] % n == a.row else eqn
+            return _Axis(0, rows, moved, a.mixed)
+        return None if batch_like else a
     in_axis, out_axis = 0, 0
     for k in key:
         if isinstance(k, int):
@@ -341,6 +418,7 @@ def _out_positions(key) -> list:
     return [p for p, k in enumerate(key) if k is not None]
 
 
+@_rules(ops.shape.concat_p)
 def _concat(eqn: Equation, ins, consts, n):
     along = eqn.params["axis"]
     if all(s.axis != along for s in ins if isinstance(s, _Axis)):
@@ -359,6 +437,7 @@ def _concat(eqn: Equation, ins, consts, n):
     return out
 
 
+@_rules(ops.shape.pad_p)
 def _pad(eqn: Equation, ins, consts, n):
     a = ins[0]
     before, after = eqn.params["pad_width"][a.axis]
@@ -366,6 +445,7 @@ def _pad(eqn: Equation, ins, consts, n):
                                               np.full(after, NO_ROW)]), eqn)
 
 
+@_rules(ops.shape.split_p)
 def _split(eqn: Equation, ins, consts, n):
     a = ins[0]
     if eqn.params["axis"] != a.axis:
@@ -373,6 +453,7 @@ def _split(eqn: Equation, ins, consts, n):
     return [_placed(a, a.axis, rows, eqn) for rows in np.split(a.rows, eqn.params["indices"])]
 
 
+@_rules(ops.shape.tile_p)
 def _tile(eqn: Equation, ins, consts, n):
     a = ins[0]                           # (reps has one entry per axis of the input)
     return _placed(a, a.axis, np.tile(a.rows, eqn.params["reps"][a.axis]), eqn)
@@ -384,7 +465,10 @@ def _index_axis(idx: np.ndarray) -> int | None:
     return (long[0] if long else 0) if len(long) <= 1 else None
 
 
+@_rules(ops.indexing.gather_p)
 def _gather(eqn: Equation, ins, consts, n):
+    if ins[1] is not None:
+        return None                      # indices computed from the seed: no rule
     a, axis = ins[0], eqn.params["axis"]
     idx_var = eqn.inputs[1]
     if a.axis != axis:
@@ -400,7 +484,10 @@ def _gather(eqn: Equation, ins, consts, n):
     return None if q is None else _placed(a, axis + q, a.rows[idx.reshape(-1)], eqn)
 
 
+@_rules(ops.indexing.scatter_add_p)
 def _scatter_add(eqn: Equation, ins, consts, n):
+    if ins[1] is not None:
+        return None                      # indices computed from the seed: no rule
     a, axis, size = ins[0], eqn.params["axis"], eqn.params["size"]
     idx_var = eqn.inputs[1]
     k = idx_var.ndim
@@ -420,8 +507,3 @@ def _scatter_add(eqn: Equation, ins, consts, n):
     if out.mixed is None and (rows == MIXED_ROW).any():
         out.mixed = eqn
     return out
-
-
-_MOVING = {"getitem": _getitem, "concat": _concat, "pad": _pad, "split": _split, "tile": _tile,
-           "gather": _gather, "scatter_add": _scatter_add}    # (setitem_zeros: _rule calls it
-# first, as a row's value without a batch axis goes there too)

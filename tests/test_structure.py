@@ -10,7 +10,9 @@ from hypothesis import given, settings, strategies as st
 import pforjac as pj
 from pforjac.program import make_program
 from pforjac.pfor import vectorize
+from pforjac import extend
 from pforjac.structure import OneHot, structure_tracking
+from pforjac.testing import isolated_registries
 
 RNG = np.random.default_rng(7)
 
@@ -351,8 +353,7 @@ def test_indices_known_only_when_compiled_code_runs_are_not_read_by_the_check():
             y = pj.gather(x, idx) * x
         return g.batch_jacobian(y, x, strict=strict)
     x = RNG.normal(size=(3, 4))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(RuntimeWarning, match="could not check .* 'gather'"):   # never silent
         assert per_example(x, np.array([0, 1, 2]), False).shape == (3, 4, 4)
     with pytest.raises(ValueError, match="could not check"):
         per_example(x, np.array([0, 1, 2]), True)
@@ -391,3 +392,42 @@ def test_an_elementwise_batch_jacobian_comes_out_row_major():
     compiled = pj.function(f)(x).numpy()
     assert eager.flags.c_contiguous and compiled.flags.c_contiguous
     np.testing.assert_array_equal(eager, compiled)
+
+
+# -- the row check knows every primitive (issue 24, item 1) ---------------------------------
+def _row_warnings(f, x):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = f(x)
+        g.batch_jacobian(y, x)
+    return [str(w.message) for w in caught if "batch_jacobian" in str(w.message)]
+
+
+@pytest.mark.parametrize("f", [
+    lambda t: pj.cumsum(t, axis=1) - pj.mean(t, axis=0, keepdims=True),   # mixing elsewhere
+    lambda t: pj.cumsum(t, axis=0),                                        # along the batch
+], ids=["cumsum_then_mean", "cumsum_batch_axis"])
+def test_cumsum_does_not_stop_the_row_check(f):
+    assert any("mixes rows" in m for m in _row_warnings(f, pj.constant(RNG.normal(size=(3, 2)))))
+
+
+def test_cumsum_along_features_keeps_rows():
+    assert _row_warnings(lambda t: pj.cumsum(t, axis=1) * t, pj.constant(RNG.normal(size=(3, 2)))) == []
+
+
+def test_an_op_the_row_check_cannot_follow_warns():
+    with isolated_registries():
+        twice = extend.defop("rows_opaque", lambda g: 2.0 * g, extend.same_shape,
+                             vjp=lambda g, ans, x: twice(g))      # not declared elementwise
+        op = extend.defop("doubled", lambda x: 2.0 * x, extend.same_shape,
+                          vjp=lambda g, ans, x: twice(g))
+        messages = _row_warnings(lambda t: op(t) * 2.0, pj.constant(RNG.normal(size=(3, 2))))
+    assert any("could not check" in m and "rows_opaque" in m for m in messages), messages
+
+
+def test_every_builtin_primitive_has_a_row_rule():
+    from pforjac import core, rowmix
+    missing = sorted(p.name for p in core.primitives.values() if not rowmix.has_rule(p))
+    assert not missing, f"primitives batch_jacobian's row check cannot follow: {missing}"

@@ -24,7 +24,8 @@ def _isolated():
 def _declare_mul_with_a_float64_converter(name):
     """A converter bug whose message carries the shapes: it returns float64 for float32."""
     op = extend.defop(name, lambda a, b: a * b, extend.elementwise_shape(lambda a, b: a * b),
-                      vjp=(lambda g, ans, a, b: op(g, b), lambda g, ans, a, b: op(g, a)))
+                      vjp=(lambda g, ans, a, b: op(g, b), lambda g, ans, a, b: op(g, a)),
+                      elementwise=True)
 
     @extend.register_converter(op)
     def convert(n, args, stacked):

@@ -272,7 +272,7 @@ def _check_index_impl(indices, size):
 
 check_index_p = core.new_primitive("check_index", _check_index_impl,
                                    lambda indices, size: (tuple(indices.shape), indices.dtype),
-                                   differentiable=False, may_alias=True)
+                                   differentiable=False, may_alias=True, elementwise=True)
 """Guards indices that pfor offsets into one flattened table (a gather or scatter whose
 table and indices both vary per iteration), where an index out of range would silently
 land in another iteration's block instead of raising as np.take does."""
