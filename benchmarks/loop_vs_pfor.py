@@ -167,7 +167,29 @@ def measure(case: Case, reps: int) -> dict:
     return res
 
 
-def main(argv=None) -> int:
+_COLUMNS = [("workload", 20), ("result", 16), ("loop ms", 9), ("pfor ms", 8), ("speedup", 8),
+            ("max |loop-pfor|", 15)]
+
+
+def _line(cells) -> str:
+    """One row of the printed table: the first two columns left-aligned, the rest right."""
+    return "  ".join(str(c).ljust(w) if k < 2 else str(c).rjust(w)
+                     for k, (c, (_, w)) in enumerate(zip(cells, _COLUMNS)))
+
+
+def _printed_row(case: Case, r: dict) -> list:
+    return [case.name, "x".join(map(str, case.shape)), f"{r['loop'] * 1e3:.2f}",
+            f"{r['pfor'] * 1e3:.2f}", f"{r['loop'] / r['pfor']:.1f}x", f"{r['diff']:.2g}"]
+
+
+def _markdown_row(case: Case, r: dict) -> list:
+    return [case.name, case.description, "x".join(map(str, case.shape)),
+            f"{len(r['loop_times'])}/{len(r['pfor_times'])}", f"{r['loop'] * 1e3:.1f}",
+            f"{r['pfor'] * 1e3:.1f}", f"{r['loop'] / r['pfor']:.1f}x", mib(r["loop_peak"]),
+            mib(r["pfor_peak"]), f"{r['diff']:.2g}"]
+
+
+def _parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true",
                    help="seed batch 200 instead of 500, 3+ reps (the README demo)")
@@ -179,64 +201,61 @@ def main(argv=None) -> int:
                    help="write results/loop_vs_pfor_<mode>[_only].md for a --quick or --only run "
                         "(those only print by default: the README demo leaves the checkout clean)")
     args = p.parse_args(argv)
-    mode = "quick" if args.quick else "full"
-    size = dict(SIZES[mode])
-    reps = args.reps or size["reps"]
-    if args.reps:
-        size["slow_reps"] = min(args.reps, size["slow_reps"])
     selected = list(zip(NAMES, CASES))
     if args.only:
         wanted = [w.strip() for w in args.only.split(",") if w.strip()]
         selected = [(n, c) for n, c in selected if any(n.startswith(w) for w in wanted)]
         if not selected:
             p.error(f"--only {args.only!r} matches none of {NAMES}")
+    return args, selected
 
+
+def _write(args, mode: str, header: str, rows: list) -> None:
+    """The full table (descriptions, repetitions, peak memory) as results/loop_vs_pfor*.md."""
+    table = markdown_table(
+        ["workload", "what", "result shape", "reps loop/pfor", "while-loop ms", "pfor ms", "speedup",
+         "loop peak MiB", "pfor peak MiB", "max abs diff"], rows)
+    cmd = "python benchmarks/loop_vs_pfor.py" + (" --quick" if args.quick else "") + \
+          (f" --reps {args.reps}" if args.reps else "") + (f" --only {args.only}" if args.only else "")
+    text = (f"# While-loop vs pfor Jacobians ({mode} mode)\n\n`{cmd}`\n\n{header}\n\n"
+            f"Times are medians of the listed repetitions (after one warm-up call; fast cases repeat "
+            f"until 0.5 s per mode) of the "
+            f"`jacobian`/`batch_jacobian` call alone; the forward pass is recorded once. "
+            f"Peak memory: tracemalloc peak over one separate call, including the result.\n\n"
+            f"{table}\n")
+    name = "loop_vs_pfor.md" if mode == "full" and not args.only else f"loop_vs_pfor_{mode}.md"
+    if args.only:
+        name = f"loop_vs_pfor_{mode}_only.md"
+    print("wrote", write_result(name, text))
+
+
+def main(argv=None) -> int:
+    args, selected = _parse(argv)
+    mode = "quick" if args.quick else "full"
+    size = dict(SIZES[mode])
+    reps = args.reps or size["reps"]
+    if args.reps:
+        size["slow_reps"] = min(args.reps, size["slow_reps"])
     header = machine_header()
-    print(f"pforjac loop_vs_pfor ({mode} mode, median of >= {reps} reps (more for fast cases, "
-          f"up to 0.5 s per mode); {size['slow_reps']} for the full seed jacobian)")
-    print(header)
-    print("peak memory: tracemalloc peak during one untimed call (numpy array buffers + Python "
-          "objects), includes the result\n")
+    print(f"pforjac loop_vs_pfor, {mode} mode: the same jacobian/batch_jacobian call as a "
+          f"while-loop and with pfor,\nmedian of >= {reps} reps after a warm-up "
+          f"({size['slow_reps']} for the full seed jacobian)\n{header}\n")
+    print(_line([name for name, _ in _COLUMNS]), flush=True)
     rng = np.random.default_rng(0)
     rows, started = [], time.perf_counter()
     for name, make in selected:
         case = make(size, rng)
-        print(f"[{case.name}] {case.description} -> {case.shape}", flush=True)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             r = measure(case, reps)
+        print(_line(_printed_row(case, r)), flush=True)
         for w in caught:
             print(f"    warning: {w.message}")
-        speedup = r["loop"] / r["pfor"]
-        print(f"    while-loop {r['loop'] * 1e3:10.2f} ms   peak {mib(r['loop_peak']):>9} MiB"
-              f"   (times: {', '.join(f'{t * 1e3:.1f}' for t in r['loop_times'])})")
-        print(f"    pfor       {r['pfor'] * 1e3:10.2f} ms   peak {mib(r['pfor_peak']):>9} MiB"
-              f"   (times: {', '.join(f'{t * 1e3:.1f}' for t in r['pfor_times'])})")
-        print(f"    speedup {speedup:.1f}x, max |loop - pfor| = {r['diff']:.3g} "
-              f"(max |J| = {r['scale']:.3g})\n", flush=True)
-        rows.append([case.name, case.description, "x".join(map(str, case.shape)),
-                     f"{len(r['loop_times'])}/{len(r['pfor_times'])}",
-                     f"{r['loop'] * 1e3:.1f}", f"{r['pfor'] * 1e3:.1f}", f"{speedup:.1f}x",
-                     mib(r["loop_peak"]), mib(r["pfor_peak"]), f"{r['diff']:.2g}"])
-    table = markdown_table(
-        ["workload", "what", "result shape", "reps loop/pfor", "while-loop ms", "pfor ms", "speedup",
-         "loop peak MiB", "pfor peak MiB", "max abs diff"], rows)
-    print(table)
-    print(f"\n{header}; total {time.perf_counter() - started:.1f} s")
-    partial = args.quick or bool(args.only)
-    if (args.write or not partial) and not args.no_write:
-        cmd = "python benchmarks/loop_vs_pfor.py" + (" --quick" if args.quick else "") + \
-              (f" --reps {args.reps}" if args.reps else "") + (f" --only {args.only}" if args.only else "")
-        text = (f"# While-loop vs pfor Jacobians ({mode} mode)\n\n`{cmd}`\n\n{header}\n\n"
-                f"Times are medians of the listed repetitions (after one warm-up call; fast cases repeat "
-                f"until 0.5 s per mode) of the "
-                f"`jacobian`/`batch_jacobian` call alone; the forward pass is recorded once. "
-                f"Peak memory: tracemalloc peak over one separate call, including the result.\n\n"
-                f"{table}\n")
-        name = "loop_vs_pfor.md" if mode == "full" and not args.only else f"loop_vs_pfor_{mode}.md"
-        if args.only:
-            name = f"loop_vs_pfor_{mode}_only.md"
-        print("wrote", write_result(name, text))
+        rows.append(_markdown_row(case, r))
+    print(f"\ntotal {time.perf_counter() - started:.1f} s; peak memory and repetitions are in "
+          f"the written table (--write)")
+    if (args.write or not (args.quick or args.only)) and not args.no_write:
+        _write(args, mode, header, rows)
     return 0
 
 
