@@ -211,6 +211,11 @@ all_finite_p = core.new_primitive(
     differentiable=False, layout="free")
 
 
+core.defexamples(all_finite_p)(lambda rng: [
+    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(0, 1), nonzero=False),
+    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(1,), nonzero=True)])
+
+
 @register_converter(all_finite_p)
 def _convert_all_finite(n, args, stacked, axes, nonzero):
     return all_finite_p.bind(args[0], axes=tuple(a + 1 for a in axes), nonzero=nonzero), True

@@ -4,6 +4,8 @@
   against central finite differences in float64, to second order by default.
 - `check_converter(op, *example_inputs)`: the op's pfor converter over every mix
   of stacked and unstacked inputs, against stacking the per-iteration results.
+- `check_primitive(op)`: both, and the shape rule, on the examples the op declares
+  (or, for an elementwise op, on inputs drawn from its declared domain).
 - `isolated_registries()`: undo every op and rule registered inside a block
   (for tests that declare ops).
 
@@ -26,7 +28,8 @@ from . import core
 from .tensor import Tensor, as_tensor, constant, is_float
 from .tree import tree_flatten
 
-__all__ = ["check_grads", "check_converter", "numerical_jvp", "isolated_registries"]
+__all__ = ["check_grads", "check_converter", "check_primitive", "examples_of", "sample",
+           "numerical_jvp", "isolated_registries"]
 
 
 # -- check_grads -------------------------------------------------------------------------
@@ -189,7 +192,8 @@ def _assert_close(got, want, tol, what: str) -> None:
 # -- check_converter ---------------------------------------------------------------------
 
 def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: float = 1e-6,
-                    iterations: Sequence[Sequence] | None = None, **attrs) -> None:
+                    iterations: Sequence[Sequence] | None = None,
+                    stackable: Sequence[bool] | None = None, **attrs) -> None:
     """Checks `op`'s pfor converter against stacking its per-iteration results.
 
     From each example input (one iteration's value) it makes `n` different
@@ -207,6 +211,7 @@ def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: f
         iterations: optionally, the per-iteration values to stack, one list of `n`
             arrays per input, instead of the ones made from the examples (which
             then serve only as the unstacked values).
+        stackable: optionally, per input, whether it may be stacked (default: all).
         attrs: the op's static parameters.
 
     Raises:
@@ -232,8 +237,9 @@ def check_converter(op, *example_inputs, n: int = 3, rtol: float = 1e-5, atol: f
         if len(per_iter) != len(xs) or any(len(p) != n for p in per_iter):
             raise ValueError(f"check_converter: iterations needs one list of n={n} values per "
                              f"input ({len(xs)} inputs)")
+    allowed = [True] * len(xs) if stackable is None else list(stackable)
     for mix in itertools.product((False, True), repeat=len(xs)):
-        if any(mix):
+        if any(mix) and all(a or not m for a, m in zip(allowed, mix)):
             _check_mix(prim, conv, xs, per_iter, mix, n, (rtol, atol), attrs)
 
 
@@ -312,6 +318,100 @@ def _compare(got, expected, tols, what: str) -> None:
             raise AssertionError(f"{what}: output {j} differs from stacking the per-iteration "
                                  f"results; at index {tuple(int(i) for i in at)} the converter "
                                  f"gives {g[at].item()!r}, per iteration {e[at].item()!r}")
+
+
+# -- check_primitive: every rule of one primitive, from the facts it declares -------------------
+
+_BROADCAST_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (1, 3)),
+                    ((), (2, 3)), ((2, 3), ())]
+_WHERE_SHAPES = [((2, 3), (2, 3), (3,)), ((3,), (2, 1), ()), ((), (2, 3), (2, 3))]
+
+
+def sample(domain: str, shape, rng) -> np.ndarray:
+    """Values of `shape` from one of `core.DOMAINS`, away from kinks and poles."""
+    shape = tuple(shape)
+    if domain == "real":
+        return rng.uniform(-1.5, 1.5, shape)
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, shape)
+    if domain == "unit":
+        return rng.uniform(-0.8, 0.8, shape)
+    if domain == "above_one":
+        return rng.uniform(1.2, 3.0, shape)
+    if domain == "nonzero":
+        return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.5, 2.0, shape)
+    if domain == "bool":
+        return rng.random(shape) < 0.5
+    if domain in ("int", "index"):
+        return rng.integers(0, 3, shape)
+    raise ValueError(f"unknown domain {domain!r}; choose from {core.DOMAINS}")
+
+
+def examples_of(prim: core.Primitive, seed: int = 0) -> list:
+    """The calls `check_primitive` makes: `prim.examples(rng)`, or for an elementwise
+    primitive with a `domain`, its inputs at broadcasting shapes."""
+    rng = np.random.default_rng(seed)
+    if prim.examples is not None:
+        return list(prim.examples(rng))
+    if not (prim.elementwise and prim.domain):
+        raise AssertionError(f"primitive '{prim.name}' has no examples for its generated checks: "
+                             f"declare them next to its rules (@core.defexamples, or "
+                             f"examples= in extend.defop), or a domain if it is elementwise")
+    arity = len(prim.domain)
+    shapes = {1: [((2, 3),), ((),)], 2: _BROADCAST_PAIRS, 3: _WHERE_SHAPES}[arity]
+    return [core.Example(*(sample(d, s, rng) for d, s in zip(prim.domain, ss))) for ss in shapes]
+
+
+def check_primitive(op, order: int = 2, seed: int = 0) -> None:
+    """Checks every rule of `op` on each of its examples (`examples_of`): the shape rule
+    against the forward, the vjp and jvp rules against central differences in float64 to
+    `order` (for differentiable ops), and the pfor converter over every mix of stacked
+    inputs. pforjac's own suite runs it for every registered primitive; run it for yours.
+
+    Example:
+        >>> from pforjac.testing import check_primitive
+        >>> check_primitive("tanh")
+    """
+    from .extend import primitive_of
+    prim = primitive_of(op)
+    for k, ex in enumerate(examples_of(prim, seed)):
+        where = f"check_primitive('{prim.name}'), example {k} {ex!r}"
+        _check_shape_rule(prim, ex, where)
+        floats = [j for j, a in enumerate(ex.args) if np.asarray(a).dtype.kind == "f"
+                  and _has_gradient(prim, j)]
+        if prim.differentiable and floats:
+            _check_example_grads(prim, ex, floats, order, seed + k, where)
+        check_converter(prim, *ex.args, stackable=ex.stackable, **ex.params)
+
+
+def _has_gradient(prim, j: int) -> bool:
+    """Input j is not declared gradient-free (`None` among the per-input vjp rules)."""
+    rules = core.vjp_rules.get(prim)
+    return not (isinstance(rules, tuple) and j < len(rules) and rules[j] is None)
+
+
+def _check_shape_rule(prim, ex, where: str) -> None:
+    arrays = [np.asarray(a) for a in ex.args]
+    want = core.abstract_eval(prim, arrays, ex.params)
+    outs = core.impl_rules[prim](*arrays, **ex.params)
+    outs = list(outs) if prim.multiple_results else [outs]
+    got = [(tuple(np.shape(o)), np.asarray(o).dtype) for o in outs]
+    if got != want:
+        raise AssertionError(f"{where}: the forward gives {got}, the shape rule says {want}")
+
+
+def _check_example_grads(prim, ex, floats: list, order: int, seed: int, where: str) -> None:
+    def f(*xs):
+        args = list(ex.args)
+        for j, x in zip(floats, xs):
+            args[j] = x
+        return core.bind(prim, *args, **ex.params)
+    modes = ("rev", "fwd") if prim in core.jvp_rules else ("rev",)
+    try:
+        check_grads(f, tuple(np.asarray(ex.args[j], np.float64) for j in floats), order=order,
+                    modes=modes, seed=seed)
+    except AssertionError as e:
+        raise AssertionError(f"{where}: {e}") from None
 
 
 # -- isolating registrations ---------------------------------------------------------------

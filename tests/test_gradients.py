@@ -343,31 +343,12 @@ def test_jvp_rules_match_finite_differences(name, fn, make):
                                err_msg=f"{name}: jvp")
 
 
-def test_every_differentiable_primitive_has_rules_and_a_case():
-    """Fails when a differentiable primitive lacks a vjp/jvp rule or a row in CASES."""
+def test_every_differentiable_primitive_has_rules():
+    """Fails when a differentiable primitive lacks a vjp/jvp rule (tests/test_rules.py checks
+    them all against finite differences, on each primitive's own examples)."""
     missing = [p.name for p in core.primitives.values()
                if p.differentiable and (p not in core.vjp_rules or p not in core.jvp_rules)]
     assert not missing, f"differentiable primitives without vjp or jvp rules: {missing}"
-    seen = set()
-    for name, fn, make in CASES:
-        xs = [pj.constant(a) for a in make(_rng(name))]
-        with pj.GradientTape() as tape:
-            tape.watch(xs)
-            fn(*xs)
-        seen.update(e.prim.name for e in tape._entries)
-    no_case = sorted(p.name for p in core.primitives.values()
-                     if p.differentiable and p.name not in seen and p.name in _PUBLIC_PRIMITIVES)
-    assert not no_case, f"differentiable primitives with no gradient case: {no_case}"
-
-
-_PUBLIC_PRIMITIVES = {
-    "neg", "add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "exp", "log",
-    "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "softplus", "sqrt", "square",
-    "abs", "sign", "reciprocal", "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh",
-    "arctanh", "log2", "log10", "where", "cast", "stop_gradient", "matmul", "einsum", "sum", "max",
-    "min", "prod", "reshape", "transpose", "broadcast_to", "concat", "split", "tile", "pad",
-    "getitem", "gather", "floor", "ceil", "round", "arctan2", "cumsum",
-}
 
 
 # -- float32 <-> float64 casts: the gradient comes back in the source's dtype ------------------

@@ -396,3 +396,11 @@ def zeros(shape, dtype=np.float32) -> Tensor:
 
 def ones(shape, dtype=np.float32) -> Tensor:
     return Tensor._from_array(np.ones(int_tuple(shape, "ones: shape"), dtype))
+
+
+# -- examples for the generated checks (the other ops here draw from their domain) ------------
+@core.defexamples(cast_p)
+def _cast_examples(rng):
+    x = rng.uniform(-1.5, 1.5, (2, 3))
+    return [core.Example(x, dtype=np.dtype(np.float64)), core.Example(x, dtype=np.dtype(np.int32)),
+            core.Example(rng.random(3) < 0.5, dtype=np.dtype(np.float64))]

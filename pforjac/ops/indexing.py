@@ -303,3 +303,33 @@ def one_hot(indices, depth: int, dtype=np.float32):
     if depth < 0:
         raise ValueError(f"one_hot: depth must be >= 0, got {depth}")
     return one_hot_p.bind(indices, depth=depth, dtype=dtype)
+
+
+# -- examples for the generated checks ------------------------------------------------------
+_KEYS = [(slice(None, None, -1),), (slice(3, 0, -2), None, 1), (1, slice(None), slice(None, None, -1)),
+         (-1,), (slice(-1, None, -3), slice(4, 1, -1), -3), (Ellipsis,), (2, 4, 0)]
+
+
+def _x(rng, *shape):
+    return rng.uniform(-1.5, 1.5, shape)
+
+
+def _i(rng, lo, hi, *shape):
+    return rng.integers(lo, hi, shape).astype(np.int32)
+
+
+core.defexamples(getitem_p)(lambda rng: [core.Example(_x(rng, 4, 5, 3), key=k) for k in _KEYS])
+core.defexamples(setitem_zeros_p)(lambda rng: [
+    core.Example(_x(rng, *np.empty((4, 5, 3))[k].shape), key=k, shape=(4, 5, 3)) for k in _KEYS])
+core.defexamples(gather_p)(lambda rng: [
+    core.Example(_x(rng, 4, 3), _i(rng, -4, 4, 2), axis=0),
+    core.Example(_x(rng, 4, 3), _i(rng, -3, 3, 2, 2), axis=1),
+    core.Example(_x(rng, 2, 5, 3), _i(rng, -5, 5), axis=1)])
+core.defexamples(scatter_add_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3), _i(rng, -4, 4, 2), axis=0, size=4),
+    core.Example(_x(rng, 3, 2, 2), _i(rng, 0, 5, 2, 2), axis=1, size=5),
+    core.Example(_x(rng, 5, 2), _i(rng, 0, 2, 5), axis=0, size=3)])
+core.defexamples(check_index_p)(lambda rng: [core.Example(_i(rng, -4, 4, 3, 2), size=4)])
+core.defexamples(one_hot_p)(lambda rng: [
+    core.Example(_i(rng, -1, 5, 3), depth=4, dtype=np.dtype(np.float32)),
+    core.Example(_i(rng, 0, 3, 2, 2), depth=3, dtype=np.dtype(np.int32))])

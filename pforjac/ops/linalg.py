@@ -419,3 +419,16 @@ def einsum(subscripts: str, *operands):
     operands = [as_tensor(o) for o in operands]
     ins, out = parse_einsum(subscripts, [o.ndim for o in operands])
     return einsum_p.bind(*operands, subscripts=",".join(ins) + "->" + out)
+
+
+# -- examples for the generated checks ------------------------------------------------------
+_MATMUL_SHAPES = [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
+                  ((5, 2, 3), (3, 4)), ((5, 2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2))]
+_EINSUMS = [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]),
+            ("ij,ij->", [(2, 3), (2, 3)]), ("i,j->ij", [(2,), (3,)]),
+            ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]), ("bqd,bkd->bqk", [(2, 3, 4), (2, 5, 4)])]
+
+core.defexamples(matmul_p)(lambda rng: [
+    core.Example(rng.uniform(-1, 1, a), rng.uniform(-1, 1, b)) for a, b in _MATMUL_SHAPES])
+core.defexamples(einsum_p)(lambda rng: [
+    core.Example(*(rng.uniform(-1, 1, s) for s in shapes), subscripts=sub) for sub, shapes in _EINSUMS])

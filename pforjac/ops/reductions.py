@@ -346,3 +346,22 @@ def argmax(x, axis=None):
 def argmin(x, axis=None):
     """np.argmin: the (first) position of the minimum, as argmax."""
     return _along_one_axis(argmin_p, x, axis)
+
+
+# -- examples for the generated checks ------------------------------------------------------
+def _reduction_examples(rng):
+    x = rng.uniform(-1.5, 1.5, (2, 3, 4))
+    return [core.Example(x, axes=axes, keepdims=keep) for axes in [(0,), (1, 2), (0, 1, 2), ()]
+            for keep in (False, True)] + [core.Example(rng.uniform(-1, 1, ()), axes=(), keepdims=False)]
+
+
+for _prim in (sum_p, max_p, min_p, prod_p):
+    core.defexamples(_prim)(_reduction_examples)
+
+
+def _along_axis_examples(rng):
+    return [core.Example(rng.uniform(-1.5, 1.5, (2, 3, 4)), axis=axis) for axis in (0, 1, 2)]
+
+
+for _prim in (cumsum_p, argmax_p, argmin_p):
+    core.defexamples(_prim)(_along_axis_examples)

@@ -341,3 +341,29 @@ def roll(x, shift, axis=None):
             x = concat([getitem(x, head + (slice(n - s, None),)),
                         getitem(x, head + (slice(0, n - s),))], axis=a)
     return x
+
+
+# -- examples for the generated checks ------------------------------------------------------
+def _x(rng, *shape):
+    return rng.uniform(-1.5, 1.5, shape)
+
+
+core.defexamples(reshape_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3, 4), shape=(6, 4)), core.Example(_x(rng, 2, 3, 4), shape=(4, 1, 6)),
+    core.Example(_x(rng), shape=(1, 1)), core.Example(_x(rng, 1), shape=())])
+core.defexamples(transpose_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3, 4), perm=(2, 0, 1)), core.Example(_x(rng, 2, 3), perm=(1, 0))])
+core.defexamples(broadcast_to_p)(lambda rng: [
+    core.Example(_x(rng, 3), shape=(2, 3)), core.Example(_x(rng, 2, 1), shape=(2, 4)),
+    core.Example(_x(rng), shape=(2, 2)), core.Example(_x(rng, 1, 3), shape=(4, 2, 3))])
+core.defexamples(concat_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3), _x(rng, 4, 3), axis=0),
+    core.Example(_x(rng, 2, 3), _x(rng, 2, 1), _x(rng, 2, 2), axis=1)])
+core.defexamples(split_p)(lambda rng: [
+    core.Example(_x(rng, 6, 4), indices=(2, 5), axis=0),
+    core.Example(_x(rng, 6, 4), indices=(2, 2), axis=1)])
+core.defexamples(tile_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3), reps=(2, 1)), core.Example(_x(rng, 3), reps=(2,))])
+core.defexamples(pad_p)(lambda rng: [
+    core.Example(_x(rng, 2, 3), pad_width=((1, 0), (2, 1)), value=0.0),
+    core.Example(_x(rng, 3), pad_width=((0, 2),), value=1.5)])
