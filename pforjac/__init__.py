@@ -18,14 +18,14 @@ from . import converters as _converters  # noqa: F401  (registers the built-in c
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import jacobian, hessian, vjp, jvp, hvp
 from .diagnostics import fallback_report
-from .function import function, Function
+from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 
 __version__ = "0.1.0"
 
 from .ops import __all__ as _ops_names  # noqa: E402
 
-# `from pforjac import *`: the API, not the submodules (pj.memory, pj.loopcache, ... stay
+# `from pforjac import *`: the API, not the submodules (pj.memory, pj.compiled, ... stay
 # reachable as attributes)
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "GradientTape",
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",

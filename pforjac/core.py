@@ -118,7 +118,7 @@ rules_generation = 0        # bumped on every registration: caches of generated 
 def on_rules_changed(fn: Callable) -> Callable:
     """Registers `fn(op_name, replaced)`, called after any rule, converter or primitive of
     `op_name` is (re)registered (`replaced`: the primitive itself was declared again), so
-    caches built from the old rules (pforjac.loopcache) can drop them."""
+    caches built from the old rules (pforjac.compiled.loopcache) can drop them."""
     _rule_listeners.append(fn)
     return fn
 

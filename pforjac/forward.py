@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import core
-from .program import Program
+from .program import Program, eliminate_dead_code
 from .tensor import Tensor, as_tensor, is_float
 
 __all__ = ["jvp_program", "apply_jvp"]
@@ -104,7 +104,6 @@ def inputs_reaching_outputs(program: Program) -> list[bool]:
 
 def _live_equations(program: Program) -> list:
     """The equations that some output depends on, in order (dead code is skipped)."""
-    from .simplify import eliminate_dead_code
     return eliminate_dead_code(program).equations
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import ops
 from .memory import check_results_fit, working_memory_advice
-from .loopcache import cached_backward
+from . import hooks
 from .pfor import check_parallel_iterations, run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
@@ -66,6 +66,12 @@ def _batch_jacobian_core(entries, target, source, strict=False, parallel_iterati
     return ops.reshape(ops.moveaxis(g, 1, 0), (b,) + row_shape + tuple(source.shape[1:]))
 
 
+def _cached_backward(what: tuple, entries, target, sources, core_fn):
+    """The compiled layer's result for a backward pass seen before, or None."""
+    return None if hooks.run_backward is None else \
+        hooks.run_backward(what, entries, target, sources, core_fn)
+
+
 def _one_chunk(parallel_iterations, n: int) -> bool:
     return parallel_iterations is None or (isinstance(parallel_iterations, int)
                                            and not isinstance(parallel_iterations, bool)
@@ -105,7 +111,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     with self._computing(), working_memory_advice("GradientTape.jacobian", parallel_iterations):
         jac = None if is_float(target.dtype) else [None] * len(flat_sources)  # int/bool: None
         if jac is None and experimental_use_pfor and _one_chunk(parallel_iterations, n):
-            jac = cached_backward(("jacobian",), self._entries, target, flat_sources,
+            jac = _cached_backward(("jacobian",), self._entries, target, flat_sources,
                                   lambda e, t, s: _jacobian_core(e, t, s))
         if jac is None:
             jac = _jacobian_core(self._entries, target, flat_sources, parallel_iterations,
@@ -183,7 +189,7 @@ def batch_jacobian(self: GradientTape, target, source,
             return _unconnected_value(result_shape, source, unconnected)
         cached = None
         if experimental_use_pfor and _one_chunk(parallel_iterations, math.prod(row_shape)):
-            cached = cached_backward(
+            cached = _cached_backward(
                 ("batch_jacobian", bool(strict)), self._entries, target, [source],
                 lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
         jac = cached[0] if cached is not None else _batch_jacobian_core(
@@ -192,15 +198,14 @@ def batch_jacobian(self: GradientTape, target, source,
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
-    from .loopcache import NeedsValues, building
     from .pfor import warn_wrong_result
     from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
-    if isinstance(verdict, Unknown) and verdict.eqn is not None and building() \
+    if isinstance(verdict, Unknown) and verdict.eqn is not None and hooks.building() \
             and _reads_outer_values(program, verdict.eqn):
         # the loop cache traces the tape's tensors as symbols: indices that move rows are
         # unknown here, and cached code would pass them silently on every later call
-        raise NeedsValues(f"the row check of '{verdict.eqn.prim.name}'")
+        raise hooks.NeedsValues(f"the row check of '{verdict.eqn.prim.name}'")
     if isinstance(verdict, Unknown) and verdict.eqn is not None:
         _unchecked(verdict.eqn, strict)
     if not isinstance(verdict, Mixing):

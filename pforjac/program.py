@@ -8,16 +8,18 @@ outside that the trace does use become the Program's captured constants.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import core
-from .tensor import SymbolicTensor, Tensor
+from .tensor import SymbolicTensor, Tensor, Variable
 from .tree import tree_flatten, tree_unflatten
 
-__all__ = ["Program", "Equation", "Trace", "make_program", "run_program"]
+__all__ = ["Program", "Equation", "Trace", "make_program", "run_program", "eliminate_dead_code",
+           "constant_values"]
 
 
 @dataclass
@@ -79,10 +81,6 @@ class Program:
     def __call__(self, *args):
         return tree_unflatten(self.out_tree, run_program(self, args))
 
-    def to_source(self, name: str = "program") -> str:
-        """Renders the Program as Python source (astunparse) for people to read."""
-        from .codegen import program_to_source
-        return program_to_source(self, name)
 
 
 def _out_name(v) -> str:
@@ -201,3 +199,23 @@ def run_program(program: Program, args: Sequence) -> list[Tensor]:
         for var, out in zip(eqn.outputs, outs):
             env[id(var)] = out
     return [env[id(v)] for v in program.outputs]
+
+
+def eliminate_dead_code(program: Program) -> Program:
+    """`program` without the equations its outputs do not need (and their constants)."""
+    live = {id(v) for v in program.outputs}
+    kept = []
+    for eqn in reversed(program.equations):
+        if any(id(v) in live for v in eqn.outputs):
+            kept.append(eqn)
+            live.update(id(v) for v in eqn.inputs)
+    used = [(c, v) for c, v in zip(program.consts, program.const_values) if id(c) in live]
+    return dataclasses.replace(program, equations=kept[::-1], consts=[c for c, _ in used],
+                   const_values=[v for _, v in used])
+
+
+def constant_values(program: Program) -> dict:
+    """{id(const var): its Tensor} for the constants whose values are fixed (not Variables,
+    read when the code runs, nor symbolic values of an enclosing trace)."""
+    return {id(c): v for c, v in zip(program.consts, program.const_values)
+            if not isinstance(v, (Variable, SymbolicTensor))}

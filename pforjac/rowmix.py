@@ -37,7 +37,7 @@ import numpy as np
 
 from . import ops
 from .program import Equation, Program
-from .simplify import _constant_values, eliminate_dead_code
+from .program import constant_values as _constant_values, eliminate_dead_code
 from .structure import _block_after_reshape, all_finite_p
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown", "rowmix_rules", "has_rule"]

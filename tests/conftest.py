@@ -16,7 +16,7 @@ def pytest_configure(config):
     """Every jacobian, batch_jacobian and pfor call of the suite that compiled code can run
     (no tape or trace recording it, one chunk) is run both ways and must agree bit for bit:
     the uncached result, which the test then checks, and the compiled code's."""
-    from pforjac import loopcache
+    from pforjac.compiled import loopcache
     config._pforjac_verifying = loopcache.verifying()
     config._pforjac_verifying.__enter__()
 
@@ -28,7 +28,7 @@ def _unverified(request):
     if request.node.get_closest_marker("unverified") is None:
         yield
         return
-    from pforjac import loopcache
+    from pforjac.compiled import loopcache
     with loopcache.verifying(False):
         yield
 
@@ -38,7 +38,7 @@ def pytest_terminal_summary(terminalreporter):
     import sys
     counts = [(name, count) for module in list(sys.modules.values())
               for name, count in getattr(module, "HYPOTHESIS_EXAMPLES", {}).items()]
-    from pforjac import loopcache
+    from pforjac.compiled import loopcache
     info = loopcache.verify_info()
     terminalreporter.section("compiled vs uncached")
     terminalreporter.write_line(f"{info['compared']:7d}  jacobian/pfor results computed both ways, "

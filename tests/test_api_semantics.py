@@ -202,7 +202,7 @@ def test_a_variable_in_a_one_hot_product_is_guarded_when_the_compiled_code_runs(
     v.assign(np.array([0.0, 2.0, np.inf], np.float32))
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pj.loopcache.caching(False):
+        with pj.compiled.loopcache.caching(False):
             want = body(pj.constant(x)).numpy()
         got = compiled(x).numpy()
     np.testing.assert_array_equal(got, want)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
-from pforjac.loopcache import same_bits
+from pforjac.compiled.loopcache import same_bits
 
 RNG = np.random.default_rng(3)
 
@@ -169,7 +169,7 @@ def test_random_programs_compiled_equal_eager(program):
 def test_random_programs_with_buffer_reuse_at_every_size_equal_eager(program):
     """The generated code's in-place ufunc calls (normally only for arrays of 1024 elements
     and more) turned on for every array: results must not change."""
-    import pforjac.codegen as codegen
+    import pforjac.compiled.codegen as codegen
     saved, codegen._IN_PLACE_MIN = codegen._IN_PLACE_MIN, 1
     try:
         _check_compiled_equals_eager(program)
@@ -183,7 +183,7 @@ def _check_compiled_equals_eager(program):
 
 
 def _compare_compiled_and_eager(program):
-    from pforjac.loopcache import caching
+    from pforjac.compiled.loopcache import caching
     x_np, xb_np = program.x(), program.x((2,) + program.x_shape)
     assume(program.x_shape != () and finite_program_value(program, x_np)
            and all(finite_program_value(program, r) for r in xb_np))
@@ -285,7 +285,7 @@ def test_outer_product_with_ones_keeps_the_products_signs_and_gemm():
     reads the result it stays a product (a broadcast view takes numpy's other matmul path)."""
     f = lambda x: 1.0 / (pj.ones((3, 1), np.float64) @ (x * 0.0)[:1])   # noqa: E731
     x = -np.ones((3, 2))
-    with pj.loopcache.caching(False), np.errstate(divide="ignore"):
+    with pj.compiled.loopcache.caching(False), np.errstate(divide="ignore"):
         want = f(pj.constant(x)).numpy()
         got = pj.function(f)(x).numpy()
     assert same_bits(got, want) and np.all(got == np.inf)
@@ -298,7 +298,7 @@ def test_outer_product_with_ones_keeps_the_products_signs_and_gemm():
             y = x @ w1 @ w2
         return g.batch_jacobian(y, x)
     x = rng.standard_normal((2, 2))
-    with pj.loopcache.caching(False):
+    with pj.compiled.loopcache.caching(False):
         want = per_example(pj.constant(x)).numpy()
     assert same_bits(pj.function(per_example)(x).numpy(), want)
 

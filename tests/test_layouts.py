@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import pforjac as pj
-from pforjac.loopcache import caching, same_bits
+from pforjac.compiled.loopcache import caching, same_bits
 
 RNG = np.random.default_rng(11)
 
@@ -203,11 +203,11 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
     pass the eager loop cache runs; batch-first products (pforjac.function's one more pass) may
     round rows otherwise: OpenBLAS's Haswell sgemm kernel rounds a row by its position in the
     product (README, Reliability)."""
-    from pforjac.codegen import Layouts
-    from pforjac.function import trace_compiled
-    from pforjac.loopcache import _PASSES
+    from pforjac.compiled.codegen import Layouts
+    from pforjac.compiled.function import trace_compiled
+    from pforjac.compiled.loopcache import _PASSES
     from pforjac.program import make_program
-    from pforjac.simplify import batch_major_products
+    from pforjac.compiled.simplify import batch_major_products
     w = pj.Variable(RNG.standard_normal((32, 100)).astype(np.float32))
 
     def head(x):
@@ -237,7 +237,7 @@ def test_by_last_axis_gives_the_ufuncs_bits(ufunc):
     """codegen.by_last_axis computes a ufunc one position of a short last axis at a time (an
     operand broadcast along it makes numpy's loops 2-4 elements long): the same dtype and
     bits, NaN, infinities and zeros' signs included, into a fresh C-ordered result or `out`."""
-    from pforjac.codegen import by_last_axis
+    from pforjac.compiled.codegen import by_last_axis
     rng = np.random.default_rng(3)
     special = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf, 1e-310, 3.0, -7.5])
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
-from pforjac import loopcache
+from pforjac.compiled import loopcache
 
 # the loop cache's own behaviour (compiled at the second sight, warnings replayed): not
 # conftest's verification, which compiles at the first
@@ -262,7 +262,7 @@ def test_verifying_compares_every_call_bit_for_bit_and_catches_one_ulp(monkeypat
 def test_repeated_eager_batch_jacobians_keep_the_first_calls_bits():
     """The cached code leaves a product's rows in eager order (batch_major_products, which
     pforjac.function uses, would round an MLP's float32 rows differently)."""
-    from pforjac.loopcache import same_bits
+    from pforjac.compiled.loopcache import same_bits
     rng = np.random.default_rng(5)
     w1, w2, w3 = [pj.constant(rng.standard_normal(s).astype(np.float32))
                   for s in [(10, 33), (33, 33), (33, 6)]]

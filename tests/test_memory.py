@@ -85,7 +85,7 @@ def test_the_size_check_counts_an_integer_sources_zeros_as_float32():
 def test_a_matrix_targets_jacobian_of_a_product_never_densifies_its_seed():
     # Its seed is a one-hot tied on both axes of the target; times W it used to be densified
     # first: (12000, 2, 6000) floats, 549 MiB for a 9 MiB result.
-    from pforjac import loopcache
+    from pforjac.compiled import loopcache
     w = pj.constant(np.random.default_rng(0).normal(size=(100, 6000)).astype(np.float32))
     x = pj.constant(np.ones((2, 100), np.float32))
     with pj.GradientTape(persistent=True) as tape:

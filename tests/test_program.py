@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
-from pforjac.codegen import compile_program
+from pforjac.compiled.codegen import compile_program, program_to_source
 from pforjac.core import current_state
 
 
@@ -39,7 +39,7 @@ def test_loop_invariant_work_is_hoisted_out_of_the_trace():
 
 def test_to_source_parses_back_and_runs_like_the_program():
     program, x, _ = _body_program()
-    src = program.to_source()
+    src = program_to_source(program)
     ast.parse(src)  # astunparse's tuple-with-slice rendering must not appear
     assert "slice(None, None, -1)" in src
     fn = compile_program(program)
@@ -80,11 +80,11 @@ def test_escaped_symbolic_value_is_a_clear_error():
 
 # -- buffer reuse in generated code ------------------------------------------------------------
 def _in_place_lines(program):
-    return [line.strip() for line in program.to_source().splitlines() if "out=" in line]
+    return [line.strip() for line in program_to_source(program).splitlines() if "out=" in line]
 
 
 def test_dead_temporaries_are_reused_but_inputs_consts_and_live_views_never():
-    from pforjac.codegen import in_place_outputs
+    from pforjac.compiled.codegen import in_place_outputs
     c = pj.constant(np.linspace(-1, 1, 64 * 64).reshape(64, 64))
 
     def f(x):
@@ -114,7 +114,7 @@ def test_dead_temporaries_are_reused_but_inputs_consts_and_live_views_never():
 
 
 def test_no_reuse_across_dtypes_of_non_ufunc_results_or_for_small_arrays():
-    from pforjac.codegen import in_place_outputs
+    from pforjac.compiled.codegen import in_place_outputs
 
     def f(x):
         z = pj.cast(pj.exp(x), np.float64) + 1.0     # float64: exp's float32 buffer does not fit
@@ -133,7 +133,7 @@ def test_an_elementwise_result_that_is_reshaped_is_made_c_contiguous():
         y = pj.transpose(w) * x              # numpy would lay this out like w.T (F order)
         return pj.reshape(y, (24,)) + 0.0
     program = pj.make_program(f, [((4, 6), np.float64)])
-    src = program.to_source()
+    src = program_to_source(program)
     assert "order='C'" in src
     x = np.random.default_rng(1).standard_normal((4, 6))
     got = compile_program(program)(x, [v.numpy() for v in program.const_values])[0]
@@ -148,7 +148,7 @@ def test_sigmoid_reuses_a_dead_buffer_and_is_never_given_a_layout_argument():
         t = pj.sigmoid(pj.transpose(s) * 2.0)    # reshaped below; sigmoid takes no `order`
         return pj.reshape(t, (-1,)) + 0.0
     program = pj.make_program(f, [((32, 6), np.float64)])
-    src = program.to_source()
+    src = program_to_source(program)
     assert "sigmoid_impl(" in src and ", out=" in src.split("sigmoid_impl(", 1)[1].split("\n")[0]
     assert "order=" not in "".join(line for line in src.splitlines() if "sigmoid_impl" in line)
     x = np.random.default_rng(2).standard_normal((32, 6))
@@ -163,7 +163,7 @@ def test_a_small_transposed_operand_broadcast_by_a_ufunc_is_made_contiguous_firs
         same_size = pj.transpose(x[0, 0, :8, :5]) + 1.0  # not broadcast: stays a view
         return big, same_size
     program = pj.make_program(f, [((2, 5, 64, 8), np.float64), ((8, 5), np.float64)])
-    src = program.to_source()
+    src = program_to_source(program)
     lines = [line.strip() for line in src.splitlines() if "ascontiguousarray" in line]
     assert len(lines) == 1 and "transpose_impl(" in lines[0] and "perm=(1, 0)" in lines[0]
     # without an operand of the result's shape known to be C-ordered, the small operand's
@@ -171,7 +171,7 @@ def test_a_small_transposed_operand_broadcast_by_a_ufunc_is_made_contiguous_firs
     unknown = pj.make_program(lambda x, w: pj.reshape(
         pj.reshape(pj.transpose(w), (5, 1, 8)) * x, (320, 8)) @ pj.constant(np.ones((8, 2))),
         [((64, 8), np.float64), ((8, 5), np.float64)])
-    assert "ascontiguousarray" not in unknown.to_source()
+    assert "ascontiguousarray" not in program_to_source(unknown)
     rng = np.random.default_rng(3)
     x, w = rng.standard_normal((2, 5, 64, 8)), rng.standard_normal((8, 5))
     got = compile_program(program)(x, w, [v.numpy() for v in program.const_values])

@@ -8,7 +8,7 @@ import pytest
 import pforjac as pj
 from random_programs import C
 
-from pforjac.loopcache import same_bits
+from pforjac.compiled.loopcache import same_bits
 
 pytestmark = pytest.mark.filterwarnings("error:pfor:RuntimeWarning")
 

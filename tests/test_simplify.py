@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import pforjac as pj
-from pforjac.codegen import compile_program
+from pforjac.compiled.codegen import compile_program
 from pforjac.program import make_program
-from pforjac.simplify import (PASSES, batch_major_products, broadcasts_into_ufuncs, cancel_reshapes,
+from pforjac.compiled.simplify import (PASSES, batch_major_products, broadcasts_into_ufuncs, cancel_reshapes,
                               compact_constants, drop_identities, eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                               onehot_products, simplify, view_chain_in_order)
 
@@ -388,7 +388,7 @@ def test_a_compiled_per_example_jacobian_is_c_ordered_and_equals_eager():
         return tape.batch_jacobian(y, x)
     x = RNG.normal(size=(8, 6))
     got = pj.function(jac)(x).numpy()
-    from pforjac.loopcache import caching
+    from pforjac.compiled.loopcache import caching
     with caching(False):
         want = jac(pj.constant(x)).numpy()
     assert got.flags.c_contiguous and not want.flags.c_contiguous   # eager: a transposed view

@@ -23,11 +23,12 @@ from collections import OrderedDict
 
 import numpy as np
 
-from . import core
+from .. import core, hooks
+from ..hooks import NeedsValues
 from .simplify import PASSES, _param_key, batch_major_products
-from .switch import Switch
-from .tensor import Tensor
-from .tree import tree_flatten, tree_unflatten
+from ..switch import Switch
+from ..tensor import Tensor
+from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching",
            "verifying", "verify_info", "same_bits"]
@@ -64,10 +65,6 @@ def building() -> bool:
     symbols then, so checks that need their values (batch_jacobian's row check on gather
     indices) must decline the cache instead of passing."""
     return getattr(_building, "active", False)
-
-
-class NeedsValues(Exception):
-    """Raised while building: a check needs the values the cached code would not see."""
 
 
 _caching = Switch(True)
@@ -143,7 +140,7 @@ def program_key(program, n: int) -> tuple:
 
 
 def _eligible() -> bool:
-    from .structure import tracking_enabled
+    from ..structure import tracking_enabled
     state = core.current_state()
     return (_caching.enabled and tracking_enabled() and not state.tapes and not state.traces
             and state.lifting is None)   # compiled bodies always track structure
@@ -153,8 +150,8 @@ def run_cached(program, n: int) -> list[Tensor] | None:
     """The stacked outputs from compiled code, or None to take the ordinary path."""
     if n == 0 or not _eligible():
         return None
-    from .pfor import _stack_output, vectorize
-    from .tensor import constant
+    from ..pfor import _stack_output, vectorize
+    from ..tensor import constant
 
     def body(*consts):
         indices = constant(np.arange(n, dtype=np.int32))
@@ -273,9 +270,9 @@ def _trim() -> None:
 def _build(fn, avals, name: str, structured: bool):
     """Compiled code for `fn`, or an _Uncacheable: it fell back, could not be traced, or
     holds arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
-    from .diagnostics import private_report
+    from ..diagnostics import private_report
     from .function import trace_compiled
-    from .pfor import ConversionError, deferred_warnings
+    from ..pfor import ConversionError, deferred_warnings
     was, _building.active = building(), True
     try:
         with private_report() as report, deferred_warnings() as messages:
@@ -300,7 +297,7 @@ def _build(fn, avals, name: str, structured: bool):
 def tape_key(entries, target, sources) -> tuple[tuple, list, list]:
     """The entries on a path from a source to the target, a key for their structure and
     the tensors they read (target and sources first)."""
-    from .tape import _depends_on_sources
+    from ..tape import _depends_on_sources
     reach = _depends_on_sources(entries, sources)
     needed, kept = {id(target)}, []
     for e in reversed(entries):
@@ -328,7 +325,7 @@ def cached_backward(what: tuple, entries, target, sources, core_fn):
     """`core_fn(entries, target, sources)` compiled per tape structure (see `cached_call`)."""
     if not _eligible():
         return None
-    from .tape import _Entry
+    from ..tape import _Entry
     key, kept, tensors = tape_key(entries, target, sources)
 
     def fn(*symbols):
@@ -347,3 +344,6 @@ def _difference(w: np.ndarray, g: np.ndarray) -> str:
     largest = np.abs(w.astype(np.complex128) - g.astype(np.complex128))[differ]
     return (f"{int(differ.sum())} of {w.size} elements differ (signs of zero included), "
             f"largest by {np.nanmax(largest) if largest.size else 0:.3g}")
+
+
+hooks.run_loop, hooks.run_backward, hooks._building = run_cached, cached_backward, building

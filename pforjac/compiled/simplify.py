@@ -31,11 +31,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import core
-from .ops.elementwise import add_p
-from .ops.shape import broadcast_to_p, reshape_p
-from .program import Equation, Program
-from .tensor import SymbolicTensor, Tensor, Variable, constant
+from .. import core
+from ..ops.elementwise import add_p
+from ..ops.shape import broadcast_to_p, reshape_p
+from ..program import Equation, Program, constant_values as _constant_values, eliminate_dead_code
+from ..tensor import SymbolicTensor, Tensor, Variable, constant
 
 __all__ = ["simplify", "eliminate_dead_code", "eliminate_common_subexpressions", "fold_constants",
            "cancel_reshapes", "onehot_products", "drop_identities", "batch_major_products",
@@ -46,18 +46,6 @@ def _rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Pr
     """A copy of `program` with `equations`, every use of an aliased var replaced."""
     eqns = [replace(e, inputs=[_resolve(v, alias) for v in e.inputs]) for e in equations]
     return replace(program, equations=eqns, outputs=[_resolve(v, alias) for v in program.outputs])
-
-
-def eliminate_dead_code(program: Program) -> Program:
-    live = {id(v) for v in program.outputs}
-    kept = []
-    for eqn in reversed(program.equations):
-        if any(id(v) in live for v in eqn.outputs):
-            kept.append(eqn)
-            live.update(id(v) for v in eqn.inputs)
-    used = [(c, v) for c, v in zip(program.consts, program.const_values) if id(c) in live]
-    return replace(program, equations=kept[::-1], consts=[c for c, _ in used],
-                   const_values=[v for _, v in used])
 
 
 def _param_key(params: dict) -> tuple:
@@ -299,7 +287,7 @@ def _moves_only_unit_axes(shape, perm) -> bool:
 
 
 def onehot_products(program: Program) -> Program:
-    from .ops.indexing import gather_p
+    from ..ops.indexing import gather_p
     values = _constant_values(program)
     producer: dict[int, Equation] = {}
     kept = []
@@ -369,13 +357,6 @@ def drop_identities(program: Program) -> Program:
     program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
                       const_values=program.const_values + [v for _, v in zeros.values()])
     return eliminate_dead_code(program)
-
-
-def _constant_values(program: Program) -> dict:
-    """{id(const var): its Tensor} for the constants whose values are fixed (not Variables,
-    read when the code runs, nor symbolic values of an enclosing trace)."""
-    return {id(c): v for c, v in zip(program.consts, program.const_values)
-            if not isinstance(v, (Variable, SymbolicTensor))}
 
 
 def _ordered_gather(eqn: Equation, values: dict):
@@ -472,8 +453,8 @@ def batch_major_products(program: Program) -> Program:
     that can change a result's last bits,
     and the eager loop cache leaves it out (README, Reliability)."""
     from .codegen import _elementwise, plain_ufunc
-    from .ops.linalg import matmul_p
-    from .ops.shape import transpose_p
+    from ..ops.linalg import matmul_p
+    from ..ops.shape import transpose_p
     uses: dict[int, int] = {}
     for eqn in program.equations:
         for v in eqn.inputs:

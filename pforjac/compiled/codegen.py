@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import core
-from .program import Program
+from .. import core
+from ..program import Program
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program"]
 

@@ -23,14 +23,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import core
-from .codegen import compile_program, equation_at_line
-from .program import Program, make_program
+from .. import core
+from .codegen import compile_program, equation_at_line, program_to_source
+from ..program import Program, make_program
 from .simplify import simplify
-from .pfor import deferred_warnings, warn_wrong_result
-from .structure import structure_tracking
-from .tensor import ArrayCaptures, SymbolicTensor, Tensor, Variable, capturing_arrays
-from .tree import tree_flatten, tree_unflatten
+from ..pfor import deferred_warnings, warn_wrong_result
+from ..structure import structure_tracking
+from ..tensor import ArrayCaptures, SymbolicTensor, Tensor, Variable, capturing_arrays
+from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
 
@@ -164,7 +164,7 @@ class Function:
     def source(self, *args, **kwargs) -> str:
         """The generated Python source that runs for these arguments' signature."""
         compiled = self._compiled(args, kwargs)[0]
-        return compiled.program.to_source(compiled.name)
+        return program_to_source(compiled.program, compiled.name)
 
     # -- signatures and tracing ---------------------------------------------------------
     def _compiled(self, args, kwargs):
@@ -202,7 +202,7 @@ class Function:
         n = self._value_variants[plain] = self._value_variants.get(plain, 0) + 1
         if n == _RETRACE_WARNING and not self._warned_values:
             self._warned_values = True
-            from .pfor import warn_at_user_line
+            from ..pfor import warn_at_user_line
             values = [leaf for leaf in leaves if not isinstance(leaf, (np.ndarray, Tensor))]
             warn_at_user_line(
                 f"pforjac.function '{self._name()}' has traced {n} times for tensors of the same "

@@ -1,0 +1,13 @@
+"""The compiled layer: whole Jacobian computations traced once, simplified and run as
+generated numpy code. It builds on the eager core and the core never imports it.
+
+- `function` (`pforjac.function`): a user function traced per input signature into one
+  Program (forward, tape, jacobian, pfor), simplified and compiled.
+- `loopcache`: eager Jacobians compiled on their second sighting; switched off with
+  `pforjac.compiled.loopcache.caching(False)`.
+- `simplify`: the passes every compiled path runs; `codegen`: Programs as numpy source.
+"""
+from . import loopcache  # noqa: F401  (installs the loop cache into pforjac.hooks)
+from .function import Function, function
+
+__all__ = ["Function", "function", "loopcache"]
