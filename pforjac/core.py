@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .state import _state, current_state, trace_level  # noqa: F401  (re-exported)
 from .tensor import Tensor, Variable, as_tensor
 
 __all__ = ["Primitive", "Example", "defexamples", "DOMAINS", "bind", "impl_rules", "shape_rules", "vjp_rules", "jvp_rules",
@@ -71,6 +72,7 @@ class Primitive:
         self.layout, self.may_alias = layout, may_alias
         self.domain = None if domain is None else tuple(domain)
         self.examples = examples
+        self.origin = "built-in"          # "extend" for ops declared by pforjac.extend.defop
 
     def __repr__(self) -> str:
         return self.name
@@ -171,6 +173,19 @@ def primitive_named(name: str) -> Primitive:
                        f"returns") from None
 
 
+def primitive_of(op) -> Primitive:
+    """The Primitive behind an op (`extend.defop`'s callable, which has `.prim`), a
+    Primitive, or a declared op's name."""
+    if isinstance(op, Primitive):
+        return op
+    if isinstance(op, str):
+        return primitive_named(op)
+    if isinstance(getattr(op, "prim", None), Primitive):
+        return op.prim
+    raise TypeError(f"expected an op returned by defop, a Primitive or an op name, "
+                    f"got {type(op).__name__}")
+
+
 def defimpl(prim: Primitive):
     def register(fn):
         _register(impl_rules, prim, fn, "impl")
@@ -222,28 +237,6 @@ def defjvp(prim: Primitive, *per_input: Callable | None, override: bool = False)
             out = term if out is None else _add_tangents(out, term)
         return out
     defjvp_all(prim, rule, override)
-
-
-# --------------------------------------------------------------------------
-# Thread-local context: active tapes and active traces.
-
-class _State(threading.local):
-    def __init__(self):
-        self.tapes: list = []    # active GradientTapes, innermost last
-        self.traces: list = []   # active Traces, innermost last
-        self.origin = None       # the forward op whose vjp rule is running (for diagnostics)
-        self.lifting = None      # a pforjac.function trace: Variables are read inside it, at run time
-
-
-_state = _State()
-
-
-def current_state() -> _State:
-    return _state
-
-
-def trace_level() -> int:
-    return len(_state.traces)
 
 
 # --------------------------------------------------------------------------

@@ -24,10 +24,9 @@ declared_missing: dict[tuple[str, str], str] = {}   # (op name, rule) -> why it 
 
 def declare_missing(op, rule: str, reason: str) -> None:
     """Declares that `op` has no `rule` on purpose; the report shows `reason` instead."""
-    from .extend import primitive_of
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
-    declared_missing[(primitive_of(op).name, rule)] = reason
+    declared_missing[(core.primitive_of(op).name, rule)] = reason
 
 
 @dataclass
@@ -59,11 +58,9 @@ def _status(prim: core.Primitive, rule: str) -> str:
 
 def coverage() -> list[CoverageRow]:
     """One row per declared primitive, in declaration order."""
-    from .extend import declared_ops
     rows = []
     for name, prim in core.primitives.items():
-        origin = "extend" if declared_ops.get(name) is prim else "built-in"
-        rows.append(CoverageRow(name, origin, prim.differentiable,
+        rows.append(CoverageRow(name, prim.origin, prim.differentiable,
                                 {r: _status(prim, r) for r in RULES}))
     return rows
 

@@ -62,18 +62,7 @@ class Op:
         return f"<pforjac op {self.name}>"
 
 
-def primitive_of(op) -> Primitive:
-    """The Primitive behind an `Op`, a Primitive, or a registered op name."""
-    if isinstance(op, Op):
-        return op.prim
-    if isinstance(op, Primitive):
-        return op
-    if isinstance(op, str):
-        if op not in core.primitives:
-            raise KeyError(f"no primitive named '{op}' is declared")
-        return core.primitives[op]
-    raise TypeError(f"expected an op returned by defop, a Primitive or an op name, "
-                    f"got {type(op).__name__}")
+primitive_of = core.primitive_of
 
 
 def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None, *,
@@ -125,6 +114,7 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
                               may_alias=may_alias, **facts)
     core.impl_rules[prim] = _checked_forward(prim, forward)
     declared_ops[name] = prim
+    prim.origin = "extend"
     if vjp is not None:
         defvjp(prim, *_per_input(vjp), override=override)
     if jvp is not None:
@@ -252,7 +242,7 @@ def register_converter(op, override: bool = False):
 def declare_missing(op, rule: str, reason: str) -> None:
     """Declares that `op` lacks `rule` ("vjp", "jvp", "converter", ...) on purpose;
     `python -m pforjac.coverage` shows the reason instead of flagging it."""
-    from .coverage import declare_missing as declare
+    from .coverage import declare_missing as declare    # (python -m pforjac.coverage runs it)
     declare(op, rule, reason)
 
 

@@ -38,7 +38,7 @@ import numpy as np
 from . import ops
 from .program import Equation, Program
 from .program import constant_values as _constant_values, eliminate_dead_code
-from .structure import _block_after_reshape, all_finite_p
+from .structure import _block_after_reshape
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown", "rowmix_rules", "has_rule"]
 
@@ -177,7 +177,7 @@ def _rule(eqn: Equation, ins, consts: dict, n: int):
 
 
 @_rules(ops.reductions.sum_p, ops.reductions.max_p, ops.reductions.min_p, ops.reductions.prod_p,
-        all_finite_p)
+        ops.reductions.all_finite_p)
 def _reduce(eqn: Equation, ins, consts, n):
     a, axes = ins[0], eqn.params["axes"]
     if a.axis in axes:

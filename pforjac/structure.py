@@ -26,7 +26,7 @@ import numpy as np
 from . import core, ops
 from .ops import elementwise as ew
 from .ops.indexing import scatter_add_p
-from .pfor import register_converter
+from .ops.reductions import _all_finite_impl, all_finite_p
 from .switch import Switch
 from .tensor import Tensor, Variable, constant
 
@@ -194,31 +194,6 @@ def _aligned_block(oh: OneHot, out_shape: tuple):
 def _zero_preserving(prim, ctx, args, stacked, **params):
     (oh,) = args
     return oh.with_compact(prim.bind(oh.compact, **params), oh.start, oh.stop), True
-
-
-def _all_finite_impl(x, axes, nonzero):
-    ok = np.isfinite(x) if np.issubdtype(x.dtype, np.inexact) else np.ones(x.shape, bool)
-    if nonzero:
-        ok &= x != 0
-    if axes is None or len(axes) == x.ndim:   # a compiled guard's whole-array check: the
-        return ok.all()                         # plain all() is faster than over an axis tuple
-    return ok.all(axis=axes)
-
-
-all_finite_p = core.new_primitive(
-    "all_finite", _all_finite_impl,
-    lambda x, axes, nonzero: (tuple(d for k, d in enumerate(x.shape) if k not in axes), np.bool_),
-    differentiable=False, layout="free")
-
-
-core.defexamples(all_finite_p)(lambda rng: [
-    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(0, 1), nonzero=False),
-    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(1,), nonzero=True)])
-
-
-@register_converter(all_finite_p)
-def _convert_all_finite(n, args, stacked, axes, nonzero):
-    return all_finite_p.bind(args[0], axes=tuple(a + 1 for a in axes), nonzero=nonzero), True
 
 
 def _zero_times_is_zero(u: Tensor, divide: bool = False) -> bool:

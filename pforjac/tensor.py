@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .state import current_state
+
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "is_float"]
 
 
@@ -269,7 +271,6 @@ class Variable(Tensor):
         """The current value. Not inside a compiled function's trace: the value read there
         would be baked into the code, while the function must read the Variable at every
         call (so float(v), np.asarray(v), `if v` raise there too)."""
-        from .core import current_state
         if current_state().lifting is not None:
             raise TypeError(
                 f"cannot read the value of Variable '{self.name}' (numpy(), float(), np.asarray, "
@@ -280,7 +281,6 @@ class Variable(Tensor):
         return self._value
 
     def _check_not_tracing(self) -> None:
-        from .core import current_state
         if current_state().traces:
             raise RuntimeError(
                 f"Variable.assign on '{self.name}' inside a traced function (pforjac.function, a "
@@ -323,6 +323,15 @@ def _array_of(value, where: str) -> np.ndarray:
                          f"Tensor") from None
 
 
+class _Ops:
+    """The ops `constant` needs (cast, stop_gradient), installed by pforjac.ops when it
+    loads: tensor.py sits below the ops and does not import them."""
+    cast = stop_gradient = None
+
+
+_ops = _Ops()
+
+
 def constant(value: Any, dtype=None) -> Tensor:
     """Creates a Tensor. Python floats become float32 (as in TensorFlow), ints int32;
     numpy arrays keep their dtype and are copied, so changing the array later does not
@@ -334,17 +343,14 @@ def constant(value: Any, dtype=None) -> Tensor:
         dtype('float32')
     """
     if isinstance(value, Variable):      # its value now (read when run, in a compiled function)
-        from .core import current_state
         if current_state().lifting is not None:
-            from . import ops
-            value = ops.stop_gradient(value)
+            value = _ops.stop_gradient(value)
         else:
             value = Tensor._from_array(value.numpy().copy())
     if isinstance(value, Tensor):
         if dtype is None or np.dtype(dtype) == value.dtype:
             return value
-        from . import ops
-        return ops.cast(value, dtype)
+        return _ops.cast(value, dtype)
     return Tensor._from_array(_own_array(value, dtype))
 
 

@@ -372,8 +372,7 @@ def check_primitive(op, order: int = 2, seed: int = 0) -> None:
         >>> from pforjac.testing import check_primitive
         >>> check_primitive("tanh")
     """
-    from .extend import primitive_of
-    prim = primitive_of(op)
+    prim = core.primitive_of(op)
     for k, ex in enumerate(examples_of(prim, seed)):
         where = f"check_primitive('{prim.name}'), example {k} {ex!r}"
         _check_shape_rule(prim, ex, where)

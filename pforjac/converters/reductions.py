@@ -1,7 +1,7 @@
 """Converters of the reductions: reduce the same axes, one further along."""
 from __future__ import annotations
 
-from ..ops.reductions import REDUCTIONS, argmax_p, argmin_p, cumsum_p
+from ..ops.reductions import REDUCTIONS, all_finite_p, argmax_p, argmin_p, cumsum_p
 from ..pfor import register_converter
 from ._helpers import shift_axes
 
@@ -27,3 +27,8 @@ def _convert_along_axis(prim):
 
 for _prim in (cumsum_p, argmax_p, argmin_p):
     register_converter(_prim)(_convert_along_axis(_prim))
+
+
+@register_converter(all_finite_p)
+def _convert_all_finite(n, args, stacked, axes, nonzero):
+    return all_finite_p.bind(args[0], axes=tuple(a + 1 for a in axes), nonzero=nonzero), True

@@ -1,6 +1,7 @@
 """Operators and numpy-named methods on Tensor, delegating to the ops."""
 from __future__ import annotations
 
+from .. import tensor
 from ..tensor import Tensor
 
 
@@ -29,6 +30,7 @@ def install() -> None:
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = ew.abs
     Tensor.__getitem__ = indexing.getitem
+    tensor._ops.cast, tensor._ops.stop_gradient = ew.cast, ew.stop_gradient
     methods = {
         "exp": ew.exp, "log": ew.log, "log1p": ew.log1p, "expm1": ew.expm1, "sin": ew.sin,
         "cos": ew.cos, "tan": ew.tan, "tanh": ew.tanh, "sqrt": ew.sqrt, "square": ew.square,

@@ -365,3 +365,24 @@ def _along_axis_examples(rng):
 
 for _prim in (cumsum_p, argmax_p, argmin_p):
     core.defexamples(_prim)(_along_axis_examples)
+
+
+# -- all_finite: the guard compiled code checks (structure.py) ------------------------------
+def _all_finite_impl(x, axes, nonzero):
+    ok = np.isfinite(x) if np.issubdtype(x.dtype, np.inexact) else np.ones(x.shape, bool)
+    if nonzero:
+        ok &= x != 0
+    if axes is None or len(axes) == x.ndim:   # a compiled guard's whole-array check: the
+        return ok.all()                         # plain all() is faster than over an axis tuple
+    return ok.all(axis=axes)
+
+
+all_finite_p = core.new_primitive(
+    "all_finite", _all_finite_impl,
+    lambda x, axes, nonzero: (tuple(d for k, d in enumerate(x.shape) if k not in axes), np.bool_),
+    differentiable=False, layout="free")
+
+
+core.defexamples(all_finite_p)(lambda rng: [
+    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(0, 1), nonzero=False),
+    core.Example(rng.uniform(-1, 1, (2, 3)), axes=(1,), nonzero=True)])
