@@ -242,7 +242,8 @@ _MULTI_EINSUMS = ["ij,jk,kl->il", "bi,ij,bj->b", "bij,bjk,bkl->bil", "bi,bj,bk->
 def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
     """Three or more operands go by `contraction_order`: one np.einsum call, BLAS and product
     steps through `_einsum_impl`, or numpy's greedy path planned once."""
-    from pforjac.ops.linalg import _check_order, _einsum_impl, contraction_order
+    from pforjac.ops._einsum_plan import check_order, contraction_order
+    from pforjac.ops.linalg import _einsum_impl
     rng = np.random.default_rng(12)
     ins, out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
     for trial in range(10):
@@ -251,7 +252,7 @@ def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
         for dtype in (np.float64, np.complex128, np.int64):
             xs = [(rng.normal(size=[sizes[c] for c in s]) * 3).astype(dtype) for s in ins]
             order = contraction_order(subscripts, tuple(x.shape for x in xs))
-            _check_order(order, len(xs), subscripts)
+            check_order(order, len(xs), subscripts)
             want = np.einsum(subscripts, *xs, optimize=True)
             got = _einsum_impl(*xs, subscripts=subscripts)
             assert got.shape == want.shape and got.dtype == want.dtype
@@ -259,7 +260,7 @@ def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
 
 
 def test_contraction_order_takes_blas_steps_small_operands_first():
-    from pforjac.ops.linalg import contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
     assert contraction_order("ij,jk,kl->il", ((200, 300), (300, 100), (100, 50))) == ((1, 2), (0, 1))
     assert contraction_order("ij,jk,kl->il", ((50, 100), (100, 300), (300, 200))) == ((0, 1), (0, 1))
     assert contraction_order("bi,bj,bk->bijk", ((128, 4),) * 3) == ((0, 1), (0, 1))   # products
@@ -272,7 +273,8 @@ def test_contraction_order_leaves_short_sums_to_numpys_executor():
     """A BLAS step summing 3 points over a large result (transposes and copies around a thin
     product) costs more than numpy's two-operand loop: the order goes to numpy's executor
     (this one took 0.30 ms through matmul, 0.08 in numpy's executor)."""
-    from pforjac.ops.linalg import _einsum_impl, contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
+    from pforjac.ops.linalg import _einsum_impl
     spec, shapes = "bea,facd,e->befcd", ((1, 8, 3), (16, 3, 64, 32), (8,))
     order = contraction_order(spec, shapes)
     assert order[0] == "einsum_path" and len(order) == 3
@@ -286,7 +288,7 @@ def test_contraction_order_leaves_short_sums_to_numpys_executor():
 def test_multi_operand_einsum_jacobians_keep_their_bits_at_every_chunk_size(spec, gradient, shapes):
     """The contraction order depends on the shapes, the loop axis's size among them, and the
     rounding on the order: pfor's converter fixes one order for every chunk size."""
-    from pforjac.ops.linalg import contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
     seed = (shapes[0][0], shapes[-1][1])                     # x's cotangent einsum under pfor: `gradient`
     assert contraction_order(gradient, ((1,) + seed,) + tuple(shapes[1:])) != \
         contraction_order(gradient, ((24,) + seed,) + tuple(shapes[1:]))          # the hazard is real
