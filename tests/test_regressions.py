@@ -321,7 +321,7 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
     """A sum over one short axis is added slice by slice where numpy's reduction loop is
     slow (the Lennard-Jones Hessian's sums over xyz: 5.4 -> 2.7 ms); its bits, zeros' signs
     included, must stay numpy's."""
-    from pforjac.ops.reductions import _sum
+    from pforjac.ops._kernels import sum_short_axis
     rng = np.random.default_rng(3)
     shapes = [((96, 8, 3), 2), ((300, 5), 1), ((4, 256, 3), 1), ((64, 32, 16), 1), ((2, 5000, 2), 1),
               ((700, 2), 1), ((40, 20, 7), 2), ((9, 2048, 4), 1), ((1000, 50, 2), 1), ((20, 500, 10), 1),
@@ -332,11 +332,11 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
             x.flat[::7] = -0.0
             x.flat[5] = np.inf
             for keepdims in (False, True):
-                want, got = np.sum(x, axis=axis, keepdims=keepdims), _sum(x, (axis,), keepdims)
+                want, got = np.sum(x, axis=axis, keepdims=keepdims), sum_short_axis(x, (axis,), keepdims)
                 assert got.shape == want.shape and got.dtype == want.dtype
                 assert got.tobytes() == want.tobytes(), (shape, axis, dtype)
         zeros = np.full(shape, -0.0)
-        assert _sum(zeros, (axis,)).tobytes() == np.sum(zeros, axis=axis).tobytes()   # +0, as numpy
+        assert sum_short_axis(zeros, (axis,)).tobytes() == np.sum(zeros, axis=axis).tobytes()   # +0, as numpy
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -386,7 +386,7 @@ def test_sum_over_a_middle_axis_moves_its_rows_as_items_with_the_same_bits(shape
     """sum over an axis with 2-16 elements after it sums a copy with that axis first; the copy
     moves those elements as one void item each (4x faster), the same bits as numpy's
     moveaxis copy summed, NaN and zeros' signs included."""
-    from pforjac.ops.reductions import _axis_first
+    from pforjac.ops._kernels import axis_first
     rng = np.random.default_rng(2)
     for dtype in (np.float32, np.float64):
         x = rng.standard_normal(shape).astype(dtype)
@@ -395,7 +395,7 @@ def test_sum_over_a_middle_axis_moves_its_rows_as_items_with_the_same_bits(shape
         inner = int(np.prod(shape[axis + 1:]))
         want = np.ascontiguousarray(np.moveaxis(x, axis, 0))
         if x.size:
-            moved = _axis_first(x, axis, inner)
+            moved = axis_first(x, axis, inner)
             assert moved.flags.c_contiguous and same_bits(moved, want)
         for keepdims in (False, True):
             got = pj.sum(pj.constant(x), axis=axis, keepdims=keepdims).numpy()
