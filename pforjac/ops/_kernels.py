@@ -2,9 +2,11 @@
 
 The ops' numpy forwards call these; each docstring gives the measurement that justifies the
 kernel and what it guarantees: numpy's result bit for bit, NaN, infinities and zeros' signs
-included (tests/test_regressions.py compares each with numpy on such values). Figures are of
-the 2-core Zen 5 VM; the commits that added the kernels give more (e37418f, d67b451, 38afe9a,
-9ea009c, 691745d, 52918a3).
+included (tests/test_regressions.py compares each with numpy on such values), but for
+`matmul_no_gemv`, which rounds as gemm does where numpy would call gemv, so that the bits do
+not depend on how many rows a product has. Figures are of the 2-core Zen 5 VM; the commits
+that added the kernels give more (e37418f, d67b451, 38afe9a, 9ea009c, 691745d, 52918a3,
+452288f).
 
 Most of them work around one habit of numpy: its loops run along an array's last axis, so an
 array whose rows along it are short (2-16 elements) is copied or reduced in as many loops of
@@ -18,7 +20,7 @@ import math
 import numpy as np
 
 __all__ = ["short_rows", "row_items", "sum_short_axis", "axis_first", "extremum", "setitem",
-           "rows_concatenable", "concat_rows", "add_at"]
+           "rows_concatenable", "concat_rows", "add_at", "matmul_no_gemv"]
 
 
 # -- short rows as void items ---------------------------------------------------------------
@@ -178,3 +180,28 @@ def add_at(out, g, indices, axis: int, size: int) -> None:
         sums = np.take(out, to, axis=axis)
         sums += np.take(rows, picked, axis=axis)
         blocks[lead + (to,)] = row_items(sums.reshape(sums.shape[:axis + 1] + (-1,)))
+
+
+# -- products -----------------------------------------------------------------------------------
+def matmul_no_gemv(x, y, matmul=np.matmul, concat=np.concatenate):
+    """`matmul(x, y)` computed the same way whatever the number of rows of x or columns of y.
+    numpy hands a product with one row or one column to gemv (or dot), whose sums round
+    differently from gemm's and, in OpenBLAS, differently again for a different number of
+    the other side's columns or rows; so a pfor chunk of one iteration (`parallel_iterations`)
+    or a one-row weight against n stacked columns would change the last bit. A single row or
+    column, on either side, is doubled into a gemm and the copy dropped (only ever one row
+    or column is copied): the bits of the gemm's first row or column (both found by the long
+    hypothesis profile, 452288f and 9f9e94a; the cost is that one row or column's copy).
+
+    Written for anything that slices as numpy does: einsum's numpy forward passes numpy's
+    functions, the matmul converter pforjac's `matmul` and `concat` (its rules are made of
+    primitives). The result may be a view of the doubled product."""
+    one_row, one_col = x.shape[-2] == 1, y.shape[-1] == 1
+    if not (x.shape[-2] and x.shape[-1] and y.shape[-1]) or not (one_row or one_col):
+        return matmul(x, y)
+    if one_row:
+        x = concat([x, x], axis=-2)
+    if one_col:
+        y = concat([y, y], axis=-1)
+    return matmul(x, y)[..., slice(0, 1) if one_row else slice(None),
+                        slice(0, 1) if one_col else slice(None)]

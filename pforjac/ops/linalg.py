@@ -1,7 +1,7 @@
 """matmul (numpy's batched semantics, 1-D operands included) and einsum.
 
 How einsum's forward plans a contraction (its parser, the matmul plans of two operands, the
-order of three or more) is `_einsum_plan`.
+order of three or more) is `_einsum_plan`; the gemv-free product, `_kernels.matmul_no_gemv`.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ..core import defjvp, defvjp_all, defjvp_all
 from ..tensor import as_tensor
 from ._einsum_plan import (broadcast_plan, check_order, contraction_order, pairwise_specs,
                            parse_einsum, rows_plan)
+from ._kernels import matmul_no_gemv
 
 __all__ = ["matmul", "einsum", "dot", "parse_einsum", "contraction_order"]
 
@@ -119,7 +120,7 @@ def _einsum_impl(*xs, subscripts, order=None):
         left, right = (y, x) if swap else (x, y)
         left = np.expand_dims(left.transpose(perm_l), units_l)
         right = np.expand_dims(right.transpose(perm_r), units_r)
-        return np.ascontiguousarray(_matmul_no_gemv(left, right))   # (F-ordered inputs: not C)
+        return np.ascontiguousarray(matmul_no_gemv(left, right))   # (F-ordered inputs: not C)
     plan = rows_plan(subscripts, x.ndim, y.ndim)
     if plan is None:
         return np.einsum(subscripts, x, y)
@@ -129,23 +130,8 @@ def _einsum_impl(*xs, subscripts, order=None):
     k = math.prod(x.shape[nb + nl:])
     x = x.reshape(b_shape + (math.prod(l_shape), k))
     y = y.reshape(b_shape + (k, math.prod(r_shape)))
-    z = _matmul_no_gemv(x, y).reshape(b_shape + l_shape + r_shape)
+    z = matmul_no_gemv(x, y).reshape(b_shape + l_shape + r_shape)
     return np.ascontiguousarray(z.transpose(out_perm))
-
-
-def _matmul_no_gemv(x, y):
-    """np.matmul(x, y), a single row or column doubled into a gemm: numpy gives those to
-    gemv, which rounds otherwise than gemm (and by the other side's size), so a pfor chunk
-    whose rows come down to one would change the last bits."""
-    rows, cols = x.shape[-2], y.shape[-1]
-    if rows == 1:
-        x = np.concatenate([x, x], axis=-2)
-    if cols == 1:
-        y = np.concatenate([y, y], axis=-1)
-    z = np.matmul(x, y)
-    if rows == 1 or cols == 1:
-        z = np.ascontiguousarray(z[..., :1 if rows == 1 else rows, :1 if cols == 1 else cols])
-    return z
 
 
 einsum_p = core.new_primitive("einsum", _einsum_impl, _einsum_shape)
