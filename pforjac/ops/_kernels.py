@@ -1,17 +1,19 @@
 """Numeric kernels: faster ways to compute what one numpy call computes, with the same bits.
 
-The ops' numpy forwards call these; each docstring gives the measurement that justifies the
-kernel and what it guarantees: numpy's result bit for bit, NaN, infinities and zeros' signs
-included (tests/test_regressions.py compares each with numpy on such values), but for
-`matmul_no_gemv`, which rounds as gemm does where numpy would call gemv, so that the bits do
-not depend on how many rows a product has. Figures are of the 2-core Zen 5 VM; the commits
-that added the kernels give more (e37418f, d67b451, 38afe9a, 9ea009c, 691745d, 52918a3,
-452288f).
+The ops' numpy forwards call these (and code that codegen generates calls `by_last_axis`);
+each docstring gives the measurement that justifies the kernel and what it guarantees:
+numpy's result bit for bit, NaN, infinities and zeros' signs included (tests/test_regressions.py
+and tests/test_layouts.py compare each with numpy on such values), but for `matmul_no_gemv`,
+which rounds as gemm does where numpy would call gemv, so that the bits do not depend on
+how many rows a product has. Figures are of the 2-core
+Zen 5 VM; the commits that added the kernels give more (e44de12, 452288f, e37418f, d67b451,
+edf7a55, 38afe9a, 9ea009c, 691745d, 52918a3).
 
 Most of them work around one habit of numpy: its loops run along an array's last axis, so an
 array whose rows along it are short (2-16 elements) is copied or reduced in as many loops of
 that length. Seen with each row as one void item (`row_items`), the same bytes move in long
-loops; taken slice by slice, the same arithmetic runs over all the others.
+loops; taken one position of the short axis at a time, the same arithmetic runs over all
+the others.
 """
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ import math
 import numpy as np
 
 __all__ = ["short_rows", "row_items", "sum_short_axis", "axis_first", "extremum", "setitem",
-           "rows_concatenable", "concat_rows", "add_at", "matmul_no_gemv"]
+           "rows_concatenable", "concat_rows", "add_at", "matmul_no_gemv", "by_last_axis",
+           "BY_LAST_AXIS_UFUNCS"]
 
 
 # -- short rows as void items ---------------------------------------------------------------
@@ -205,3 +208,36 @@ def matmul_no_gemv(x, y, matmul=np.matmul, concat=np.concatenate):
         y = concat([y, y], axis=-1)
     return matmul(x, y)[..., slice(0, 1) if one_row else slice(None),
                         slice(0, 1) if one_col else slice(None)]
+
+
+# -- elementwise arithmetic along a short last axis -----------------------------------------
+# Binary arithmetic is correctly rounded in every numpy loop (SIMD or not), so computing it
+# one position of the last axis at a time gives the same bits: by_last_axis is exact for these.
+BY_LAST_AXIS_UFUNCS = (np.add, np.subtract, np.multiply, np.true_divide)
+
+
+def by_last_axis(ufunc, *xs, out=None, order="K"):
+    """`ufunc(*xs)` (one of `BY_LAST_AXIS_UFUNCS`) for a result whose last axis has 2-4
+    elements and an operand broadcast along it: numpy then runs its inner loop over that axis
+    alone, 2-4 elements a call (Lennard-Jones forces, (96, 32, 32, 1) * (32, 32, 3): 0.55 ms);
+    one call per position of the last axis runs over all the others (0.18 ms; zoo lj_hessian
+    compiled 1.78 -> 1.30 ms). The same bits; the result is C-ordered (or `out`), so codegen
+    calls this only where eager code's result is C-ordered too, or its layout reaches no
+    value."""
+    shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
+    n = shape[-1] if shape else 0
+    if not 2 <= n <= 4 or not any(np.ndim(x) and (np.shape(x)[-1] == 1 or np.asarray(x).strides[-1] == 0)
+                                  for x in xs):
+        return ufunc(*xs, out=out, order=order) if out is not None else ufunc(*xs, order=order)
+
+    def at(k):          # (operands align on the last axis; a 0-d one is the same everywhere)
+        return [x[..., k if np.shape(x)[-1] == n else 0] if np.ndim(x) else x for x in xs]
+    if out is None:
+        first = ufunc(*at(0))
+        out = np.empty(shape, first.dtype)
+        out[..., 0] = first
+    else:
+        ufunc(*at(0), out=out[..., 0])
+    for k in range(1, n):
+        ufunc(*at(k), out=out[..., k])
+    return out
