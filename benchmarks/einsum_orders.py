@@ -23,7 +23,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import machine_header, markdown_table, time_reps, write_result  # noqa: E402
 
-from pforjac.ops.linalg import _einsum_impl, contraction_order  # noqa: E402
+from pforjac.ops._einsum_plan import contraction_order  # noqa: E402
+from pforjac.ops.linalg import _einsum_impl  # noqa: E402
 
 
 def named(rng) -> list[tuple[str, list[np.ndarray]]]:

@@ -294,7 +294,7 @@ def test_unstacked_operands_are_not_copied(ex, spy):
         per_iter, unstacked = _data(ex, seed=0)
         spy.clear()
         _run_converter(prim, per_iter, unstacked, mix, ex.params)
-        # matmul may double a single row or column into a gemm (see converters/linalg._gemm)
+        # matmul may double a single row or column into a gemm (see ops._kernels.matmul_no_gemv)
         copies = [c for c in spy if c[0] in _COPYING and not (
             ex.op == "matmul" and c[0] == "concat" and all(len(s) == 2 and 1 in s for s in c[1]))]
         assert not copies, f"{ex} mix={mix}: the converter copied an operand: {copies}"

@@ -234,10 +234,10 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
 
 @pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.true_divide])
 def test_by_last_axis_gives_the_ufuncs_bits(ufunc):
-    """codegen.by_last_axis computes a ufunc one position of a short last axis at a time (an
+    """ops._kernels.by_last_axis computes a ufunc one position of a short last axis at a time (an
     operand broadcast along it makes numpy's loops 2-4 elements long): the same dtype and
     bits, NaN, infinities and zeros' signs included, into a fresh C-ordered result or `out`."""
-    from pforjac.compiled.codegen import by_last_axis
+    from pforjac.ops._kernels import by_last_axis
     rng = np.random.default_rng(3)
     special = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf, 1e-310, 3.0, -7.5])
 

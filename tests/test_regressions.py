@@ -242,7 +242,8 @@ _MULTI_EINSUMS = ["ij,jk,kl->il", "bi,ij,bj->b", "bij,bjk,bkl->bil", "bi,bj,bk->
 def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
     """Three or more operands go by `contraction_order`: one np.einsum call, BLAS and product
     steps through `_einsum_impl`, or numpy's greedy path planned once."""
-    from pforjac.ops.linalg import _check_order, _einsum_impl, contraction_order
+    from pforjac.ops._einsum_plan import check_order, contraction_order
+    from pforjac.ops.linalg import _einsum_impl
     rng = np.random.default_rng(12)
     ins, out = subscripts.split("->")[0].split(","), subscripts.split("->")[1]
     for trial in range(10):
@@ -251,7 +252,7 @@ def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
         for dtype in (np.float64, np.complex128, np.int64):
             xs = [(rng.normal(size=[sizes[c] for c in s]) * 3).astype(dtype) for s in ins]
             order = contraction_order(subscripts, tuple(x.shape for x in xs))
-            _check_order(order, len(xs), subscripts)
+            check_order(order, len(xs), subscripts)
             want = np.einsum(subscripts, *xs, optimize=True)
             got = _einsum_impl(*xs, subscripts=subscripts)
             assert got.shape == want.shape and got.dtype == want.dtype
@@ -259,7 +260,7 @@ def test_einsums_of_three_or_more_operands_equal_numpys(subscripts):
 
 
 def test_contraction_order_takes_blas_steps_small_operands_first():
-    from pforjac.ops.linalg import contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
     assert contraction_order("ij,jk,kl->il", ((200, 300), (300, 100), (100, 50))) == ((1, 2), (0, 1))
     assert contraction_order("ij,jk,kl->il", ((50, 100), (100, 300), (300, 200))) == ((0, 1), (0, 1))
     assert contraction_order("bi,bj,bk->bijk", ((128, 4),) * 3) == ((0, 1), (0, 1))   # products
@@ -272,7 +273,8 @@ def test_contraction_order_leaves_short_sums_to_numpys_executor():
     """A BLAS step summing 3 points over a large result (transposes and copies around a thin
     product) costs more than numpy's two-operand loop: the order goes to numpy's executor
     (this one took 0.30 ms through matmul, 0.08 in numpy's executor)."""
-    from pforjac.ops.linalg import _einsum_impl, contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
+    from pforjac.ops.linalg import _einsum_impl
     spec, shapes = "bea,facd,e->befcd", ((1, 8, 3), (16, 3, 64, 32), (8,))
     order = contraction_order(spec, shapes)
     assert order[0] == "einsum_path" and len(order) == 3
@@ -286,7 +288,7 @@ def test_contraction_order_leaves_short_sums_to_numpys_executor():
 def test_multi_operand_einsum_jacobians_keep_their_bits_at_every_chunk_size(spec, gradient, shapes):
     """The contraction order depends on the shapes, the loop axis's size among them, and the
     rounding on the order: pfor's converter fixes one order for every chunk size."""
-    from pforjac.ops.linalg import contraction_order
+    from pforjac.ops._einsum_plan import contraction_order
     seed = (shapes[0][0], shapes[-1][1])                     # x's cotangent einsum under pfor: `gradient`
     assert contraction_order(gradient, ((1,) + seed,) + tuple(shapes[1:])) != \
         contraction_order(gradient, ((24,) + seed,) + tuple(shapes[1:]))          # the hazard is real
@@ -319,7 +321,7 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
     """A sum over one short axis is added slice by slice where numpy's reduction loop is
     slow (the Lennard-Jones Hessian's sums over xyz: 5.4 -> 2.7 ms); its bits, zeros' signs
     included, must stay numpy's."""
-    from pforjac.ops.reductions import _sum
+    from pforjac.ops._kernels import sum_short_axis
     rng = np.random.default_rng(3)
     shapes = [((96, 8, 3), 2), ((300, 5), 1), ((4, 256, 3), 1), ((64, 32, 16), 1), ((2, 5000, 2), 1),
               ((700, 2), 1), ((40, 20, 7), 2), ((9, 2048, 4), 1), ((1000, 50, 2), 1), ((20, 500, 10), 1),
@@ -330,11 +332,11 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
             x.flat[::7] = -0.0
             x.flat[5] = np.inf
             for keepdims in (False, True):
-                want, got = np.sum(x, axis=axis, keepdims=keepdims), _sum(x, (axis,), keepdims)
+                want, got = np.sum(x, axis=axis, keepdims=keepdims), sum_short_axis(x, (axis,), keepdims)
                 assert got.shape == want.shape and got.dtype == want.dtype
                 assert got.tobytes() == want.tobytes(), (shape, axis, dtype)
         zeros = np.full(shape, -0.0)
-        assert _sum(zeros, (axis,)).tobytes() == np.sum(zeros, axis=axis).tobytes()   # +0, as numpy
+        assert sum_short_axis(zeros, (axis,)).tobytes() == np.sum(zeros, axis=axis).tobytes()   # +0, as numpy
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -384,7 +386,7 @@ def test_sum_over_a_middle_axis_moves_its_rows_as_items_with_the_same_bits(shape
     """sum over an axis with 2-16 elements after it sums a copy with that axis first; the copy
     moves those elements as one void item each (4x faster), the same bits as numpy's
     moveaxis copy summed, NaN and zeros' signs included."""
-    from pforjac.ops.reductions import _axis_first
+    from pforjac.ops._kernels import axis_first
     rng = np.random.default_rng(2)
     for dtype in (np.float32, np.float64):
         x = rng.standard_normal(shape).astype(dtype)
@@ -393,7 +395,7 @@ def test_sum_over_a_middle_axis_moves_its_rows_as_items_with_the_same_bits(shape
         inner = int(np.prod(shape[axis + 1:]))
         want = np.ascontiguousarray(np.moveaxis(x, axis, 0))
         if x.size:
-            moved = _axis_first(x, axis, inner)
+            moved = axis_first(x, axis, inner)
             assert moved.flags.c_contiguous and same_bits(moved, want)
         for keepdims in (False, True):
             got = pj.sum(pj.constant(x), axis=axis, keepdims=keepdims).numpy()

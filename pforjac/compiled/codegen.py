@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import core
+from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program"]
@@ -69,42 +70,13 @@ def _load(name: str) -> ast.Name:
 
 
 # -- short last axes ------------------------------------------------------------------------
-# Binary arithmetic is correctly rounded in every numpy loop (SIMD or not), so computing it
-# one position of the last axis at a time gives the same bits.
-_BY_LAST_AXIS = (np.add, np.subtract, np.multiply, np.true_divide)
 _BY_LAST_AXIS_MIN = 8192         # elements: below this numpy's loops cost less than 2-4 calls
-
-
-def by_last_axis(ufunc, *xs, out=None, order="K"):
-    """`ufunc(*xs)` for a result whose last axis has 2-4 elements and an operand broadcast
-    along it: numpy then runs its inner loop over that axis alone, 2-4 elements a call
-    (Lennard-Jones forces, (96, 32, 32, 1) * (32, 32, 3): 0.55 ms); one call per position
-    of the last axis runs over all the others (0.18 ms). The result is C-ordered (or `out`);
-    codegen calls this only where eager code's result is C-ordered too, or its layout
-    reaches no value."""
-    shape = np.broadcast_shapes(*(np.shape(x) for x in xs))
-    n = shape[-1] if shape else 0
-    if not 2 <= n <= 4 or not any(np.ndim(x) and (np.shape(x)[-1] == 1 or np.asarray(x).strides[-1] == 0)
-                                  for x in xs):
-        return ufunc(*xs, out=out, order=order) if out is not None else ufunc(*xs, order=order)
-
-    def at(k):          # (operands align on the last axis; a 0-d one is the same everywhere)
-        return [x[..., k if np.shape(x)[-1] == n else 0] if np.ndim(x) else x for x in xs]
-    if out is None:
-        first = ufunc(*at(0))
-        out = np.empty(shape, first.dtype)
-        out[..., 0] = first
-    else:
-        ufunc(*at(0), out=out[..., 0])
-    for k in range(1, n):
-        ufunc(*at(k), out=out[..., k])
-    return out
 
 
 def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
     """Whether `by_last_axis` computes this equation (see there)."""
     out = eqn.outputs[0]
-    return (plain_ufunc(eqn) and core.impl_rules[eqn.prim] in _BY_LAST_AXIS and out.ndim >= 2
+    return (plain_ufunc(eqn) and core.impl_rules[eqn.prim] in BY_LAST_AXIS_UFUNCS and out.ndim >= 2
             and 2 <= out.shape[-1] <= 4 and math.prod(out.shape) >= _BY_LAST_AXIS_MIN
             and (id(out) in layouts.c_ordered or id(out) in layouts.blind)
             and any(v.ndim and (v.shape[-1] == 1 or id(v) in broadcasts) for v in eqn.inputs))

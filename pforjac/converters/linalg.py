@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import ops
+from ..ops._kernels import matmul_no_gemv
 from ..ops.linalg import contraction_order, einsum_p, matmul_p, parse_einsum
 from ..pfor import register_converter
 
@@ -35,24 +36,8 @@ def _pad_batch(x, stacked: bool, batch_rank: int):
 
 def _gemm(a, b):
     """a (m, k) @ b (k, p), computed the same way whatever the number of iterations folded
-    into its rows or columns. numpy hands a product with one row or one column to gemv (or
-    dot), whose sums round differently from gemm's and, in OpenBLAS, differently again for
-    a different number of the other side's columns or rows; so a chunk of one iteration
-    (`parallel_iterations`), or a one-row weight against n stacked columns, would change the
-    last bit. A single row or column, on either side, is doubled into a gemm and the copy
-    dropped (only ever one row or column is copied)."""
-    if not (a.shape[0] and a.shape[1] and b.shape[1]):
-        return ops.matmul(a, b)
-    one_row, one_col = a.shape[0] == 1, b.shape[1] == 1
-    if one_row:
-        a = ops.concat([a, a], axis=0)
-    if one_col:
-        b = ops.concat([b, b], axis=1)
-    out = ops.matmul(a, b)
-    if one_row or one_col:
-        out = ops.getitem(out, (slice(0, 1) if one_row else slice(None),
-                                slice(0, 1) if one_col else slice(None)))
-    return out
+    into its rows or columns: never by gemv (`matmul_no_gemv`, in pforjac's own ops)."""
+    return matmul_no_gemv(a, b, matmul=ops.matmul, concat=ops.concat)
 
 
 @register_converter(matmul_p)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import core
 
 __all__ = ["broadcast_shapes", "elementwise_dtype", "declare_elementwise", "normalize_axes",
-           "int_arg", "int_tuple", "short_rows", "row_items"]
+           "int_arg", "int_tuple"]
 
 
 def broadcast_shapes(*shapes) -> tuple:
@@ -94,15 +94,3 @@ def normalize_axes(axis, ndim: int, op: str = "") -> tuple:
         raise ValueError(f"{prefix}repeated axis in {axis!r}")
     return tuple(sorted(out))
 
-
-# -- short rows: numpy copies arrays whose last axis has a few elements element by element, in
-# loops of that length; viewed with each row as one void item, the same bytes move in long loops.
-def short_rows(x, most: int = 16) -> bool:
-    """x's rows along its last axis have 2 to `most` elements, contiguous, of plain numbers."""
-    return x.ndim >= 1 and 2 <= x.shape[-1] <= most and x.dtype.kind in "biufc" \
-        and x.strides[-1] == x.itemsize
-
-
-def row_items(x) -> np.ndarray:
-    """`x` (with `short_rows`) viewed with each row as one void item: shape x.shape[:-1]."""
-    return x.view(np.dtype((np.void, x.shape[-1] * x.itemsize)))[..., 0]

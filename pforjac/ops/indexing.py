@@ -13,7 +13,8 @@ from .. import core
 from ..core import defjvp, defvjp
 from ..memory import result_zeros, sparse_zeros
 from ..tensor import Tensor, as_tensor, is_float, unchanged
-from ._family import axis_index, int_arg, row_items, short_rows
+from ._family import axis_index, int_arg
+from ._kernels import add_at, setitem
 
 __all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
 
@@ -31,18 +32,9 @@ getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape,
 
 
 def _setitem_zeros_impl(g, key, shape):
-    """Zeros with `g` at `key`. Where g's rows along the last axis are short (2-16 elements,
-    contiguous in g and in their place), each row moves as one item (a void dtype): numpy
-    copies element by element otherwise, in loops of a row's length (a convolution's
-    gradient by slices, (10, 32, 60, 4) from a (..., 5, 4) block into (10, 32, 64, 4):
-    0.087 -> 0.023 ms). The same bytes either way."""
+    """Zeros with `g` at `key` (`setitem` moves short rows as one item each)."""
     out = result_zeros(shape, g.dtype)
-    target = out[key]
-    if g.size >= 1024 and target.shape == g.shape and not target.flags.owndata \
-            and short_rows(g) and short_rows(target):          # (a view: basic indexing)
-        row_items(target)[...] = row_items(g)
-    else:
-        out[key] = g
+    setitem(out, key, g)
     return out
 
 
@@ -175,46 +167,8 @@ def _scatter_add_impl(g, indices, axis, size, unique=None):
     if unique:
         out[index] = g                   # distinct targets: a plain (fast) assignment
     else:
-        _add_repeated(out, g, indices, axis, size)
+        add_at(out, g, indices, axis, size)
     return out
-
-
-def _add_repeated(out, g, indices, axis: int, size: int) -> None:
-    """`np.add.at(out, (:,) * axis + (indices,), g)` with repeated positions, bit for bit,
-    in passes numpy vectorizes: the k-th slice of g that goes to each position (in the
-    order of `indices`, as np.add.at adds them) is added in pass k, where the positions
-    are distinct. np.add.at with a slice before the index, or a broadcast g, loops element
-    by element: 7.4 ms against 0.9 for the Jacobian of an embedding lookup. Out-of-range
-    indices (np.add.at names them) and positions repeated more than 64 times (as many
-    passes) go to np.add.at."""
-    flat, lead = indices.ravel(), (slice(None),) * axis
-    if flat.size == 0 or flat.min() < -size or flat.max() >= size or not out.flags.c_contiguous:
-        np.add.at(out, lead + (indices,), g)
-        return
-    if out.size == 0:
-        return
-    flat = np.where(flat < 0, flat + size, flat)
-    order = np.argsort(flat, kind="stable")
-    targets = flat[order]
-    first = np.concatenate(([True], targets[1:] != targets[:-1]))
-    starts = np.flatnonzero(first)
-    rank = np.arange(flat.size) - starts[np.cumsum(first) - 1]    # k-th slice to its target
-    passes = int(rank.max()) + 1
-    if passes > 64:
-        np.add.at(out, lead + (indices,), g)
-        return
-    rows = g.reshape(g.shape[:axis] + (flat.size,) + g.shape[axis + indices.ndim:])
-    # Each pass gathers its positions' sums, adds, and writes them back with everything after
-    # `axis` seen as one opaque (void) element: numpy's fancy `+=` along a middle axis with a
-    # small block after it copies element by element (im2col conv1d: 2.2 -> 0.6 ms a call)
-    block = np.dtype((np.void, math.prod(out.shape[axis + 1:]) * out.dtype.itemsize))
-    blocks = out.reshape(out.shape[:axis + 1] + (-1,)).view(block)[..., 0]
-    for k in range(passes):
-        picked = order[rank == k]
-        to = flat[picked]
-        sums = np.take(out, to, axis=axis)
-        sums += np.take(rows, picked, axis=axis)
-        blocks[lead + (to,)] = sums.reshape(sums.shape[:axis + 1] + (-1,)).view(block)[..., 0]
 
 
 def distinct_indices(indices: np.ndarray, size: int) -> bool:

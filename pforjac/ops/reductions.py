@@ -12,7 +12,8 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ._family import axis_index, normalize_axes, row_items
+from ._family import axis_index, normalize_axes
+from ._kernels import extremum, sum_short_axis
 
 __all__ = ["sum", "max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
            "argmax", "argmin", "REDUCTIONS", "restore_reduced"]
@@ -67,52 +68,7 @@ def restore_reduced(g, x_shape, axes, keepdims):
     return broadcast_to(g, x_shape)
 
 
-def _sum(x, axis=None, keepdims=False):
-    """np.sum of C-ordered `x`, bit for bit, but faster over one axis where numpy's
-    reduction loop is slow. Along the last axis numpy adds fewer than 8 elements one by one
-    (pairwise from 8): the slices are added instead (a (96, 32, 32, 3) array over its last
-    axis: 1.5 -> 0.085 ms; numpy's sum starts from +0, which the final `+ 0.0` gives, as
-    -0 + -0 stays -0). Along an axis with 2 to 16 elements after it numpy adds one by one,
-    with an inner loop of those few: a copy with that axis first (`_axis_first`), summed over
-    it, adds the same numbers in the same order in long rows ((1000, 50, 2) over axis 1: 0.73
-    -> 0.25 ms with numpy's copy, 0.05 with `_axis_first`'s)."""
-    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1:
-        (a,) = axis
-        n, inner = x.shape[a], math.prod(x.shape[a + 1:])
-        if _short_last(x, a):
-            out = _fold_slices(np.add, x, a)
-            out += 0.0
-            return np.expand_dims(out, a) if keepdims else out
-        if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
-            out = _axis_first(x, a, inner).sum(axis=0)
-            return np.expand_dims(out, a) if keepdims else out
-    return np.sum(x, axis=axis, keepdims=keepdims)
-
-
-def _short_last(x, a: int) -> bool:
-    """Axis `a` of `x` is its last (but for unit axes) and has 2-7 elements, over 256 rows:
-    numpy's reductions run a loop per row there."""
-    n = x.shape[a]
-    return 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= 256
-
-
-def _fold_slices(ufunc, x, a: int, **first):
-    """ufunc(...ufunc(x[0], x[1]), ..., x[n-1]) over the slices of axis `a`, in place after the
-    first call (which gets `first`, e.g. order="C")."""
-    lead = (slice(None),) * a
-    out = ufunc(x[lead + (0,)], x[lead + (1,)], **first)
-    for k in range(2, x.shape[a]):
-        ufunc(out, x[lead + (k,)], out=out)
-    return out
-
-
-def _axis_first(x, a: int, inner: int):
-    """A C-ordered copy of C-ordered `x` with axis `a` first. The `inner` elements after it
-    move as one item each (a void dtype): numpy copies element by element otherwise, in
-    loops of `inner` ((96, 32, 32, 3) with axis 2 first, as a pair potential's Hessian sums:
-    0.38 -> 0.16 ms; (1000, 50, 2) with axis 1 first: 0.195 -> 0.040)."""
-    moved = np.ascontiguousarray(np.moveaxis(row_items(x.reshape(x.shape[:a + 1] + (inner,))), a, 0))
-    return moved.view(x.dtype).reshape((x.shape[a],) + x.shape[:a] + x.shape[a + 1:])
+_sum = sum_short_axis          # np.sum, bit for bit; faster over one short axis (see there)
 
 
 sum_p = _reduction("sum", _in_c_order(_sum), layout="free")
@@ -128,19 +84,8 @@ def _extremum_vjp(g, ans, x, axes, keepdims):
 
 
 def _extremum(reduce, pairwise):
-    """np.max / np.min, bit for bit, but faster over a short last axis: numpy reduces each
-    of its rows in a separate inner loop (a (64, 32, 4) array over its last axis, as a
-    max-pool by 4 makes: 0.065 ms), where the slices' elementwise maximum takes 0.005. Same
-    result, NaN and zeros' signs included: equal values keep the earlier one, as numpy's
-    reduction does (checked on every float32 and float64 row of 2 to 7 elements drawn from
-    +-0, +-1, +-inf and NaN, tests/test_regressions.py)."""
-    def impl(x, axis=None, keepdims=False):
-        x = np.asarray(x)
-        if x.dtype.kind == "f" and axis is not None and len(axis) == 1 and _short_last(x, axis[0]):
-            out = _fold_slices(pairwise, x, axis[0], order="C")
-            return np.expand_dims(out, axis[0]) if keepdims else out
-        return reduce(x, axis=axis, keepdims=keepdims)
-    return impl
+    """np.max / np.min, bit for bit; faster over a short last axis (`_kernels.extremum`)."""
+    return functools.partial(extremum, reduce, pairwise)
 
 
 max_p = _reduction("max", _extremum(np.max, np.maximum), layout="following")

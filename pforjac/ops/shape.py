@@ -11,7 +11,8 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
 from ..tensor import Tensor, as_tensor, unchanged
-from ._family import axis_index, int_arg, int_tuple, normalize_axes, row_items, short_rows
+from ._family import axis_index, int_arg, int_tuple, normalize_axes
+from ._kernels import concat_rows, rows_concatenable
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
            "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten", "flip", "roll"]
@@ -136,25 +137,11 @@ def _concat_shape(*xs, axis):
     return tuple(shape), np.result_type(*(x.dtype for x in xs))
 
 
-def _c_like(x) -> bool:
-    """Strides that fall along the axes (those of size 1 aside): numpy lays out a result made
-    from such operands in C order."""
-    strides = [st for d, st in zip(x.shape, x.strides) if d > 1]
-    return strides == sorted(strides, reverse=True)
-
-
 def _concat_impl(*xs, axis):
-    """np.concatenate. Along an axis before the last, where every operand's rows along the
-    last axis have 2-16 elements, contiguous, the rows move as one void item each: numpy
-    copies element by element otherwise, in loops of a row's length (a 1-D convolution's
-    five shifted (32, 60, 1, 4) slices: 0.043 -> 0.013 ms). The same bytes, and the C order
-    numpy gives such operands."""
-    first = xs[0]
-    if first.ndim and axis % first.ndim != first.ndim - 1 and sum(x.size for x in xs) >= 1024 \
-            and all(x.dtype == first.dtype and short_rows(x) and _c_like(x) for x in xs):
-        out = np.empty(_concat_shape(*xs, axis=axis)[0], first.dtype)
-        np.concatenate([row_items(x) for x in xs], axis=axis % first.ndim, out=row_items(out))
-        return out
+    """np.concatenate; where the rows along the last axis are short, `concat_rows`, which
+    moves them as one item each (the same bytes and layout)."""
+    if rows_concatenable(xs, axis):
+        return concat_rows(xs, axis, _concat_shape(*xs, axis=axis)[0])
     return np.concatenate(xs, axis=axis)
 
 
