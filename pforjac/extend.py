@@ -28,7 +28,7 @@ right shape; the pfor driver checks every converter's output the same way.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 

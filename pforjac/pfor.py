@@ -456,7 +456,6 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
         array([3., 7.], dtype=float32)
     """
-    from . import ops
     from .tree import tree_flatten, tree_map
     leaves, _ = tree_flatten(elems)
     if not leaves:

@@ -500,7 +500,8 @@ def test_running_out_of_working_memory_says_to_pass_parallel_iterations(call):
     from pforjac.testing import isolated_registries
     with isolated_registries():
         op = extend.defop("mem_hungry", lambda x: x * 2.0, extend.same_shape,
-                          vjp=lambda g, ans, x: op(g), jvp=lambda t, ans, x: op(t))
+                          vjp=lambda g, ans, x: op(g), jvp=lambda t, ans, x: op(t),
+                          elementwise=True)
 
         @extend.register_converter(op)
         def _convert(n, args, stacked):

@@ -10,7 +10,6 @@ import string
 
 import math
 
-import numpy as np
 
 from .. import ops
 from ..ops._kernels import matmul_no_gemv

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
-from ..tensor import Tensor, as_tensor, unchanged
+from ..tensor import as_tensor, unchanged
 from ._family import axis_index, int_arg, int_tuple, normalize_axes
 from ._kernels import concat_rows, rows_concatenable
 
