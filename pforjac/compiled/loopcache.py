@@ -271,12 +271,17 @@ def _build(fn, avals, name: str, structured: bool):
     """Compiled code for `fn`, or an _Uncacheable: it fell back, could not be traced, or
     holds arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
     from ..diagnostics import private_report
+    from .codegen import CodegenError
     from .function import trace_compiled
     from ..pfor import ConversionError, deferred_warnings
     was, _building.active = building(), True
     try:
         with private_report() as report, deferred_warnings() as messages:
             compiled = trace_compiled(fn, avals, structured, name, passes=_PASSES)
+    except CodegenError as e:       # pforjac's bug, not the body's: the suite must see it
+        if _Verify.enabled:
+            raise
+        return _Uncacheable(f"codegen failed: {type(e.__cause__).__name__}")
     except ConversionError as e:
         return _Uncacheable(f"a converter failed: {e.op}")    # the uncached path falls back
     except NeedsValues as e:

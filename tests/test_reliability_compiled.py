@@ -1,0 +1,38 @@
+"""The compiled layer gives the eager result or an error, never another one (issue 24)."""
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac.compiled import loopcache
+from pforjac.compiled.loopcache import same_bits
+
+
+@pytest.mark.parametrize("name", ["abs", "relu", "maximum"])
+def test_a_ufunc_reading_a_gather_of_every_row_compiles(name):
+    act = {"abs": pj.abs, "relu": pj.relu, "maximum": lambda t: pj.maximum(t, 0.5)}[name]
+
+    def jac(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = act(pj.scatter_add(pj.sin(x), np.arange(4), 0, 4))
+        return g.jacobian(y, x)
+    x = np.random.default_rng(0).normal(size=(4, 3))
+    assert same_bits(pj.function(jac)(x).numpy(), jac(pj.constant(x)).numpy())
+
+
+def test_a_codegen_failure_is_an_error_under_verifying(monkeypatch):
+    from pforjac.compiled import codegen
+
+    def broken(program, name="program"):
+        module = real(program, name)
+        module.body[0].args.args.append(codegen.ast.arg(arg="consts"))   # a repeated argument
+        return module
+    real = codegen.program_to_ast
+    monkeypatch.setattr(codegen, "program_to_ast", broken)
+    loopcache.clear_cache()
+    x = pj.constant(np.ones((2, 3)))
+    with loopcache.verifying(), pytest.raises(Exception, match="generated code"):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.tanh(x) * 3.0
+        g.jacobian(y, x)
