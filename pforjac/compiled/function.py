@@ -347,9 +347,12 @@ def trace_compiled(fn: Callable, avals, structured: bool, name: str,
     with structure_tracking(structured):
         program = make_program(traced, avals, lift_variables=True)
     program.out_tree = _first_of_pair(program.out_tree)
+    prims = frozenset(e.prim for e in program.equations)
     if simplify_program:
         program = simplify(program) if passes is None else simplify(program, passes)
-    return _Compiled(program, len(guards), name)
+    compiled = _Compiled(program, len(guards), name)
+    compiled.prims = prims       # what its trace bound (before constants were folded)
+    return compiled
 
 
 def _first_of_pair(tree):

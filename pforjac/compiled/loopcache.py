@@ -146,9 +146,24 @@ def _eligible() -> bool:
             and state.lifting is None)   # compiled bodies always track structure
 
 
+def _pure(prims) -> bool:
+    """Whether code compiled from these primitives' rules stays right: each declares that
+    its rules read nothing but their arguments (`Primitive.pure_rules`; pforjac's own do,
+    an op `extend.defop` declares does only with `pure_rules=True`). Counted under
+    `verifying` when not."""
+    impure = sorted({p.name for p in prims if not p.pure_rules})
+    if impure and _Verify.enabled:
+        reason = f"rules not declared pure: {', '.join(impure)}"
+        with _lock:
+            _Verify.not_compiled[reason] = _Verify.not_compiled.get(reason, 0) + 1
+    return not impure
+
+
 def run_cached(program, n: int) -> list[Tensor] | None:
     """The stacked outputs from compiled code, or None to take the ordinary path."""
     if n == 0 or not _eligible():
+        return None
+    if not _pure(e.prim for e in program.equations):
         return None
     from ..pfor import _stack_output, vectorize
     from ..tensor import constant
@@ -292,6 +307,8 @@ def _build(fn, avals, name: str, structured: bool):
         _building.active = was
     if len(report):
         return _Uncacheable("fell back: " + ", ".join(sorted({r.kind for r in report.records})))
+    if not _pure(compiled.prims):         # (ops its rules bound, whose converters ran)
+        return _Uncacheable("rules not declared pure")
     if compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:
         return _Uncacheable("holds too large arrays")
     compiled.warnings = messages          # shown again by every call that runs the code
@@ -332,6 +349,8 @@ def cached_backward(what: tuple, entries, target, sources, core_fn):
         return None
     from ..tape import _Entry
     key, kept, tensors = tape_key(entries, target, sources)
+    if not _pure(e.prim for e in kept):
+        return None
 
     def fn(*symbols):
         sub = {id(t): s for t, s in zip(tensors, symbols)}
