@@ -37,6 +37,31 @@ def test_the_loop_cache_does_not_freeze_state_a_contributor_vjp_reads():
         assert "reliab_scaled" in declined and "reliab_pure" not in declined
 
 
+def test_the_dense_twin_computes_the_function_the_first_trace_did():
+    state, runs = {"s": 1.0}, []
+
+    @pj.function
+    def jac(x):
+        runs.append(1)
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.sin(x) * state["s"]
+        return g.jacobian(y, x)
+
+    def eager(x):
+        x = pj.constant(x)
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.sin(x) * 1.0              # the value the trace read
+        return g.jacobian(y, x).numpy()
+    finite, with_nan = np.array([0.1, 0.4]), np.array([0.1, np.nan])
+    jac(finite)
+    state["s"] = 5.0                         # after the trace: changes no result
+    assert same_bits(jac(finite).numpy(), eager(finite))
+    assert same_bits(jac(with_nan).numpy(), eager(with_nan))     # the dense twin
+    assert jac.trace_count == 1 and len(runs) == 1               # Python ran once
+
+
 @pytest.mark.parametrize("name", ["abs", "relu", "maximum"])
 def test_a_ufunc_reading_a_gather_of_every_row_compiles(name):
     act = {"abs": pj.abs, "relu": pj.relu, "maximum": lambda t: pj.maximum(t, 0.5)}[name]

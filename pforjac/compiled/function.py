@@ -10,8 +10,8 @@ runs, so updating weights needs no re-trace.
 
 Structure-aware pfor (structure.py) keeps one-hot seeds compact only where
 zeros stay zeros; the compiled program checks those assumptions (finite
-values) at run time, and if one fails it runs a dense version traced without
-structure, so results are the same as the eager path's.
+values) at run time, and if one fails it runs a dense version of the same
+trace (dense_twin.py), so results are the same as the eager path's.
 """
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ import numpy as np
 from .. import core
 from .codegen import compile_program, equation_at_line, program_to_source
 from ..program import Program, make_program
-from .simplify import simplify
+from .dense_twin import dense_program
+from .simplify import PASSES, simplify
 from ..pfor import deferred_warnings, warn_wrong_result
 from ..structure import structure_tracking
-from ..tensor import ArrayCaptures, SymbolicTensor, Tensor, Variable, capturing_arrays
+from ..tensor import SymbolicTensor, Tensor, Variable
 from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
@@ -39,18 +40,32 @@ class _Compiled:
     """One signature's Program and its generated code (plus its dense twin, where the code
     has structure guards)."""
 
-    def __init__(self, program: Program, n_guards: int, name: str):
+    def __init__(self, program: Program, n_guards: int, name: str, stand_ins=()):
         self.program, self.n_guards, self.name = program, n_guards, name
         self.code = compile_program(program, name)
         self.dense: "_Compiled | None" = None
-        self.captures: ArrayCaptures | None = None   # the arrays its trace converted
+        self.traced: tuple | None = None   # (raw trace, its structured pfor regions, passes)
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
         # Constants are read once; Variables on every run (updating weights needs no re-trace).
         values = program.const_values
         self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
         self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
         self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
-        self.argument_slots: list[tuple[int, int]] = []   # (Variable argument, const slot)
+        self.stand_ins = list(stand_ins)  # per Variable argument, what its trace read instead
+        self.argument_slots = [(j, k) for j, s in enumerate(self.stand_ins)   # (argument,
+                               for k, c in enumerate(values) if c is s]      # const slot)
+        self.prims: frozenset = frozenset()   # the primitives its trace bound
+
+    def dense_twin(self) -> "_Compiled":
+        """The code of this trace with its structured vectorizations done densely, for
+        values the guards refuse (NaN, Inf, a zero divisor): the same Program replayed
+        (dense_twin.py), so the same function, whatever Python state changed since."""
+        raw, regions, passes = self.traced
+        n_outputs = len(raw.outputs) - self.n_guards
+        program = _simplified(dense_program(raw, regions, n_outputs), passes)
+        twin = _Compiled(program, 0, self.name + "_dense", self.stand_ins)
+        twin.prims = self.prims
+        return twin
 
     def warn(self) -> None:
         """Shows the warnings its trace deferred (`pfor.deferred_warnings`), as every call
@@ -143,7 +158,7 @@ class Function:
         compiled, arrays, variables = self._compiled(args, kwargs)
         outs = compiled.run(arrays, variables)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
-            compiled = self._dense_twin(compiled, args, kwargs)
+            compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
         return tree_unflatten(compiled.program.out_tree,
@@ -186,7 +201,7 @@ class Function:
             with self._lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
-                    compiled = self._trace(leaves, structure, structured=True)
+                    compiled = self._trace(leaves, structure)
                     self.trace_count += 1
                     self._cache[key] = compiled
                     self._note_value_retrace(key, leaves)
@@ -228,22 +243,20 @@ class Function:
     def _name(self) -> str:
         return getattr(self, "__name__", None) or type(self._fn).__name__
 
-    def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
-        """The dense version of `compiled`, traced the first time a guard refuses values
-        (tracing it with every signature would double each first call, and hold dense
-        one-hot seeds). It reads the numpy arrays the first trace converted as they were then
-        (`captures`: a closure's array changed in place since changes no result), and not a
-        trace_count of its own; the function's Python body does run again, once."""
+    def _dense_twin(self, compiled: _Compiled) -> _Compiled:
+        """The dense version of `compiled`, made from its trace the first time a guard
+        refuses values (making it with every signature would lengthen each first call, and
+        hold dense one-hot seeds); not a trace: the Python body does not run again."""
         if compiled.dense is None:
-            leaves, structure = tree_flatten(self._bound(args, kwargs)[0])
             with self._lock:
                 if compiled.dense is None:
-                    compiled.dense = self._trace(leaves, structure, False, compiled.captures)
-                    compiled.captures = None
+                    with deferred_warnings(quiet_fallbacks=False) as messages:
+                        dense = compiled.dense_twin()
+                    dense.warnings = messages
+                    compiled.dense, compiled.traced = dense, None
         return compiled.dense
 
-    def _trace(self, leaves, structure, structured: bool,
-               captures: ArrayCaptures | None = None) -> _Compiled:
+    def _trace(self, leaves, structure) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
         avals = [(arr.shape, arr.dtype) for arr in (_as_input(leaves[k]) for k in slots)]
         for (_, dtype), k in zip(avals, slots):
@@ -269,17 +282,11 @@ class Function:
             return self._fn(*args, **kwargs)
 
         name = self._name()
-        replay = captures is not None
-        captures = ArrayCaptures() if captures is None else captures
-        with deferred_warnings(quiet_fallbacks=False) as messages, \
-                capturing_arrays(captures, replay):
-            compiled = trace_compiled(call, avals, structured,
-                                      name if name.isidentifier() else "compiled", self._simplify)
+        with deferred_warnings(quiet_fallbacks=False) as messages:
+            compiled = trace_compiled(call, avals, True, name if name.isidentifier() else
+                                      "compiled", self._simplify,
+                                      stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        compiled.captures = captures if compiled.n_guards and not replay else None   # (its twin)
-        values = compiled.program.const_values
-        compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
-                                   for k, c in enumerate(values) if c is stand_ins[id(v)]]
         return compiled
 
 
@@ -334,25 +341,33 @@ def _call_method(ref, fn, *args, **kwargs):
 
 
 def trace_compiled(fn: Callable, avals, structured: bool, name: str,
-                   simplify_program: bool = True, passes=None) -> _Compiled:
+                   simplify_program: bool = True, passes=None, stand_ins=()) -> _Compiled:
     """Traces `fn(*symbolic inputs)` (Variables lifted, structure guards collected),
-    simplifies the Program (`passes`, default all) and compiles it."""
+    simplifies the Program (`passes`, default all; none without `simplify_program`) and
+    compiles it. `stand_ins`: the Variables traced in place of Variable arguments."""
     guards: list = []
+    regions: list = []
 
     def traced(*symbols):
         result = fn(*symbols)
-        guards.extend(core.current_state().lifting.guards)
+        lifting = core.current_state().lifting
+        guards.extend(lifting.guards)
+        regions.extend(lifting.regions)
         return result, list(guards)
 
     with structure_tracking(structured):
-        program = make_program(traced, avals, lift_variables=True)
-    program.out_tree = _first_of_pair(program.out_tree)
-    prims = frozenset(e.prim for e in program.equations)
-    if simplify_program:
-        program = simplify(program) if passes is None else simplify(program, passes)
-    compiled = _Compiled(program, len(guards), name)
-    compiled.prims = prims       # what its trace bound (before constants were folded)
+        raw = make_program(traced, avals, lift_variables=True)
+    raw.out_tree = _first_of_pair(raw.out_tree)
+    passes = (PASSES if passes is None else passes) if simplify_program else ()
+    compiled = _Compiled(_simplified(raw, passes), len(guards), name, stand_ins)
+    compiled.prims = frozenset(e.prim for e in raw.equations)   # (before any folded)
+    if guards:                                # kept for its dense twin
+        compiled.traced = (raw, regions, passes)
     return compiled
+
+
+def _simplified(program: Program, passes) -> Program:
+    return simplify(program, passes) if passes else program
 
 
 def _first_of_pair(tree):

@@ -165,13 +165,12 @@ def run_cached(program, n: int) -> list[Tensor] | None:
         return None
     if not _pure(e.prim for e in program.equations):
         return None
-    from ..pfor import _stack_output, vectorize
+    from ..pfor import vectorize_stacked
     from ..tensor import constant
 
     def body(*consts):
         indices = constant(np.arange(n, dtype=np.int32))
-        return [_stack_output(v, s, n)
-                for v, s in vectorize(program, indices, (0, n), const_values=consts)]
+        return vectorize_stacked(program, indices, (0, n), const_values=list(consts))
     return cached_call(program_key(program, n), list(program.const_values), body,
                        "vectorized_body")
 
@@ -197,12 +196,13 @@ def cached_call(key, inputs: list, fn, name: str):
     if isinstance(entry, _Uncacheable):
         return None
     entry.warn()
-    return _run(entry, inputs, avals, fn, name)
+    return _run(entry, inputs)
 
 
 def _build_and_keep(key, fn, avals, name: str):
     """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once)."""
-    entry = _build(fn, avals, name, structured=True)
+    from .function import trace_compiled
+    entry = _build(lambda: trace_compiled(fn, avals, True, name, passes=_PASSES))
     with _lock:
         _seen.pop(key, None)
         _cache[key] = entry
@@ -210,13 +210,13 @@ def _build_and_keep(key, fn, avals, name: str):
     return entry
 
 
-def _run(entry, inputs: list, avals, fn, name: str):
+def _run(entry, inputs: list):
     """The entry's results on the inputs' values, or None if its dense twin can't be built."""
     arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
     if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor):
         if entry.dense is None:         # the dense twin, made the first time it is needed
-            entry.dense = _build(fn, avals, name + "_dense", structured=False)
+            entry.dense = _build(entry.dense_twin)
         if isinstance(entry.dense, _Uncacheable):
             return None
         outs = entry.dense.run(arrays)
@@ -230,7 +230,7 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
         entry = _cache.get(key)
     if entry is None:
         entry = _build_and_keep(key, fn, avals, name)
-    got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs, avals, fn, name)
+    got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs)
     with _lock:
         if got is None:
             reason = getattr(entry, "reason", None) or getattr(entry.dense, "reason", "?")
@@ -282,17 +282,17 @@ def _trim() -> None:
         held -= old.const_bytes
 
 
-def _build(fn, avals, name: str, structured: bool):
-    """Compiled code for `fn`, or an _Uncacheable: it fell back, could not be traced, or
-    holds arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
+def _build(make):
+    """The compiled code `make()` traces (`function.trace_compiled`, or an entry's dense
+    twin), or an _Uncacheable: it fell back, could not be traced, or holds arrays (made
+    while tracing, e.g. a dense one-hot seed) too large to keep."""
     from ..diagnostics import private_report
     from .codegen import CodegenError
-    from .function import trace_compiled
     from ..pfor import ConversionError, deferred_warnings
     was, _building.active = building(), True
     try:
         with private_report() as report, deferred_warnings() as messages:
-            compiled = trace_compiled(fn, avals, structured, name, passes=_PASSES)
+            compiled = make()
     except CodegenError as e:       # pforjac's bug, not the body's: the suite must see it
         if _Verify.enabled:
             raise
