@@ -91,3 +91,22 @@ def test_a_codegen_failure_is_an_error_under_verifying(monkeypatch):
             g.watch(x)
             y = pj.tanh(x) * 3.0
         g.jacobian(y, x)
+
+
+def _gradient_of_square(x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = x * x
+    return g.gradient(y, x)
+
+
+def test_a_compiled_function_watching_its_array_argument_runs_where_it_is_inlined():
+    grad = pj.function(_gradient_of_square)
+    x = np.array([1.0, 2.0])
+    want = grad(x).numpy()
+    assert want.tolist() == [2.0, 4.0]
+    with pj.GradientTape():
+        assert same_bits(grad(x).numpy(), want)                          # under a tape
+    assert same_bits(pj.function(lambda a: grad(x) + a)(np.zeros(2)).numpy(), want)   # a trace
+    rows = pj.pfor(lambda i: grad(x)[i], 2)                             # a pfor body
+    assert same_bits(rows.numpy(), want)

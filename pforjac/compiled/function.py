@@ -30,7 +30,7 @@ from .dense_twin import dense_program
 from .simplify import PASSES, simplify
 from ..pfor import deferred_warnings, warn_wrong_result
 from ..structure import structure_tracking
-from ..tensor import SymbolicTensor, Tensor, Variable
+from ..tensor import SymbolicTensor, Tensor, Variable, constant
 from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
@@ -153,7 +153,9 @@ class Function:
         if state.tapes or state.traces:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
-            # into its own Program: run the Python body itself, as a nested tf.function is.
+            # into its own Program: run the Python body itself, as a nested tf.function is,
+            # on its array arguments as the Tensors its trace would have had
+            args, kwargs = _arrays_as_tensors((args, kwargs))
             return self._fn(*args, **kwargs)
         compiled, arrays, variables = self._compiled(args, kwargs)
         outs = compiled.run(arrays, variables)
@@ -383,6 +385,14 @@ def _is_input(leaf) -> bool:
         return not isinstance(leaf, Variable)
     return isinstance(leaf, np.ndarray) or (hasattr(type(leaf), "__array__")
                                             and not isinstance(leaf, np.generic))
+
+
+def _arrays_as_tensors(tree):
+    """`tree` with its array inputs (numpy arrays, array-likes: not Tensors) made Tensors."""
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [constant(_as_input(leaf)) if _is_input(leaf)
+                                      and not isinstance(leaf, Tensor) else leaf
+                                      for leaf in leaves])
 
 
 def _as_input(leaf) -> np.ndarray:
