@@ -1,4 +1,8 @@
 """The compiled layer gives the eager result or an error, never another one (issue 24)."""
+import gc
+import warnings
+import weakref
+
 import numpy as np
 import pytest
 
@@ -110,3 +114,24 @@ def test_a_compiled_function_watching_its_array_argument_runs_where_it_is_inline
     assert same_bits(pj.function(lambda a: grad(x) + a)(np.zeros(2)).numpy(), want)   # a trace
     rows = pj.pfor(lambda i: grad(x)[i], 2)                             # a pfor body
     assert same_bits(rows.numpy(), want)
+
+
+def test_a_compiled_method_of_a_temporary_object():
+    class Model:
+        def __init__(self, w):
+            self.w = w
+
+        @pj.function
+        def scaled(self, x):
+            return x * self.w
+    assert Model(3.0).scaled(np.ones(2)).numpy().tolist() == [3.0, 3.0]
+    method = Model(4.0).scaled                  # holds its object, as a bound method does
+    gc.collect()
+    assert method(np.ones(2)).numpy().tolist() == [4.0, 4.0] and method.trace_count == 1
+    m = Model(5.0)
+    assert m.scaled is m.scaled
+    gone = weakref.ref(m)
+    m.scaled(np.ones(2))
+    del m, method
+    gc.collect()
+    assert gone() is None and Model.scaled._bindings == {}

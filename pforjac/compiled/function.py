@@ -167,12 +167,12 @@ class Function:
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
     def __get__(self, instance, owner=None):
-        """`@pforjac.function` on a method: `obj.f` is a compiled function of its own for
-        each object (by identity, whatever the class's `==`), kept with the object and
-        freed with it; it traces once per input signature."""
+        """`@pforjac.function` on a method: each object (by identity, whatever the class's
+        `==`) has a compiled function of its own, kept with the object and freed with it;
+        it traces once per input signature. `obj.f` holds `obj`, as a bound method does."""
         if instance is None or self._static:
             return self
-        return _bound_function(self, instance)
+        return _method(_bound_function(self, instance), instance)
 
     def program(self, *args, **kwargs) -> Program:
         """The simplified Program that runs for these arguments' signature."""
@@ -314,6 +314,36 @@ def _bound_function(function: Function, instance) -> Function:
     bound = _new_bound(function, instance, ref)
     store[id(instance)] = (ref or (lambda: instance), bound)
     return bound
+
+
+class _Method:
+    # `obj.f`: holds `obj` (`M().f(x)` must find its object alive) and calls `obj`'s
+    # compiled function, whose attributes (trace_count, program, source) it shows
+    __slots__ = ("__self__", "__func__", "__weakref__")
+
+    def __init__(self, instance, bound: Function):
+        self.__self__, self.__func__ = instance, bound
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name in _Method.__slots__:        # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.__func__, name)
+
+    def __repr__(self) -> str:
+        return f"<compiled method {self.__func__._name()} of {self.__self__!r}>"
+
+
+def _method(bound: Function, instance) -> _Method:
+    """The `_Method` of `bound`, the same one while one is held (`obj.f is obj.f`)."""
+    held = getattr(bound, "_held_method", None)
+    method = held() if held is not None else None
+    if method is None:
+        method = _Method(instance, bound)
+        bound._held_method = weakref.ref(method)
+    return method
 
 
 def _weak(instance, callback=None):
