@@ -1,5 +1,6 @@
 """The compiled layer gives the eager result or an error, never another one (issue 24)."""
 import gc
+import re
 import warnings
 import weakref
 
@@ -135,3 +136,22 @@ def test_a_compiled_method_of_a_temporary_object():
     del m, method
     gc.collect()
     assert gone() is None and Model.scaled._bindings == {}
+
+
+def test_traces_are_bounded_and_the_warning_says_why():
+    @pj.function
+    def scaled(x, s):
+        return x * s
+    x = np.ones(3)
+    first = weakref.ref(scaled.program(x, -1.0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(600):
+            scaled(x, float(k))
+    gc.collect()
+    assert first() is None                          # the least recently used trace is gone
+    messages = [str(w.message) for w in caught]
+    assert any(re.search(r"keeps the \d+ most recently used traces", m) for m in messages)
+    count = scaled.trace_count
+    scaled(x, 599.0)                                 # the most recent one is kept
+    assert scaled.trace_count == count

@@ -19,6 +19,7 @@ import functools
 import inspect
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -55,6 +56,7 @@ class _Compiled:
         self.argument_slots = [(j, k) for j, s in enumerate(self.stand_ins)   # (argument,
                                for k, c in enumerate(values) if c is s]      # const slot)
         self.prims: frozenset = frozenset()   # the primitives its trace bound
+        self.key = None                   # its signature in its Function's cache
 
     def dense_twin(self) -> "_Compiled":
         """The code of this trace with its structured vectorizations done densely, for
@@ -137,13 +139,14 @@ class Function:
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify = simplify_program
-        self._cache: dict[Any, _Compiled] = {}
+        self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
+        self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
         self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
         self.trace_count = 0
         self._value_variants: dict = {}     # signature without Python values -> traces
-        self._warned_values = False
+        self._warned_values = self._warned_dropping = False
 
     def experimental_get_tracing_count(self) -> int:
         return self.trace_count
@@ -188,11 +191,13 @@ class Function:
         if self._generation != core.rules_generation:     # a rule or converter changed since:
             with self._lock:                              # trace again under the new ones
                 self._cache.clear()
+                self._quick.clear()
                 self._generation = core.rules_generation
         quick = None if kwargs else _quick_key(args)     # positional arrays: the common call
         if quick is not None:
-            compiled = self._cache.get(quick)
+            compiled = self._quick.get(quick)
             if compiled is not None:
+                self._used(compiled)
                 return compiled, [_as_input(a) for a in args], ()
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
@@ -205,11 +210,39 @@ class Function:
                 if compiled is None:
                     compiled = self._trace(leaves, structure)
                     self.trace_count += 1
-                    self._cache[key] = compiled
+                    self._keep(key, compiled)
                     self._note_value_retrace(key, leaves)
+        else:
+            self._used(compiled)
         if quick is not None and not defaulted:   # defaults are read every call (a changed
-            self._cache[quick] = compiled         # default is a new signature, as f(x=x)'s)
+            self._quick[quick] = compiled         # default is a new signature, as f(x=x)'s)
         return compiled, arrays, variables
+
+    def _used(self, compiled: _Compiled) -> None:
+        try:
+            self._cache.move_to_end(compiled.key)    # the most recently used
+        except KeyError:                             # dropped meanwhile by another thread
+            pass
+
+    def _keep(self, key, compiled: _Compiled) -> None:
+        """Caches `compiled` under `key`; past _MAX_TRACES, the least recently used trace
+        is dropped (as the loop cache bounds its entries), and the first time that happens
+        a warning says why calls may trace again."""
+        compiled.key = key
+        self._cache[key] = compiled
+        if len(self._cache) <= _MAX_TRACES:
+            return
+        _, old = self._cache.popitem(last=False)
+        self._quick = {q: c for q, c in self._quick.items() if c is not old}
+        if not self._warned_dropping:
+            self._warned_dropping = True
+            from ..pfor import warn_at_user_line
+            warn_at_user_line(
+                f"pforjac.function '{self._name()}' keeps the {_MAX_TRACES} most recently used "
+                f"traces and has traced more signatures than that: the least recently used is "
+                f"dropped, and a call with its signature traces and compiles again. Tensors' "
+                f"shapes and dtypes and Python arguments' values make the signature; pass "
+                f"values that change as numpy arrays or Tensors to trace once")
 
     def _note_value_retrace(self, key, leaves) -> None:
         """Warns once when Python values in the arguments keep making new traces (as
@@ -225,7 +258,8 @@ class Function:
                 f"pforjac.function '{self._name()}' has traced {n} times for tensors of the same "
                 f"shapes: Python arguments are part of the signature by value (this call: "
                 f"{', '.join(repr(v) for v in values)[:120]}), and every new value traces and "
-                f"compiles again. Pass values that change as numpy arrays or Tensors "
+                f"compiles again (and only the {_MAX_TRACES} most recently used traces are kept). "
+                f"Pass values that change as numpy arrays or Tensors "
                 f"(np.asarray(s, np.float32), not s or np.float32(s)) to trace once")
 
     def _bound(self, args, kwargs):
@@ -453,6 +487,7 @@ def _quick_key(args: tuple):
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
+_MAX_TRACES = 128       # traces a compiled function keeps (the least recently used go first)
 
 
 def _structure_key(node):
