@@ -5,7 +5,7 @@ the same shapes trace the same Program up to its captured constants (the
 forward activations). The second time a body with a given structure is seen
 (and nothing records it: no tape or trace is active, so the result needs no
 gradient), pfor's vectorization of it is traced once with symbolic constants,
-simplified and compiled (function.py); from then on such bodies run as generated
+simplified and compiled (compiled_trace.py); from then on such bodies run as generated
 numpy code on the new constants. Results are those of the uncached path (the
 same numpy calls; structure guards fall back to a dense twin, as compiled
 functions do). Bodies whose vectorization fell back are never cached.
@@ -201,7 +201,7 @@ def cached_call(key, inputs: list, fn, name: str):
 
 def _build_and_keep(key, fn, avals, name: str):
     """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once)."""
-    from .function import trace_compiled
+    from .compiled_trace import trace_compiled
     entry = _build(lambda: trace_compiled(fn, avals, True, name, passes=_PASSES))
     with _lock:
         _seen.pop(key, None)
@@ -283,7 +283,7 @@ def _trim() -> None:
 
 
 def _build(make):
-    """The compiled code `make()` traces (`function.trace_compiled`, or an entry's dense
+    """The compiled code `make()` traces (`compiled_trace.trace_compiled`, or an entry's dense
     twin), or an _Uncacheable: it fell back, could not be traced, or holds arrays (made
     while tracing, e.g. a dense one-hot seed) too large to keep."""
     from ..diagnostics import private_report
