@@ -52,12 +52,16 @@ class Primitive:
     - `domain`: for each input, where generated checks draw its values (see DOMAINS).
     - `examples`: `examples(rng) -> list[Example]`, the calls its generated checks make
       (elementwise ops with a `domain` need none: the checks broadcast shapes).
+    - `pure_rules`: its rules read nothing but their arguments and parameters, so code
+      compiled from them once stays right (the loop cache compiles a repeated eager
+      Jacobian's backward pass and reuses it); pforjac's own ops' are.
     """
 
     def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,
                  *, elementwise: bool = False, zero_preserving: bool = False,
                  layout: str | None = None, may_alias: bool = False,
-                 domain: tuple | None = None, examples: Callable | None = None):
+                 domain: tuple | None = None, examples: Callable | None = None,
+                 pure_rules: bool = True):
         if layout not in (None, "free", "following"):
             raise ValueError(f"primitive '{name}': layout must be None, 'free' or 'following', "
                              f"got {layout!r}")
@@ -73,6 +77,7 @@ class Primitive:
         self.domain = None if domain is None else tuple(domain)
         self.examples = examples
         self.origin = "built-in"          # "extend" for ops declared by pforjac.extend.defop
+        self.pure_rules = pure_rules
 
     def __repr__(self) -> str:
         return self.name

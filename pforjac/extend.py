@@ -25,6 +25,13 @@ Example:
 An op declared here checks, on every eager call, that its forward returns what
 its shape rule promised, and that its vjp and jvp rules return tangents of the
 right shape; the pfor driver checks every converter's output the same way.
+
+A repeated eager Jacobian is compiled on its second sighting (pforjac.loopcache): its
+backward pass, traced once, then runs as generated code, so a rule that reads Python
+state (a module-level setting, a counter) would keep the value it read then. An op
+declared here is therefore never cached unless `defop(..., pure_rules=True)` declares
+that its rules read nothing but their arguments and parameters; declare it to get
+compiled speed for repeated Jacobians through it.
 """
 from __future__ import annotations
 
@@ -67,7 +74,8 @@ primitive_of = core.primitive_of
 
 def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None, *,
           differentiable: bool = True, multiple_results: bool = False,
-          override: bool = False, may_alias: bool = True, **facts) -> Op:
+          override: bool = False, may_alias: bool = True, pure_rules: bool = False,
+          **facts) -> Op:
     """Declares a primitive op and returns it as a callable.
 
     Args:
@@ -92,6 +100,10 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
         override: replace an existing primitive of the same name.
         may_alias: the forward may return an input or a view of one (the default;
             False lets compiled code skip a copy of such results).
+        pure_rules: the vjp, jvp and converter rules read nothing but their arguments
+            and parameters (no Python state that may change), so the loop cache may
+            compile repeated Jacobians through this op once and reuse the code; left
+            False, such Jacobians run uncached on every call.
         facts: the op's other facts, read by pforjac's analyses and generated checks
             (see `pforjac.core.Primitive`): `elementwise=True` (output entry k depends
             on input entries k only: batch_jacobian's row check follows it, and it
@@ -111,7 +123,7 @@ def defop(name: str, forward: Callable, shape_rule: Callable, vjp=None, jvp=None
         array([2., 4.], dtype=float32)
     """
     prim = core.new_primitive(name, None, shape_rule, multiple_results, differentiable, override,
-                              may_alias=may_alias, **facts)
+                              may_alias=may_alias, pure_rules=pure_rules, **facts)
     core.impl_rules[prim] = _checked_forward(prim, forward)
     declared_ops[name] = prim
     prim.origin = "extend"

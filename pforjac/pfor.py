@@ -31,7 +31,7 @@ import re
 import sys
 import threading
 import warnings
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -414,8 +414,37 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
 def _vectorized_chunks(program: Program, chunks, per_iteration: bool = True):
     for start, stop in chunks:
         indices = constant(np.arange(start, stop, dtype=np.int32))
-        yield start, stop, [_stack_output(v, s, stop - start) for v, s in
-                            vectorize(program, indices, (start, stop), per_iteration=per_iteration)]
+        yield start, stop, vectorize_stacked(program, indices, (start, stop), per_iteration)
+
+
+class Vectorized(NamedTuple):
+    """A loop body vectorized with structure in a compiled function's trace, and the
+    stacked values that gave: its dense twin (dense_twin.py) vectorizes it again."""
+    program: Program
+    indices: Tensor
+    index_range: tuple
+    per_iteration: bool
+    const_values: list | None
+    outputs: list
+
+
+def vectorize_stacked(program: Program, indices: Tensor, index_range: tuple,
+                      per_iteration: bool = True, const_values=None) -> list[Tensor]:
+    """`vectorize`'s outputs, each stacked. In a compiled function's trace (`lifting`),
+    structure is used only where its ops stay in the compiled Program as made, for the
+    dense twin to find: in that trace itself (not a loop body, nor a function forward
+    mode transforms), no tape recording them; those vectorizations are recorded."""
+    from .structure import tracking_enabled
+    state, lifting = core.current_state(), core.current_state().lifting
+    structured = tracking_enabled() and (lifting is None or (
+        not state.tapes and state.traces[-1] is lifting))
+    n = int(indices.shape[0])
+    outs = [_stack_output(v, s, n) for v, s in vectorize(
+        program, indices, index_range, structured, const_values, per_iteration)]
+    if structured and lifting is not None:
+        lifting.regions.append(Vectorized(program, indices, index_range, per_iteration,
+                                          const_values, outs))
+    return outs
 
 
 def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,

@@ -106,6 +106,7 @@ class Trace:
         self.const_values: list[Tensor] = []
         self._const_ids: dict[int, SymbolicTensor] = {}
         self.guards: list[SymbolicTensor] = []   # run-time checks a compiled program must pass
+        self.regions: list = []   # its loop bodies pfor vectorized with structure (pfor.Vectorized)
         self._counter = 0
 
     def describe(self) -> str:
@@ -178,6 +179,7 @@ def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]],
     # value -> trace -> equations -> value cycle, so a Program dropped is freed at once with
     # its captured constants (often large arrays) instead of at the next gc run.
     trace.equations, trace.consts, trace.const_values, trace.guards = [], [], [], []
+    trace.regions = []
     trace._const_ids = {}
     return program
 

@@ -1,11 +1,8 @@
 """Tensor (a numpy array that ops and tapes understand), its symbolic twin, Variable."""
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
-import threading
-import weakref
 from typing import Any
 
 import numpy as np
@@ -371,64 +368,7 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
 def _own_array(value, dtype=None) -> np.ndarray:
     """`value` as an array of pforjac's own: made from Python numbers and lists, or else a
     copy (a numpy array, a view of one, or an object whose `__array__` hands out its own
-    array: the caller's memory must neither be shared nor made read-only). Inside
-    `capturing_arrays`, numpy arrays' copies are recorded, or replayed."""
-    captures = _captures.current if type(value) is np.ndarray and dtype is None else None
-    if captures is not None and captures.replaying:
-        copy = captures.replay(value)
-        if copy is not None:
-            return copy
+    array: the caller's memory must neither be shared nor made read-only)."""
     array = _to_array(value, dtype)
     made_here = isinstance(value, (list, tuple, numbers.Number)) and array.base is None
-    array = array if made_here else array.copy()
-    if captures is not None and not captures.replaying:
-        captures.record(value, array)
-    return array
-
-
-class ArrayCaptures:
-    """The copies a trace made of numpy arrays, by the arrays' identity and in order, so a
-    later trace of the same Python code (a pforjac.function's dense twin) converts each
-    array as the first trace did, even if it was changed in place since: the k-th
-    conversion of an array gives the first trace's k-th copy of it (an array the function
-    itself changes between two conversions gives both of its states)."""
-
-    def __init__(self):
-        self._copies: dict[int, tuple] = {}    # id(array) -> (weak ref to it, [its copies])
-        self._next: dict[int, int] = {}
-        self.replaying = False
-
-    def record(self, value: np.ndarray, copy: np.ndarray) -> None:
-        held = self._copies.get(id(value))
-        if held is None or held[0]() is not value:
-            held = self._copies[id(value)] = (weakref.ref(value), [])
-        held[1].append(copy)
-
-    def replay(self, value: np.ndarray):
-        held = self._copies.get(id(value))
-        if held is None or held[0]() is not value:
-            return None
-        k = self._next.get(id(value), 0)
-        if k >= len(held[1]):
-            return None
-        self._next[id(value)] = k + 1
-        return held[1][k]
-
-
-@contextlib.contextmanager
-def capturing_arrays(captures: ArrayCaptures, replay: bool = False):
-    """Within it, numpy arrays converted to tensors are recorded in `captures`, or, with
-    `replay`, given the copies recorded before (`ArrayCaptures`)."""
-    saved, _captures.current = _captures.current, captures
-    captures.replaying, captures._next = replay, {}
-    try:
-        yield
-    finally:
-        _captures.current = saved
-
-
-class _Captures(threading.local):
-    current: ArrayCaptures | None = None
-
-
-_captures = _Captures()
+    return array if made_here else array.copy()

@@ -21,7 +21,7 @@ from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 
-__all__ = ["program_to_ast", "program_to_source", "compile_program"]
+__all__ = ["program_to_ast", "program_to_source", "compile_program", "CodegenError"]
 
 
 def _py_name(var) -> str:
@@ -60,9 +60,9 @@ def _literal(value: Any) -> ast.expr:
     raise TypeError(f"codegen: can't render parameter {value!r} of type {type(value).__name__}")
 
 
-def _call(func: str, args, keywords=()) -> ast.Call:
+def _call(func: str, args, keywords=None) -> ast.Call:
     return ast.Call(func=ast.parse(func, mode="eval").body, args=list(args),
-                    keywords=[ast.keyword(arg=k, value=v) for k, v in keywords])
+                    keywords=[ast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()])
 
 
 def _load(name: str) -> ast.Name:
@@ -95,15 +95,17 @@ def program_to_ast(program: Program, name: str = "program") -> ast.Module:
     contiguous = broadcast_transposes(program, layouts)
     broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
     for k, eqn in enumerate(program.equations):
-        keywords = [(key, _literal(v)) for key, v in eqn.params.items()]
+        # by keyword, so one a parameter already gives (drop_identities' order='C') and
+        # one chosen here are one keyword, not a repeated one (a SyntaxError)
+        keywords = {key: _literal(v) for key, v in eqn.params.items()}
         if k in in_place:
-            keywords.append(("out", _load(_py_name(eqn.inputs[in_place[k]]))))
+            keywords["out"] = _load(_py_name(eqn.inputs[in_place[k]]))
         elif id(eqn.outputs[0]) in reshaped and id(eqn.outputs[0]) in layouts.blind \
                 and eqn.outputs[0].ndim >= 2 and plain_ufunc(eqn):
             # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
             # reshape of that would copy it, so make it C-contiguous in the first place
             # (where no product reads it: eager code hands a product the other layout)
-            keywords.append(("order", ast.Constant(value="C")))
+            keywords["order"] = ast.Constant(value="C")
         if _by_last_axis(eqn, layouts, broadcasts):
             call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body]
                          + [_load(_py_name(v)) for v in eqn.inputs], keywords)
@@ -410,8 +412,19 @@ def compile_program(program: Program, name: str = "program") -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
     ns = _namespace(program)
     name = _free_name(name, ns)
-    exec(compile(program_to_ast(program, name), f"<pforjac {name}>", "exec"), ns)
+    try:
+        code = compile(program_to_ast(program, name), f"<pforjac {name}>", "exec")
+    except (SyntaxError, ValueError, TypeError) as e:     # (what compile raises on a bad AST)
+        raise CodegenError(f"pforjac generated code for '{name}' that does not compile ({e}); "
+                           f"this is a bug in pforjac.codegen, please report it with the "
+                           f"program:\n{program}") from e
+    exec(code, ns)
     return ns[name]
+
+
+class CodegenError(RuntimeError):
+    """The code generated for a Program does not compile: a bug of pforjac's, never of the
+    user's program (the loop cache raises it under `loopcache.verifying`)."""
 
 
 def _free_name(name: str, namespace: dict) -> str:

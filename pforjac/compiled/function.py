@@ -10,8 +10,8 @@ runs, so updating weights needs no re-trace.
 
 Structure-aware pfor (structure.py) keeps one-hot seeds compact only where
 zeros stay zeros; the compiled program checks those assumptions (finite
-values) at run time, and if one fails it runs a dense version traced without
-structure, so results are the same as the eager path's.
+values) at run time, and if one fails it runs a dense version of the same
+trace (dense_twin.py), so results are the same as the eager path's.
 """
 from __future__ import annotations
 
@@ -19,79 +19,20 @@ import functools
 import inspect
 import threading
 import weakref
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import core
-from .codegen import compile_program, equation_at_line, program_to_source
-from ..program import Program, make_program
-from .simplify import simplify
-from ..pfor import deferred_warnings, warn_wrong_result
-from ..structure import structure_tracking
-from ..tensor import ArrayCaptures, SymbolicTensor, Tensor, Variable, capturing_arrays
+from .codegen import program_to_source
+from .compiled_trace import _Compiled, trace_compiled
+from ..program import Program
+from ..pfor import deferred_warnings
+from ..tensor import SymbolicTensor, Tensor, Variable, constant
 from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
-
-
-class _Compiled:
-    """One signature's Program and its generated code (plus its dense twin, where the code
-    has structure guards)."""
-
-    def __init__(self, program: Program, n_guards: int, name: str):
-        self.program, self.n_guards, self.name = program, n_guards, name
-        self.code = compile_program(program, name)
-        self.dense: "_Compiled | None" = None
-        self.captures: ArrayCaptures | None = None   # the arrays its trace converted
-        self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
-        # Constants are read once; Variables on every run (updating weights needs no re-trace).
-        values = program.const_values
-        self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
-        self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
-        self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
-        self.argument_slots: list[tuple[int, int]] = []   # (Variable argument, const slot)
-
-    def warn(self) -> None:
-        """Shows the warnings its trace deferred (`pfor.deferred_warnings`), as every call
-        that runs the code must."""
-        for message in self.warnings:
-            warn_wrong_result(message)
-
-    def run(self, arrays: list, variables: list = ()) -> tuple:
-        """The outputs for input `arrays` and this call's Variable arguments."""
-        consts = list(self._consts)
-        for k, v in self._variables:
-            consts[k] = v.numpy()
-        for j, k in self.argument_slots:
-            consts[k] = variables[j].numpy()
-        try:
-            outs = self.code(*arrays, consts)
-        except Exception as e:
-            self._note_op(e)
-            raise
-        if self.n_guards:
-            outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
-            if not all(bool(g) for g in guards):
-                return None
-        return outs
-
-    def _note_op(self, e: Exception) -> None:
-        """Adds to `e` (unchanged otherwise) a note naming the op of the generated line
-        that raised it, as eager errors name their op (Python 3.11+: add_note)."""
-        tb, line = e.__traceback__, None
-        while tb is not None:
-            if tb.tb_frame.f_code is self.code.__code__:
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        eqn = None if line is None else equation_at_line(self.program, line)
-        if eqn is None or not hasattr(e, "add_note"):
-            return
-        origin = getattr(eqn.origin, "prim", None)
-        e.add_note(f"in compiled code '{self.name}', line {line} of its source(): "
-                   f"pforjac.{eqn.prim.name} of inputs of shapes "
-                   f"{', '.join(str(tuple(v.shape)) for v in eqn.inputs)}"
-                   + ("" if origin is None else f", from the derivative of pforjac.{origin.name}"))
 
 
 class Function:
@@ -122,13 +63,14 @@ class Function:
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify = simplify_program
-        self._cache: dict[Any, _Compiled] = {}
+        self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
+        self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
         self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
         self.trace_count = 0
         self._value_variants: dict = {}     # signature without Python values -> traces
-        self._warned_values = False
+        self._warned_values = self._warned_dropping = False
 
     def experimental_get_tracing_count(self) -> int:
         return self.trace_count
@@ -138,24 +80,26 @@ class Function:
         if state.tapes or state.traces:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
-            # into its own Program: run the Python body itself, as a nested tf.function is.
+            # into its own Program: run the Python body itself, as a nested tf.function is,
+            # on its array arguments as the Tensors its trace would have had
+            args, kwargs = _arrays_as_tensors((args, kwargs))
             return self._fn(*args, **kwargs)
         compiled, arrays, variables = self._compiled(args, kwargs)
         outs = compiled.run(arrays, variables)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
-            compiled = self._dense_twin(compiled, args, kwargs)
+            compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
     def __get__(self, instance, owner=None):
-        """`@pforjac.function` on a method: `obj.f` is a compiled function of its own for
-        each object (by identity, whatever the class's `==`), kept with the object and
-        freed with it; it traces once per input signature."""
+        """`@pforjac.function` on a method: each object (by identity, whatever the class's
+        `==`) has a compiled function of its own, kept with the object and freed with it;
+        it traces once per input signature. `obj.f` holds `obj`, as a bound method does."""
         if instance is None or self._static:
             return self
-        return _bound_function(self, instance)
+        return _method(_bound_function(self, instance), instance)
 
     def program(self, *args, **kwargs) -> Program:
         """The simplified Program that runs for these arguments' signature."""
@@ -171,11 +115,13 @@ class Function:
         if self._generation != core.rules_generation:     # a rule or converter changed since:
             with self._lock:                              # trace again under the new ones
                 self._cache.clear()
+                self._quick.clear()
                 self._generation = core.rules_generation
         quick = None if kwargs else _quick_key(args)     # positional arrays: the common call
         if quick is not None:
-            compiled = self._cache.get(quick)
+            compiled = self._quick.get(quick)
             if compiled is not None:
+                self._used(compiled)
                 return compiled, [_as_input(a) for a in args], ()
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
@@ -186,13 +132,41 @@ class Function:
             with self._lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
-                    compiled = self._trace(leaves, structure, structured=True)
+                    compiled = self._trace(leaves, structure)
                     self.trace_count += 1
-                    self._cache[key] = compiled
+                    self._keep(key, compiled)
                     self._note_value_retrace(key, leaves)
+        else:
+            self._used(compiled)
         if quick is not None and not defaulted:   # defaults are read every call (a changed
-            self._cache[quick] = compiled         # default is a new signature, as f(x=x)'s)
+            self._quick[quick] = compiled         # default is a new signature, as f(x=x)'s)
         return compiled, arrays, variables
+
+    def _used(self, compiled: _Compiled) -> None:
+        try:
+            self._cache.move_to_end(compiled.key)    # the most recently used
+        except KeyError:                             # dropped meanwhile by another thread
+            pass
+
+    def _keep(self, key, compiled: _Compiled) -> None:
+        """Caches `compiled` under `key`; past _MAX_TRACES, the least recently used trace
+        is dropped (as the loop cache bounds its entries), and the first time that happens
+        a warning says why calls may trace again."""
+        compiled.key = key
+        self._cache[key] = compiled
+        if len(self._cache) <= _MAX_TRACES:
+            return
+        _, old = self._cache.popitem(last=False)
+        self._quick = {q: c for q, c in self._quick.items() if c is not old}
+        if not self._warned_dropping:
+            self._warned_dropping = True
+            from ..pfor import warn_at_user_line
+            warn_at_user_line(
+                f"pforjac.function '{self._name()}' keeps the {_MAX_TRACES} most recently used "
+                f"traces and has traced more signatures than that: the least recently used is "
+                f"dropped, and a call with its signature traces and compiles again. Tensors' "
+                f"shapes and dtypes and Python arguments' values make the signature; pass "
+                f"values that change as numpy arrays or Tensors to trace once")
 
     def _note_value_retrace(self, key, leaves) -> None:
         """Warns once when Python values in the arguments keep making new traces (as
@@ -208,7 +182,8 @@ class Function:
                 f"pforjac.function '{self._name()}' has traced {n} times for tensors of the same "
                 f"shapes: Python arguments are part of the signature by value (this call: "
                 f"{', '.join(repr(v) for v in values)[:120]}), and every new value traces and "
-                f"compiles again. Pass values that change as numpy arrays or Tensors "
+                f"compiles again (and only the {_MAX_TRACES} most recently used traces are kept). "
+                f"Pass values that change as numpy arrays or Tensors "
                 f"(np.asarray(s, np.float32), not s or np.float32(s)) to trace once")
 
     def _bound(self, args, kwargs):
@@ -228,22 +203,20 @@ class Function:
     def _name(self) -> str:
         return getattr(self, "__name__", None) or type(self._fn).__name__
 
-    def _dense_twin(self, compiled: _Compiled, args, kwargs) -> _Compiled:
-        """The dense version of `compiled`, traced the first time a guard refuses values
-        (tracing it with every signature would double each first call, and hold dense
-        one-hot seeds). It reads the numpy arrays the first trace converted as they were then
-        (`captures`: a closure's array changed in place since changes no result), and not a
-        trace_count of its own; the function's Python body does run again, once."""
+    def _dense_twin(self, compiled: _Compiled) -> _Compiled:
+        """The dense version of `compiled`, made from its trace the first time a guard
+        refuses values (making it with every signature would lengthen each first call, and
+        hold dense one-hot seeds); not a trace: the Python body does not run again."""
         if compiled.dense is None:
-            leaves, structure = tree_flatten(self._bound(args, kwargs)[0])
             with self._lock:
                 if compiled.dense is None:
-                    compiled.dense = self._trace(leaves, structure, False, compiled.captures)
-                    compiled.captures = None
+                    with deferred_warnings(quiet_fallbacks=False) as messages:
+                        dense = compiled.dense_twin()
+                    dense.warnings = messages
+                    compiled.dense, compiled.traced = dense, None
         return compiled.dense
 
-    def _trace(self, leaves, structure, structured: bool,
-               captures: ArrayCaptures | None = None) -> _Compiled:
+    def _trace(self, leaves, structure) -> _Compiled:
         slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
         avals = [(arr.shape, arr.dtype) for arr in (_as_input(leaves[k]) for k in slots)]
         for (_, dtype), k in zip(avals, slots):
@@ -269,17 +242,11 @@ class Function:
             return self._fn(*args, **kwargs)
 
         name = self._name()
-        replay = captures is not None
-        captures = ArrayCaptures() if captures is None else captures
-        with deferred_warnings(quiet_fallbacks=False) as messages, \
-                capturing_arrays(captures, replay):
-            compiled = trace_compiled(call, avals, structured,
-                                      name if name.isidentifier() else "compiled", self._simplify)
+        with deferred_warnings(quiet_fallbacks=False) as messages:
+            compiled = trace_compiled(call, avals, True, name if name.isidentifier() else
+                                      "compiled", self._simplify,
+                                      stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        compiled.captures = captures if compiled.n_guards and not replay else None   # (its twin)
-        values = compiled.program.const_values
-        compiled.argument_slots = [(j, k) for j, v in enumerate(arguments)
-                                   for k, c in enumerate(values) if c is stand_ins[id(v)]]
         return compiled
 
 
@@ -305,6 +272,36 @@ def _bound_function(function: Function, instance) -> Function:
     bound = _new_bound(function, instance, ref)
     store[id(instance)] = (ref or (lambda: instance), bound)
     return bound
+
+
+class _Method:
+    # `obj.f`: holds `obj` (`M().f(x)` must find its object alive) and calls `obj`'s
+    # compiled function, whose attributes (trace_count, program, source) it shows
+    __slots__ = ("__self__", "__func__", "__weakref__")
+
+    def __init__(self, instance, bound: Function):
+        self.__self__, self.__func__ = instance, bound
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(*args, **kwargs)
+
+    def __getattr__(self, name: str):
+        if name in _Method.__slots__:        # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.__func__, name)
+
+    def __repr__(self) -> str:
+        return f"<compiled method {self.__func__._name()} of {self.__self__!r}>"
+
+
+def _method(bound: Function, instance) -> _Method:
+    """The `_Method` of `bound`, the same one while one is held (`obj.f is obj.f`)."""
+    held = getattr(bound, "_held_method", None)
+    method = held() if held is not None else None
+    if method is None:
+        method = _Method(instance, bound)
+        bound._held_method = weakref.ref(method)
+    return method
 
 
 def _weak(instance, callback=None):
@@ -333,30 +330,6 @@ def _call_method(ref, fn, *args, **kwargs):
     return fn(instance, *args, **kwargs)
 
 
-def trace_compiled(fn: Callable, avals, structured: bool, name: str,
-                   simplify_program: bool = True, passes=None) -> _Compiled:
-    """Traces `fn(*symbolic inputs)` (Variables lifted, structure guards collected),
-    simplifies the Program (`passes`, default all) and compiles it."""
-    guards: list = []
-
-    def traced(*symbols):
-        result = fn(*symbols)
-        guards.extend(core.current_state().lifting.guards)
-        return result, list(guards)
-
-    with structure_tracking(structured):
-        program = make_program(traced, avals, lift_variables=True)
-    program.out_tree = _first_of_pair(program.out_tree)
-    if simplify_program:
-        program = simplify(program) if passes is None else simplify(program, passes)
-    return _Compiled(program, len(guards), name)
-
-
-def _first_of_pair(tree):
-    """The structure of `result` in the traced `(result, guards)` pair."""
-    return tree[1][0]
-
-
 def _is_input(leaf) -> bool:
     """Tensors (not Variables), numpy arrays and their subclasses, and other array-likes
     (anything with `__array__` but numpy scalars, which are Python values): what eager ops
@@ -365,6 +338,14 @@ def _is_input(leaf) -> bool:
         return not isinstance(leaf, Variable)
     return isinstance(leaf, np.ndarray) or (hasattr(type(leaf), "__array__")
                                             and not isinstance(leaf, np.generic))
+
+
+def _arrays_as_tensors(tree):
+    """`tree` with its array inputs (numpy arrays, array-likes: not Tensors) made Tensors."""
+    leaves, structure = tree_flatten(tree)
+    return tree_unflatten(structure, [constant(_as_input(leaf)) if _is_input(leaf)
+                                      and not isinstance(leaf, Tensor) else leaf
+                                      for leaf in leaves])
 
 
 def _as_input(leaf) -> np.ndarray:
@@ -395,6 +376,7 @@ def _quick_key(args: tuple):
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
+_MAX_TRACES = 128       # traces a compiled function keeps (the least recently used go first)
 
 
 def _structure_key(node):

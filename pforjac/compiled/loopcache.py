@@ -5,7 +5,7 @@ the same shapes trace the same Program up to its captured constants (the
 forward activations). The second time a body with a given structure is seen
 (and nothing records it: no tape or trace is active, so the result needs no
 gradient), pfor's vectorization of it is traced once with symbolic constants,
-simplified and compiled (function.py); from then on such bodies run as generated
+simplified and compiled (compiled_trace.py); from then on such bodies run as generated
 numpy code on the new constants. Results are those of the uncached path (the
 same numpy calls; structure guards fall back to a dense twin, as compiled
 functions do). Bodies whose vectorization fell back are never cached.
@@ -146,17 +146,31 @@ def _eligible() -> bool:
             and state.lifting is None)   # compiled bodies always track structure
 
 
+def _pure(prims) -> bool:
+    """Whether code compiled from these primitives' rules stays right: each declares that
+    its rules read nothing but their arguments (`Primitive.pure_rules`; pforjac's own do,
+    an op `extend.defop` declares does only with `pure_rules=True`). Counted under
+    `verifying` when not."""
+    impure = sorted({p.name for p in prims if not p.pure_rules})
+    if impure and _Verify.enabled:
+        reason = f"rules not declared pure: {', '.join(impure)}"
+        with _lock:
+            _Verify.not_compiled[reason] = _Verify.not_compiled.get(reason, 0) + 1
+    return not impure
+
+
 def run_cached(program, n: int) -> list[Tensor] | None:
     """The stacked outputs from compiled code, or None to take the ordinary path."""
     if n == 0 or not _eligible():
         return None
-    from ..pfor import _stack_output, vectorize
+    if not _pure(e.prim for e in program.equations):
+        return None
+    from ..pfor import vectorize_stacked
     from ..tensor import constant
 
     def body(*consts):
         indices = constant(np.arange(n, dtype=np.int32))
-        return [_stack_output(v, s, n)
-                for v, s in vectorize(program, indices, (0, n), const_values=consts)]
+        return vectorize_stacked(program, indices, (0, n), const_values=list(consts))
     return cached_call(program_key(program, n), list(program.const_values), body,
                        "vectorized_body")
 
@@ -182,12 +196,13 @@ def cached_call(key, inputs: list, fn, name: str):
     if isinstance(entry, _Uncacheable):
         return None
     entry.warn()
-    return _run(entry, inputs, avals, fn, name)
+    return _run(entry, inputs)
 
 
 def _build_and_keep(key, fn, avals, name: str):
     """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once)."""
-    entry = _build(fn, avals, name, structured=True)
+    from .compiled_trace import trace_compiled
+    entry = _build(lambda: trace_compiled(fn, avals, True, name, passes=_PASSES))
     with _lock:
         _seen.pop(key, None)
         _cache[key] = entry
@@ -195,13 +210,13 @@ def _build_and_keep(key, fn, avals, name: str):
     return entry
 
 
-def _run(entry, inputs: list, avals, fn, name: str):
+def _run(entry, inputs: list):
     """The entry's results on the inputs' values, or None if its dense twin can't be built."""
     arrays = [t.numpy() for t in inputs]
     outs = entry.run(arrays)
     if outs is None:                    # a structure guard failed (NaN, Inf, zero divisor):
         if entry.dense is None:         # the dense twin, made the first time it is needed
-            entry.dense = _build(fn, avals, name + "_dense", structured=False)
+            entry.dense = _build(entry.dense_twin)
         if isinstance(entry.dense, _Uncacheable):
             return None
         outs = entry.dense.run(arrays)
@@ -215,7 +230,7 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
         entry = _cache.get(key)
     if entry is None:
         entry = _build_and_keep(key, fn, avals, name)
-    got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs, avals, fn, name)
+    got = None if isinstance(entry, _Uncacheable) else _run(entry, inputs)
     with _lock:
         if got is None:
             reason = getattr(entry, "reason", None) or getattr(entry.dense, "reason", "?")
@@ -267,16 +282,21 @@ def _trim() -> None:
         held -= old.const_bytes
 
 
-def _build(fn, avals, name: str, structured: bool):
-    """Compiled code for `fn`, or an _Uncacheable: it fell back, could not be traced, or
-    holds arrays (made while tracing, e.g. a dense one-hot seed) too large to keep."""
+def _build(make):
+    """The compiled code `make()` traces (`compiled_trace.trace_compiled`, or an entry's dense
+    twin), or an _Uncacheable: it fell back, could not be traced, or holds arrays (made
+    while tracing, e.g. a dense one-hot seed) too large to keep."""
     from ..diagnostics import private_report
-    from .function import trace_compiled
+    from .codegen import CodegenError
     from ..pfor import ConversionError, deferred_warnings
     was, _building.active = building(), True
     try:
         with private_report() as report, deferred_warnings() as messages:
-            compiled = trace_compiled(fn, avals, structured, name, passes=_PASSES)
+            compiled = make()
+    except CodegenError as e:       # pforjac's bug, not the body's: the suite must see it
+        if _Verify.enabled:
+            raise
+        return _Uncacheable(f"codegen failed: {type(e.__cause__).__name__}")
     except ConversionError as e:
         return _Uncacheable(f"a converter failed: {e.op}")    # the uncached path falls back
     except NeedsValues as e:
@@ -287,6 +307,8 @@ def _build(fn, avals, name: str, structured: bool):
         _building.active = was
     if len(report):
         return _Uncacheable("fell back: " + ", ".join(sorted({r.kind for r in report.records})))
+    if not _pure(compiled.prims):         # (ops its rules bound, whose converters ran)
+        return _Uncacheable("rules not declared pure")
     if compiled.const_bytes > _MAX_ENTRY_CONST_BYTES:
         return _Uncacheable("holds too large arrays")
     compiled.warnings = messages          # shown again by every call that runs the code
@@ -327,6 +349,8 @@ def cached_backward(what: tuple, entries, target, sources, core_fn):
         return None
     from ..tape import _Entry
     key, kept, tensors = tape_key(entries, target, sources)
+    if not _pure(e.prim for e in kept):
+        return None
 
     def fn(*symbols):
         sub = {id(t): s for t, s in zip(tensors, symbols)}

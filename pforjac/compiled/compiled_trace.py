@@ -1,0 +1,131 @@
+"""A traced, simplified and compiled Program: what pforjac.function and the loop cache run.
+
+`trace_compiled(fn, avals, ...)` traces `fn` on symbolic inputs (Variables lifted, so
+they are read when the code runs; structure guards collected), simplifies the Program
+and generates its code (codegen.py). The `_Compiled` it returns runs that code on
+arrays, and makes its dense twin (dense_twin.py) from the same trace when a guard
+refuses the values of a call.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .. import core
+from ..pfor import warn_wrong_result
+from ..program import Program, make_program
+from ..structure import structure_tracking
+from ..tensor import Variable
+from .codegen import compile_program, equation_at_line
+from .dense_twin import dense_program
+from .simplify import PASSES, simplify
+
+__all__ = ["trace_compiled"]
+
+
+class _Compiled:
+    """One signature's Program and its generated code (plus its dense twin, where the code
+    has structure guards)."""
+
+    def __init__(self, program: Program, n_guards: int, name: str, stand_ins=()):
+        self.program, self.n_guards, self.name = program, n_guards, name
+        self.code = compile_program(program, name)
+        self.dense: "_Compiled | None" = None
+        self.traced: tuple | None = None   # (raw trace, its structured pfor regions, passes)
+        self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
+        # Constants are read once; Variables on every run (updating weights needs no re-trace).
+        values = program.const_values
+        self._consts = [None if isinstance(v, Variable) else v.numpy() for v in values]
+        self.const_bytes = sum(a.nbytes for a in self._consts if a is not None)
+        self._variables = [(k, v) for k, v in enumerate(values) if isinstance(v, Variable)]
+        self.stand_ins = list(stand_ins)  # per Variable argument, what its trace read instead
+        self.argument_slots = [(j, k) for j, s in enumerate(self.stand_ins)   # (argument,
+                               for k, c in enumerate(values) if c is s]      # const slot)
+        self.prims: frozenset = frozenset()   # the primitives its trace bound
+        self.key = None                   # its signature in its Function's cache
+
+    def dense_twin(self) -> "_Compiled":
+        """The code of this trace with its structured vectorizations done densely, for
+        values the guards refuse (NaN, Inf, a zero divisor): the same Program replayed
+        (dense_twin.py), so the same function, whatever Python state changed since."""
+        raw, regions, passes = self.traced
+        n_outputs = len(raw.outputs) - self.n_guards
+        program = _simplified(dense_program(raw, regions, n_outputs), passes)
+        twin = _Compiled(program, 0, self.name + "_dense", self.stand_ins)
+        twin.prims = self.prims
+        return twin
+
+    def warn(self) -> None:
+        """Shows the warnings its trace deferred (`pfor.deferred_warnings`), as every call
+        that runs the code must."""
+        for message in self.warnings:
+            warn_wrong_result(message)
+
+    def run(self, arrays: list, variables: list = ()) -> tuple:
+        """The outputs for input `arrays` and this call's Variable arguments."""
+        consts = list(self._consts)
+        for k, v in self._variables:
+            consts[k] = v.numpy()
+        for j, k in self.argument_slots:
+            consts[k] = variables[j].numpy()
+        try:
+            outs = self.code(*arrays, consts)
+        except Exception as e:
+            self._note_op(e)
+            raise
+        if self.n_guards:
+            outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
+            if not all(bool(g) for g in guards):
+                return None
+        return outs
+
+    def _note_op(self, e: Exception) -> None:
+        """Adds to `e` (unchanged otherwise) a note naming the op of the generated line
+        that raised it, as eager errors name their op (Python 3.11+: add_note)."""
+        tb, line = e.__traceback__, None
+        while tb is not None:
+            if tb.tb_frame.f_code is self.code.__code__:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        eqn = None if line is None else equation_at_line(self.program, line)
+        if eqn is None or not hasattr(e, "add_note"):
+            return
+        origin = getattr(eqn.origin, "prim", None)
+        e.add_note(f"in compiled code '{self.name}', line {line} of its source(): "
+                   f"pforjac.{eqn.prim.name} of inputs of shapes "
+                   f"{', '.join(str(tuple(v.shape)) for v in eqn.inputs)}"
+                   + ("" if origin is None else f", from the derivative of pforjac.{origin.name}"))
+
+
+def trace_compiled(fn: Callable, avals, structured: bool, name: str,
+                   simplify_program: bool = True, passes=None, stand_ins=()) -> _Compiled:
+    """Traces `fn(*symbolic inputs)` (Variables lifted, structure guards collected),
+    simplifies the Program (`passes`, default all; none without `simplify_program`) and
+    compiles it. `stand_ins`: the Variables traced in place of Variable arguments."""
+    guards: list = []
+    regions: list = []
+
+    def traced(*symbols):
+        result = fn(*symbols)
+        lifting = core.current_state().lifting
+        guards.extend(lifting.guards)
+        regions.extend(lifting.regions)
+        return result, list(guards)
+
+    with structure_tracking(structured):
+        raw = make_program(traced, avals, lift_variables=True)
+    raw.out_tree = _first_of_pair(raw.out_tree)
+    passes = (PASSES if passes is None else passes) if simplify_program else ()
+    compiled = _Compiled(_simplified(raw, passes), len(guards), name, stand_ins)
+    compiled.prims = frozenset(e.prim for e in raw.equations)   # (before any folded)
+    if guards:                                # kept for its dense twin
+        compiled.traced = (raw, regions, passes)
+    return compiled
+
+
+def _simplified(program: Program, passes) -> Program:
+    return simplify(program, passes) if passes else program
+
+
+def _first_of_pair(tree):
+    """The structure of `result` in the traced `(result, guards)` pair."""
+    return tree[1][0]
