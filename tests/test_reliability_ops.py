@@ -1,0 +1,89 @@
+"""Silent wrong results of issue 24 in ops, tensors and result assembly, kept as tests: each
+compares with numpy itself, a closed form or central differences in float64."""
+from __future__ import annotations
+
+import timeit
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+RNG = np.random.default_rng(24)
+
+
+# -- 4. float16 reductions accumulate as numpy's do -----------------------------------------
+def _near_three(shape):
+    return (3 + 0.03 * RNG.standard_normal(shape)).astype(np.float16)
+
+
+@pytest.mark.parametrize("axis", [0, 1, None, (0, 1)])
+def test_float16_mean_accumulates_in_float32_as_numpy_does(axis):
+    x = _near_three((10000, 4))                    # float16 running sums stall at 8192
+    got = pj.mean(pj.constant(x), axis=axis).numpy()
+    want = np.mean(x, axis=axis)                   # numpy: a float32 sum, divided, rounded
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, np.mean(x.astype(np.float64), axis=axis), rtol=1e-3)
+    np.testing.assert_array_equal(pj.constant(x).mean(axis=axis).numpy(), want)
+
+
+def test_float16_var_and_std_are_computed_in_float32():
+    """numpy's var of float16 sums in float16 (1.6 for a variance of 0.0009 here); pforjac's
+    follows its own mean into float32, as JAX's does, and rounds the result to float16."""
+    x = _near_three((10000, 4))
+    exact = x.astype(np.float64)
+    for axis in (0, 1, None):
+        for name in ("var", "std"):
+            got = getattr(pj, name)(pj.constant(x), axis=axis).numpy()
+            assert got.dtype == np.float16
+            np.testing.assert_allclose(got, getattr(np, name)(exact, axis=axis), rtol=2e-3)
+    short = _near_three((50, 3))                   # numpy's float16 steps: off by up to 3%
+    for name in ("var", "std"):
+        np.testing.assert_allclose(getattr(pj, name)(pj.constant(short), axis=1).numpy(),
+                                   getattr(np, name)(short.astype(np.float64), axis=1), rtol=2e-3)
+        np.testing.assert_allclose(getattr(pj, name)(pj.constant(short), axis=1).numpy(),
+                                   getattr(np, name)(short, axis=1), rtol=5e-2)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "cumsum"])
+def test_float16_sum_prod_and_cumsum_keep_numpys_float16_bits(name):
+    x = _near_three((3000, 4)) if name != "prod" else \
+        (1 + 0.01 * RNG.standard_normal((40, 4))).astype(np.float16)
+    for axis in (0, 1):
+        got = getattr(pj, name)(pj.constant(x), axis=axis).numpy()
+        want = getattr(np, name)(x, axis=axis)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_integer_mean_accumulates_in_float64_as_numpy_does():
+    big = np.array([2 ** 62, 2 ** 62, 2 ** 62], np.int64)      # an int64 sum wraps around
+    assert float(pj.mean(pj.constant(big))) == np.mean(big)
+    ints = RNG.integers(-9, 9, (5, 7)).astype(np.int32)
+    np.testing.assert_array_equal(pj.mean(pj.constant(ints), axis=1).numpy(), np.mean(ints, axis=1))
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std", "sum", "prod", "cumsum"])
+def test_float16_reduction_gradients_match_float64_differences(name):
+    x16 = (1 + 0.1 * RNG.standard_normal((64, 3))).astype(np.float16)
+    x = pj.constant(x16)
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.sum(getattr(pj, name)(x, axis=0))
+    got = tape.gradient(y, x).numpy()
+    assert got.dtype == np.float16
+    want = _central_differences(lambda a: getattr(np, name)(a, axis=0).sum(),
+                                x16.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=2e-2, atol=2e-3 * np.abs(want).max())
+
+
+def _central_differences(f, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for k in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[k] += eps
+        down[k] -= eps
+        out[k] = (f(up) - f(down)) / (2 * eps)
+    return out
