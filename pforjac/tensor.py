@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "is_float"]
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
+           "is_float"]
 
 
 def is_float(dtype) -> bool:
@@ -33,6 +34,44 @@ def _all_python_numbers(value) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_all_python_numbers(v) for v in value)
     return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
+
+
+_WEAK = (False, 0, 0.0, 0j)                      # a Python number of each kind, by rank
+_RANK = {bool: 0, int: 1, float: 2, complex: 3}     # (np.float64, a float too, is not one)
+
+
+def _weak_rank(value):
+    """The rank in `_WEAK` of the widest kind of Python number `value` holds (a number, or
+    nested lists and tuples of them; an empty list is float, as numpy makes it), or None if
+    it holds anything else (a Tensor, an array, a numpy scalar)."""
+    rank = _RANK.get(type(value))
+    if rank is not None or not isinstance(value, (list, tuple)):
+        return rank
+    ranks = [_weak_rank(v) for v in value]
+    return None if None in ranks else max(ranks, default=2)
+
+
+def as_operands(values) -> list:
+    """The operands of an op that combines them into one result (`+`, `@`, `concat`,
+    `where`'s branches) as Tensors. Python numbers, and lists and tuples of them, are
+    weakly typed, as a Python scalar is in numpy and JAX: next to other operands they take
+    the dtype those promote to with a Python number of their kind (a list of floats next
+    to a float64 tensor is float64, next to a float16 one float16, next to an int32 one
+    float64). Only operands all of Python numbers follow TensorFlow's defaults (float32,
+    int32), as `constant` does."""
+    for v in values:                    # the common case, all Tensors, checked first
+        if not isinstance(v, Tensor):
+            break
+    else:
+        return list(values)
+    ranks = [_weak_rank(v) for v in values]
+    if None not in ranks or all(r is None for r in ranks):
+        return [as_tensor(v) for v in values]
+    strong = {k: as_tensor(v) for k, (v, r) in enumerate(zip(values, ranks)) if r is None}
+    dtype = np.result_type(*(t.dtype for t in strong.values()),
+                           *(_WEAK[r] for r in ranks if r is not None))
+    return [strong[k] if k in strong else Tensor._from_array(_to_array(v, dtype))
+            for k, v in enumerate(values)]
 
 
 _INT32 = np.iinfo(np.int32)

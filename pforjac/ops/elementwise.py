@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ..tensor import Tensor, as_tensor, is_float, unchanged
+from ..tensor import Tensor, as_operands, as_tensor, is_float, unchanged
 from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
@@ -30,12 +30,15 @@ BINARY: dict[str, core.Primitive] = {}
 
 
 def coerce(x, y) -> tuple:
-    """Python scalars take the other operand's dtype where it can hold them (weak typing)."""
+    """Python numbers (scalars, lists, tuples) take the other operand's dtype where it can
+    hold them (weak typing, `as_operands`)."""
     if isinstance(x, Tensor) and _is_python_scalar(y):
         return x, Tensor._from_array(np.asarray(y, np.result_type(x.dtype, y)))
     if isinstance(y, Tensor) and _is_python_scalar(x):
         return Tensor._from_array(np.asarray(x, np.result_type(y.dtype, x))), y
-    return x, y
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return x, y
+    return tuple(as_operands((x, y)))
 
 
 def _is_python_scalar(v) -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp_all, defjvp_all
-from ..tensor import as_tensor
+from ..tensor import Tensor, as_operands
 
 __all__ = ["matmul", "einsum", "dot", "parse_einsum", "contraction_order"]
 
@@ -62,6 +62,8 @@ defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(
 
 def matmul(x, y):
     """Matrix product with numpy's batching and 1-D rules, as `np.matmul` / `@`."""
+    if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
+        x, y = as_operands((x, y))
     return matmul_p.bind(x, y)
 
 
@@ -416,6 +418,6 @@ def _einsum_jvp(ts, xs, subscripts, order):
 
 def einsum(subscripts: str, *operands):
     """Einstein summation over explicitly named axes, as `np.einsum` (no '...')."""
-    operands = [as_tensor(o) for o in operands]
+    operands = as_operands(operands)
     ins, out = parse_einsum(subscripts, [o.ndim for o in operands])
     return einsum_p.bind(*operands, subscripts=",".join(ins) + "->" + out)

@@ -280,10 +280,9 @@ def logsumexp(x, axis=None, keepdims=False):
 
 def logaddexp(x, y):
     """np.logaddexp: `log(exp(x) + exp(y))`, as logsumexp of the two (broadcast)."""
-    from ..tensor import as_tensor
-    from .elementwise import coerce
+    from ..tensor import as_operands
     from .shape import broadcast_to, stack
-    x, y = coerce(as_tensor(x), as_tensor(y))
+    x, y = as_operands((x, y))
     shape = np.broadcast_shapes(x.shape, y.shape)
     return logsumexp(stack([broadcast_to(x, shape), broadcast_to(y, shape)]), axis=0)
 

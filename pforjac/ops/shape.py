@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
-from ..tensor import Tensor, as_tensor, unchanged
+from ..tensor import Tensor, as_operands, as_tensor, unchanged
 from ._family import axis_index, int_arg, int_tuple, normalize_axes, row_items, short_rows
 
 __all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
@@ -176,7 +176,7 @@ def _zeros_like(x):
 
 def concat(values, axis: int = 0):
     """Joins tensors along an existing axis (TensorFlow's name for `np.concatenate`)."""
-    values = [as_tensor(v) for v in values]
+    values = as_operands(list(values))
     if not values:
         raise ValueError("concat needs at least one tensor")
     axis = axis_index(axis, values[0].ndim, "concat")
@@ -298,7 +298,7 @@ def squeeze(x, axis=None):
 
 
 def stack(values, axis: int = 0):
-    values = [as_tensor(v) for v in values]
+    values = as_operands(list(values))
     if not values:
         raise ValueError("stack needs at least one tensor")
     axis = axis_index(axis, values[0].ndim + 1, "stack")   # the new axis: rank + 1 places
