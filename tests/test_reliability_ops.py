@@ -139,3 +139,44 @@ def test_weak_lists_are_weak_under_tapes_pfor_and_compiled_functions():
     mapped = pj.vectorized_map(lambda r: r @ [0.1, 0.2], pj.constant(np.stack([X64, X64])))
     np.testing.assert_array_equal(mapped.numpy(), [X64 @ W] * 2)
     np.testing.assert_array_equal(pj.function(lambda t: t @ [0.1, 0.2])(x).numpy(), X64 @ W)
+
+
+# -- 6. std and norms at zero are NaN in both modes; var's derivative is 0 in both --------------
+def _both_modes(f, x):
+    rev = pj.jacobian(f, pj.constant(x)).numpy()
+    fwd = pj.jacobian(f, pj.constant(x), strategy="forward-mode", vectorize=True).numpy()
+    loop = pj.jacobian(f, pj.constant(x), vectorize=False).numpy()
+    np.testing.assert_array_equal(loop, rev)
+    return rev, fwd
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("name, f", [("std", lambda x: pj.std(x, axis=1)),
+                                     ("norm", lambda x: pj.sqrt(pj.sum(x * x, axis=1)))])
+def test_std_and_norm_at_zero_are_nan_in_both_modes(name, f):
+    """JAX's convention: the derivative of sqrt at 0 times the zero derivative of a variance
+    (or a sum of squares) at its minimum is NaN, in both modes (forward mode gave 0)."""
+    x = np.array([[1.0, 1.0, 1.0], [1.0, 2.0, 4.0]]) if name == "std" else \
+        np.array([[0.0, 0.0, 0.0], [1.0, 2.0, 4.0]])
+    rev, fwd = _both_modes(f, x)
+    np.testing.assert_array_equal(rev[0, 1], 0.0)      # nothing flows back to row 1 (TF's rule)
+    assert np.isnan(fwd[0, 1]).all()                   # every tangent through sqrt(0), as jacfwd
+    for got in (rev, fwd):
+        assert np.isnan(got[0, 0]).all(), (name, got[0])
+        want = _central_differences(lambda a: (np.std(a, axis=1) if name == "std"
+                                               else np.linalg.norm(a, axis=1))[1], x)
+        np.testing.assert_allclose(got[1, 1], want[1], rtol=1e-6)
+        assert not np.isnan(got[1]).any()
+    _, t = pj.jvp(f, x, np.ones_like(x) * [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
+    assert np.isnan(t.numpy()[0])
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+def test_var_at_zero_variance_has_the_same_zero_derivative_in_both_modes():
+    x = np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])
+    rev, fwd = _both_modes(lambda t: pj.var(t, axis=1), x)
+    np.testing.assert_allclose(rev, fwd, rtol=1e-15, atol=0)
+    np.testing.assert_array_equal(rev[0], np.zeros((2, 3)))
+    np.testing.assert_array_equal(fwd[0], np.zeros((2, 3)))
+    want = _central_differences(lambda a: np.var(a, axis=1)[1], x)
+    np.testing.assert_allclose(rev[1, 1], want[1], rtol=1e-6)

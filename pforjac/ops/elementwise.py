@@ -60,17 +60,23 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
 
 # -- unary ---------------------------------------------------------------------
 
-def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False) -> core.Primitive:
-    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. With
-    `zero_stays_zero` a zero cotangent (or tangent) gives zero even where the derivative is
-    infinite or NaN (sqrt at 0, reciprocal of a tiny value), as TensorFlow's kernels do."""
+def _unary(name: str, impl, deriv=None, zero_stays_zero: tuple = ()) -> core.Primitive:
+    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. In the
+    modes `zero_stays_zero` names ("vjp", "jvp") a zero cotangent (or tangent) gives zero
+    even where the derivative is infinite or NaN (sqrt at 0, reciprocal of a tiny value), as
+    TensorFlow's kernels do."""
     prim = declare_elementwise(name, impl)
     UNARY[name] = prim
     if deriv is not None:
-        scale = (lambda g, d: multiply_no_nan(d, g)) if zero_stays_zero else (lambda g, d: g * d)
-        defvjp(prim, lambda g, ans, x: scale(g, deriv(ans, x)))
-        defjvp(prim, lambda t, ans, x: scale(t, deriv(ans, x)))
+        vjp_scale, jvp_scale = (_no_nan_scale if mode in zero_stays_zero else _scale
+                                for mode in ("vjp", "jvp"))
+        defvjp(prim, lambda g, ans, x: vjp_scale(g, deriv(ans, x)))
+        defjvp(prim, lambda t, ans, x: jvp_scale(t, deriv(ans, x)))
     return prim
+
+
+def _scale(g, d): return g * d
+def _no_nan_scale(g, d): return multiply_no_nan(d, g)
 
 
 def _sigmoid_impl(x, out=None):
@@ -124,10 +130,13 @@ tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans))
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
 softplus_p = _unary("softplus", _softplus_impl,
                     lambda ans, x: sigmoid(x))
-sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True)
+# sqrt's forward rule is JAX's: at 0 (not differentiable) every tangent gives NaN or inf, so
+# std at a zero variance or a norm at zero is NaN in forward mode as in reverse mode, where
+# the cotangent's inf meets the variance's zero derivative (a zero tangent gave 0 there)
+sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=("vjp",))
 square_p = _unary("square", np.square, lambda ans, x: 2.0 * x)
 reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans),
-                      zero_stays_zero=True)
+                      zero_stays_zero=("vjp", "jvp"))
 abs_p = _unary("abs", np.abs)          # (its rules below: complex values differ)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype))

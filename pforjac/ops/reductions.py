@@ -304,8 +304,8 @@ def var(x, axis=None, keepdims=False, ddof=0):
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
-    """np.std: the square root of `var` (its gradient is NaN where the deviations are all
-    zero, as in JAX and TensorFlow)."""
+    """np.std: the square root of `var` (its derivative is NaN where the deviations are all
+    zero, in forward and reverse mode, as in JAX)."""
     from ..tensor import as_tensor
     from .elementwise import cast, sqrt
     x = as_tensor(x)
