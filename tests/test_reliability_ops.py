@@ -180,3 +180,31 @@ def test_var_at_zero_variance_has_the_same_zero_derivative_in_both_modes():
     np.testing.assert_array_equal(fwd[0], np.zeros((2, 3)))
     want = _central_differences(lambda a: np.var(a, axis=1)[1], x)
     np.testing.assert_allclose(rev[1, 1], want[1], rtol=1e-6)
+
+
+# -- 7. scatter_add adds into +0, as np.add.at ----------------------------------------------
+SPECIAL = np.array([-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf, -0.0, 1.5, -2.5])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("indices", [[0, 1, 2, 3, 4, 5, 6, 7, 8], [8, 6, 4, 2, 0, 1, 3, 5, 7],
+                                     [0, 0, 1, 2, 2, 3, 3, 9, 9]])  # (two NaNs' sum: either NaN)
+def test_scatter_add_has_np_add_at_bits_at_signed_zeros_nan_and_inf(dtype, indices):
+    g = SPECIAL.astype(dtype)
+    if dtype == np.complex64:
+        g.imag = np.roll(SPECIAL, 2)
+    rows = np.stack([g, np.roll(g, 2)], axis=1)                 # (9, 2): axis 0 scattered
+    for values, axis in ((g, 0), (rows, 0), (rows.T.copy(), 1)):
+        want = np.zeros(values.shape[:axis] + (10,) + values.shape[axis + 1:], dtype)
+        np.add.at(want, (slice(None),) * axis + (np.array(indices),), values)
+        got = pj.scatter_add(pj.constant(values), np.array(indices), axis, 10).numpy()
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes(), (axis, got, want)
+
+
+def test_gradient_of_a_gather_of_negative_zeros_is_positive_zero_as_np_add_at():
+    x = pj.constant(np.array([1.0, 2.0, 3.0]))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.gather(x, [2, 0])
+    g = tape.gradient(y, x, output_gradients=pj.constant(np.array([-0.0, -0.0])))
+    assert not np.signbit(g.numpy()).any()
