@@ -121,6 +121,17 @@ def _read_only(arr):
     return arr
 
 
+def _handed_out(arr):
+    """The array a tensor hands out (`numpy()`, `np.asarray(t)`): a view of its own read-only
+    array made through a read-only memoryview. numpy lets `setflags(write=True)` make a view
+    writable again wherever the memory's owner is an array, or an object (pforjac's reused
+    result pages, a sparse mapping) with a writable buffer; this view's owner is the
+    memoryview, which has none, so it is refused. No copy; made once per tensor (1 us)."""
+    if not isinstance(arr, np.ndarray):
+        return arr
+    return np.asarray(memoryview(arr))
+
+
 class Tensor:
     """An immutable n-dimensional array backed by numpy.
 
@@ -131,18 +142,19 @@ class Tensor:
         array([ 5., 25.], dtype=float32)
     """
 
-    __slots__ = ("_value", "__weakref__")
+    __slots__ = ("_value", "_handed", "__weakref__")   # _handed: numpy()'s view, made on demand
     __array_ufunc__ = None  # numpy defers to our reflected operators
     _trace = None           # symbolic values belong to a trace; eager ones to none
 
     @classmethod
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
-        t._value = _read_only(arr)
+        t._value, t._handed = _read_only(arr), None
         return t
 
     def __init__(self, value, dtype=None):
         self._value = _read_only(_own_array(value, dtype))   # a numpy array is copied, as by constant()
+        self._handed = None
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
@@ -150,7 +162,11 @@ class Tensor:
     size = property(lambda self: math.prod(self.shape))
 
     def numpy(self) -> np.ndarray:
-        return self._value
+        """The value, as a read-only numpy array that can't be made writable (no copy)."""
+        handed = self._handed
+        if handed is None:
+            handed = self._handed = _handed_out(self._value)
+        return handed
 
     def __array__(self, dtype=None, copy=None):
         value = self.numpy()
@@ -266,6 +282,7 @@ class Variable(Tensor):
         value = value.numpy() if isinstance(value, Tensor) else value
         self._value = _read_only(np.array(_to_array(value, dtype), order="C"))  # own copy, C-ordered as
         # constant() copies are (a product rounds by its operands' layout)
+        self._handed = None
         self.trainable = trainable
         self.name = name or "Variable"
         self._snapshot = None
@@ -301,7 +318,7 @@ class Variable(Tensor):
                 raise ValueError(f"{where}, and the new value {bad} (dtype {new.dtype.name}) "
                                  f"does not fit in it ({np.sum(lost)} element(s) would wrap "
                                  f"around or overflow); nothing was assigned")
-        self._value = _read_only(cast)
+        self._value, self._handed = _read_only(cast), None
         return self
 
     def numpy(self) -> np.ndarray:
@@ -316,7 +333,10 @@ class Variable(Tensor):
                 f"but a compiled function reads Variables when it runs. Use the Variable in "
                 f"pforjac ops (x * v, pforjac.where(v > 0, a, b)), or pass the value in as an "
                 f"argument")
-        return self._value
+        handed = getattr(self, "_handed", None)    # (unset in a stand-in made by object.__new__)
+        if handed is None:
+            handed = self._handed = _handed_out(self._value)
+        return handed
 
     def _check_not_tracing(self) -> None:
         from .core import current_state

@@ -208,3 +208,74 @@ def test_gradient_of_a_gather_of_negative_zeros_is_positive_zero_as_np_add_at():
         y = pj.gather(x, [2, 0])
     g = tape.gradient(y, x, output_gradients=pj.constant(np.array([-0.0, -0.0])))
     assert not np.signbit(g.numpy()).any()
+
+
+# -- 11. a tensor's array can't be made writable -----------------------------------------------
+def _refuses_write(array):
+    assert not array.flags.writeable
+    with pytest.raises(ValueError):
+        array.setflags(write=True)
+    with pytest.raises(ValueError):
+        array.flags.writeable = True
+
+
+def _sources_of_tensors():
+    x = pj.constant(RNG.normal(size=(4, 3)))
+    w = pj.Variable(RNG.normal(size=(3, 2)))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = pj.tanh(x @ w)
+    yield "constant", x
+    yield "constant of a list", pj.constant([1.0, 2.0])
+    yield "op result", y
+    yield "view result", x[1:, ::2]
+    yield "variable", w
+    yield "jacobian", tape.jacobian(y, x)
+    yield "batch_jacobian", tape.batch_jacobian(y, x, experimental_use_pfor=False)
+    yield "pfor", pj.pfor(lambda i: pj.exp(x[i]), 4)
+    yield "functional", pj.jacobian(lambda a: a * a, x, strategy="forward-mode", vectorize=True)
+    yield "compiled", pj.function(lambda a: pj.sin(a) * 2.0)(x)
+
+
+def test_arrays_of_tensors_of_every_origin_refuse_to_become_writable():
+    for name, t in _sources_of_tensors():
+        before = np.array(t)
+        for array in (np.asarray(t), t.numpy(), np.asarray(t, dtype=t.dtype)):
+            _refuses_write(array)
+        np.testing.assert_array_equal(np.asarray(t), before, err_msg=name)
+        assert np.array(t).flags.writeable                      # a copy is writable
+
+
+def test_variables_stay_assignable_and_their_old_arrays_keep_their_values():
+    v = pj.Variable(np.array([1.0, 2.0]))
+    old = np.asarray(v)
+    v.assign([3.0, 4.0])
+    v.assign_add(np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(old, [1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(v), [4.0, 5.0])
+    _refuses_write(np.asarray(v))
+    _refuses_write(old)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_results_in_pforjacs_own_memory_refuse_to_become_writable(monkeypatch):
+    """Large results live in buffers pforjac maps itself (reused pages, sparse mappings):
+    their arrays are read-only views whose memory numpy would let a caller write."""
+    from pforjac import memory
+    monkeypatch.setattr(memory, "_CACHE_MIN", 1 << 16)
+    x = pj.constant(RNG.normal(size=(64, 64)))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = pj.sin(x)
+    with memory.sparse_results():
+        sparse = tape.jacobian(y, x)
+    for t in (tape.batch_jacobian(y, x), tape.batch_jacobian(y, x, experimental_use_pfor=False),
+              sparse):
+        _refuses_write(np.asarray(t))
+
+
+def test_handing_out_a_tensors_array_costs_no_copy():
+    t = pj.constant(RNG.normal(size=(512, 512)))
+    assert np.shares_memory(np.asarray(t), t.numpy())
+    per_call = min(timeit.repeat(lambda: np.asarray(t), number=2000, repeat=5)) / 2000
+    assert per_call < 5e-6                                       # a copy of 2 MiB: ~100 us
