@@ -279,3 +279,70 @@ def test_handing_out_a_tensors_array_costs_no_copy():
     assert np.shares_memory(np.asarray(t), t.numpy())
     per_call = min(timeit.repeat(lambda: np.asarray(t), number=2000, repeat=5)) / 2000
     assert per_call < 5e-6                                       # a copy of 2 MiB: ~100 us
+
+
+# -- 13. every Jacobian path returns a C-ordered array ----------------------------------------
+def _c_ordered(t):
+    a = np.asarray(t)
+    return a.flags.c_contiguous
+
+
+def _layout_case():
+    x = pj.constant(RNG.normal(size=(3, 4)))
+    w = pj.constant(RNG.normal(size=(4, 4)))
+    return x, lambda a: pj.transpose(pj.tanh(a @ w)) * pj.broadcast_to(a[:, :1], (3, 4)).T
+
+
+@pytest.mark.parametrize("use_pfor", [True, False])
+@pytest.mark.parametrize("parallel_iterations", [None, 2])
+def test_tape_jacobians_are_c_ordered_on_every_path(use_pfor, parallel_iterations):
+    x, f = _layout_case()
+    w = pj.constant(RNG.normal(size=(4, 4)))
+    for _ in range(3):                         # repeated calls run the loop cache's code
+        with pj.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = f(x)
+            yb = pj.tanh(x @ w) * pj.broadcast_to(x[:, :1], (3, 4))
+        kw = dict(experimental_use_pfor=use_pfor, parallel_iterations=parallel_iterations)
+        full, batch = tape.jacobian(y, x, **kw), tape.batch_jacobian(yb, x, **kw)
+        assert _c_ordered(full) and _c_ordered(batch)
+    np.testing.assert_allclose(full.numpy(), tape.jacobian(y, x).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(np.einsum("abad->abd", tape.jacobian(yb, x).numpy()), batch.numpy(),
+                               rtol=1e-12)
+    grads = []
+    for kws in (kw, {}):                  # recorded by an outer tape: still C, and its
+        with pj.GradientTape(persistent=True) as outer:          # derivative is the same
+            outer.watch(x)
+            with pj.GradientTape(persistent=True) as tape:
+                tape.watch(x)
+                yb = pj.tanh(x @ w) * x
+            batch = tape.batch_jacobian(yb, x, **kws)
+            total = pj.sum(batch * batch)
+        assert _c_ordered(batch)
+        grads.append(outer.gradient(total, x).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("strategy, vectorize", [("reverse-mode", True), ("reverse-mode", False),
+                                                 ("forward-mode", True)])
+def test_functional_jacobians_and_hessians_are_c_ordered(strategy, vectorize):
+    x, f = _layout_case()
+    jac = pj.jacobian(f, x, strategy=strategy, vectorize=vectorize)
+    chunked = pj.jacobian(f, x, strategy=strategy, vectorize=True, parallel_iterations=5)
+    hess = pj.hessian(lambda a: pj.sum(f(a) ** 2), x, vectorize=vectorize,
+                      outer_jacobian_strategy=strategy)
+    assert _c_ordered(jac) and _c_ordered(chunked) and _c_ordered(hess)
+    np.testing.assert_allclose(jac.numpy(), pj.jacobian(f, x).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(hess.numpy(), pj.hessian(lambda a: pj.sum(f(a) ** 2), x).numpy(),
+                               rtol=1e-10)
+
+
+def test_pfor_and_vectorized_map_results_are_c_ordered():
+    x = pj.constant(RNG.normal(size=(3, 4)))
+    body = lambda i: pj.transpose(pj.reshape(x[i], (2, 2))) * 2.0         # noqa: E731
+    for k in (None, 2):
+        assert _c_ordered(pj.pfor(body, 3, parallel_iterations=k))
+    assert _c_ordered(pj.vectorized_map(lambda r: pj.transpose(pj.reshape(r, (2, 2))), x))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _c_ordered(pj.pfor(body, 3))
