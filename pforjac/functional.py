@@ -32,7 +32,7 @@ from . import core, ops
 from .forward import inputs_reaching_outputs, jvp_program
 from .memory import check_results_fit, working_memory_advice
 from .ops.shape import reshape_p
-from .pfor import run_loop
+from .pfor import c_ordered, run_loop
 from .program import make_program
 from .tape import GradientTape
 from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
@@ -294,7 +294,7 @@ def _columns_to_block(columns: Tensor, out, x: Tensor, start: int, stop: int) ->
     # the input's dtype, but a complex output's derivatives by a real input stay complex
     # (as jax.jacfwd's and torch's forward mode are)
     dtype = np.result_type(x.dtype, out.dtype) if out.dtype.kind == "c" else x.dtype
-    return ops.cast(ops.reshape(block, tuple(out.shape) + tuple(x.shape)), dtype)
+    return c_ordered(ops.cast(ops.reshape(block, tuple(out.shape) + tuple(x.shape)), dtype))
 
 
 # -- hessian -----------------------------------------------------------------------------------

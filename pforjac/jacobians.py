@@ -14,7 +14,7 @@ import numpy as np
 from . import ops
 from .memory import check_results_fit, working_memory_advice
 from . import hooks
-from .pfor import check_parallel_iterations, run_loop
+from .pfor import c_ordered, check_parallel_iterations, run_loop
 from .program import make_program
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
 from .tensor import SymbolicTensor, Tensor, as_tensor, is_float
@@ -59,10 +59,12 @@ def _batch_jacobian_core(entries, target, source, strict=False, parallel_iterati
 
     program = make_program(body, [((), np.int32)])
     _check_rows_independent(program, seeds[0], target, source, strict)
-    (g,) = tree_unflatten(program.out_tree, run_loop(program, m, parallel_iterations, use_pfor))
+    (g,) = tree_unflatten(program.out_tree, run_loop(program, m, parallel_iterations, use_pfor,
+                                                     loop_axis=1))
     if g is None:
         return None
-    # g is [m, b, x...]: move the batch axis first, then split m into the row shape.
+    # g is [m, b, x...] (laid out batch first where it is assembled piece by piece): move the
+    # batch axis first, then split m into the row shape.
     return ops.reshape(ops.moveaxis(g, 1, 0), (b,) + row_shape + tuple(source.shape[1:]))
 
 
@@ -117,7 +119,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
             jac = _jacobian_core(self._entries, target, flat_sources, parallel_iterations,
                                  experimental_use_pfor, self)
         out = [_unconnected_value(tuple(target.shape) + tuple(s.shape), s, unconnected)
-               if j is None else j for j, s in zip(jac, flat_sources)]
+               if j is None else c_ordered(j) for j, s in zip(jac, flat_sources)]
     return tree_unflatten(tree, out)
 
 
@@ -194,7 +196,8 @@ def batch_jacobian(self: GradientTape, target, source,
                 lambda e, t, s: [_batch_jacobian_core(e, t, s[0], strict)])
         jac = cached[0] if cached is not None else _batch_jacobian_core(
             self._entries, target, source, strict, parallel_iterations, experimental_use_pfor, self)
-        return _unconnected_value(result_shape, source, unconnected) if jac is None else jac
+        return _unconnected_value(result_shape, source, unconnected) if jac is None \
+            else c_ordered(jac)
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:

@@ -37,15 +37,14 @@ import numpy as np
 
 from . import core
 from .program import Program, make_program, run_program
-from .tensor import Tensor, as_tensor, constant
+from .tensor import SymbolicTensor, Tensor, as_tensor, constant
 from .tree import tree_unflatten
 from . import hooks
 from .diagnostics import record_fallback
 from .memory import check_results_fit, result_empty, sparse_results, working_memory_advice
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "converter_for",
-           "ConversionError",
-           "run_loop", "vectorize", "while_loop"]
+           "ConversionError", "run_loop", "vectorize", "while_loop", "c_ordered"]
 
 converters: dict[core.Primitive, Callable] = {}
 _registry_lock = threading.Lock()
@@ -331,16 +330,40 @@ def _stack_output(value: Tensor, stacked: bool, n: int) -> Tensor:
     return ops.broadcast_to(ops.expand_dims(value, 0), (n,) + tuple(value.shape))
 
 
-def while_loop(program: Program, n: int) -> list[Tensor]:
+def c_ordered(value):
+    """`value` (a Tensor, or None) with its entries in C order: what pfor and the Jacobians
+    hand back has that one layout whichever path made it (vectorized, in chunks, compiled
+    by the loop cache, the while-loop, forward mode's transposed columns, an unstacked
+    output broadcast over the iterations). A strided array is copied once: as `_collect`
+    copies, into a result buffer when no tape records and no trace is open, else by ops the
+    tapes see (a flattening reshape copies an array of two or more axes in C order; a
+    strided row, a step or a broadcast, which no reshape copies, is gathered whole).
+    Symbolic values are left to the compiled code."""
+    if not isinstance(value, Tensor) or isinstance(value, SymbolicTensor) \
+            or value._value.flags.c_contiguous:
+        return value
+    state = core.current_state()
+    if not (state.tapes or state.traces):
+        out = result_empty(tuple(value.shape), value.dtype)
+        np.copyto(out, value._value)
+        return Tensor._from_array(out)
+    from . import ops
+    flat = ops.reshape(value, (-1,))
+    if not flat._value.flags.c_contiguous:
+        flat = ops.gather(flat, np.arange(flat.shape[0]), axis=0)
+    return ops.reshape(flat, value.shape)
+
+
+def while_loop(program: Program, n: int, loop_axis: int = 0) -> list[Tensor]:
     """The sequential loop: the same traced body, bound once per index, results stacked."""
     from . import ops
     if n == 0:
         return [ops.zeros((0,) + tuple(v.shape), v.dtype) for v in program.outputs]
     per_iter = ((k, k + 1, run_program(program, [constant(np.int32(k))])) for k in range(n))
-    return _collect(per_iter, n, ops.stack, stacked=False)
+    return _collect(per_iter, n, ops.stack, stacked=False, loop_axis=loop_axis)
 
 
-def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
+def _collect(pieces, n: int, join: Callable, stacked: bool, loop_axis: int = 0) -> list[Tensor]:
     """Joins loop outputs made piece by piece, `(start, stop, values)` for iterations
     start..stop-1 (`values` have a leading axis of stop - start if `stacked`).
 
@@ -358,11 +381,21 @@ def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
     with sparse_results(False):       # each piece is read in full when copied
         for start, stop, values in pieces:
             if out is None:
-                out = [result_empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
-                       for v in values]
+                out = [_laid_out((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype,
+                                 loop_axis) for v in values]
             _copy_into(out, start, stop, values)
             del values  # not alive while the next piece is made
     return [Tensor._from_array(buf) for buf in out]
+
+
+def _laid_out(shape: tuple, dtype, loop_axis: int) -> np.ndarray:
+    """`result_empty(shape, dtype)` (loop axis first) with the loop axis at `loop_axis` in
+    memory: the caller that moves it there (batch_jacobian, after the batch axis) gets a
+    C-ordered result without copying it (a copy would double the peak memory)."""
+    if loop_axis == 0 or len(shape) <= loop_axis:
+        return result_empty(shape, dtype)
+    laid = shape[1:loop_axis + 1] + shape[:1] + shape[loop_axis + 1:]
+    return np.moveaxis(result_empty(laid, dtype), loop_axis, 0)
 
 
 def _copy_into(out: list[np.ndarray], start: int, stop: int, values) -> None:
@@ -386,12 +419,15 @@ def _chunks(n: int, parallel_iterations: int | None) -> list[tuple[int, int]]:
 
 
 def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
-             use_pfor: bool = True, fallback_to_while_loop: bool = True) -> list[Tensor]:
-    """Runs the loop body `program` for indices 0..n-1; stacked outputs."""
+             use_pfor: bool = True, fallback_to_while_loop: bool = True,
+             loop_axis: int = 0) -> list[Tensor]:
+    """Runs the loop body `program` for indices 0..n-1; stacked outputs. Those assembled
+    piece by piece (chunks, the while-loop) are laid out in memory with the loop axis at
+    `loop_axis`, where the caller will move it (`_laid_out`)."""
     from . import ops
     chunks = _chunks(n, parallel_iterations)
     if not use_pfor:
-        return while_loop(program, n)
+        return while_loop(program, n, loop_axis)
     try:
         if len(chunks) == 1:
             cached = None if hooks.run_loop is None else hooks.run_loop(program, n)
@@ -399,7 +435,7 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
                 return cached
             return next(_vectorized_chunks(program, chunks, fallback_to_while_loop))[2]
         return _collect(_vectorized_chunks(program, chunks, fallback_to_while_loop), n,
-                        lambda parts: ops.concat(parts, axis=0), stacked=True)
+                        lambda parts: ops.concat(parts, axis=0), True, loop_axis)
     except ConversionError as e:
         if not fallback_to_while_loop:
             raise
@@ -408,7 +444,7 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
                   f"pfor: {e}. Running the loop body sequentially (a while-loop) instead; "
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
                   f"(pforjac.testing.check_converter finds the failing stacked mix)")
-        return while_loop(program, n)
+        return while_loop(program, n, loop_axis)
 
 
 def _vectorized_chunks(program: Program, chunks, per_iteration: bool = True):
@@ -474,7 +510,7 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
                       what="pfor")
     with working_memory_advice("pfor", parallel_iterations):
         outs = run_loop(program, int(iters), parallel_iterations, True, fallback_to_while_loop)
-    return tree_unflatten(program.out_tree, outs)
+    return tree_unflatten(program.out_tree, [c_ordered(v) for v in outs])
 
 
 def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):

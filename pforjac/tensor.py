@@ -9,7 +9,8 @@ import numpy as np
 
 from .state import current_state
 
-__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "is_float"]
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
+           "is_float"]
 
 
 def is_float(dtype) -> bool:
@@ -32,6 +33,44 @@ def _all_python_numbers(value) -> bool:
     if isinstance(value, (list, tuple)):
         return all(_all_python_numbers(v) for v in value)
     return isinstance(value, numbers.Number) and not isinstance(value, np.generic)
+
+
+_WEAK = (False, 0, 0.0, 0j)                      # a Python number of each kind, by rank
+_RANK = {bool: 0, int: 1, float: 2, complex: 3}     # (np.float64, a float too, is not one)
+
+
+def _weak_rank(value):
+    """The rank in `_WEAK` of the widest kind of Python number `value` holds (a number, or
+    nested lists and tuples of them; an empty list is float, as numpy makes it), or None if
+    it holds anything else (a Tensor, an array, a numpy scalar)."""
+    rank = _RANK.get(type(value))
+    if rank is not None or not isinstance(value, (list, tuple)):
+        return rank
+    ranks = [_weak_rank(v) for v in value]
+    return None if None in ranks else max(ranks, default=2)
+
+
+def as_operands(values) -> list:
+    """The operands of an op that combines them into one result (`+`, `@`, `concat`,
+    `where`'s branches) as Tensors. Python numbers, and lists and tuples of them, are
+    weakly typed, as a Python scalar is in numpy and JAX: next to other operands they take
+    the dtype those promote to with a Python number of their kind (a list of floats next
+    to a float64 tensor is float64, next to a float16 one float16, next to an int32 one
+    float64). Only operands all of Python numbers follow TensorFlow's defaults (float32,
+    int32), as `constant` does."""
+    for v in values:                    # the common case, all Tensors, checked first
+        if not isinstance(v, Tensor):
+            break
+    else:
+        return list(values)
+    ranks = [_weak_rank(v) for v in values]
+    if None not in ranks or all(r is None for r in ranks):
+        return [as_tensor(v) for v in values]
+    strong = {k: as_tensor(v) for k, (v, r) in enumerate(zip(values, ranks)) if r is None}
+    dtype = np.result_type(*(t.dtype for t in strong.values()),
+                           *(_WEAK[r] for r in ranks if r is not None))
+    return [strong[k] if k in strong else Tensor._from_array(_to_array(v, dtype))
+            for k, v in enumerate(values)]
 
 
 _INT32 = np.iinfo(np.int32)
@@ -81,6 +120,17 @@ def _read_only(arr):
     return arr
 
 
+def _handed_out(arr):
+    """The array a tensor hands out (`numpy()`, `np.asarray(t)`): a view of its own read-only
+    array made through a read-only memoryview. numpy lets `setflags(write=True)` make a view
+    writable again wherever the memory's owner is an array, or an object (pforjac's reused
+    result pages, a sparse mapping) with a writable buffer; this view's owner is the
+    memoryview, which has none, so it is refused. No copy; made once per tensor (1 us)."""
+    if not isinstance(arr, np.ndarray):
+        return arr
+    return np.asarray(memoryview(arr))
+
+
 class Tensor:
     """An immutable n-dimensional array backed by numpy.
 
@@ -91,18 +141,19 @@ class Tensor:
         array([ 5., 25.], dtype=float32)
     """
 
-    __slots__ = ("_value", "__weakref__")
+    __slots__ = ("_value", "_handed", "__weakref__")   # _handed: numpy()'s view, made on demand
     __array_ufunc__ = None  # numpy defers to our reflected operators
     _trace = None           # symbolic values belong to a trace; eager ones to none
 
     @classmethod
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
-        t._value = _read_only(arr)
+        t._value, t._handed = _read_only(arr), None
         return t
 
     def __init__(self, value, dtype=None):
         self._value = _read_only(_own_array(value, dtype))   # a numpy array is copied, as by constant()
+        self._handed = None
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
@@ -110,7 +161,11 @@ class Tensor:
     size = property(lambda self: math.prod(self.shape))
 
     def numpy(self) -> np.ndarray:
-        return self._value
+        """The value, as a read-only numpy array that can't be made writable (no copy)."""
+        handed = self._handed
+        if handed is None:
+            handed = self._handed = _handed_out(self._value)
+        return handed
 
     def __array__(self, dtype=None, copy=None):
         value = self.numpy()
@@ -226,6 +281,7 @@ class Variable(Tensor):
         value = value.numpy() if isinstance(value, Tensor) else value
         self._value = _read_only(np.array(_to_array(value, dtype), order="C"))  # own copy, C-ordered as
         # constant() copies are (a product rounds by its operands' layout)
+        self._handed = None
         self.trainable = trainable
         self.name = name or "Variable"
         self._snapshot = None
@@ -261,7 +317,7 @@ class Variable(Tensor):
                 raise ValueError(f"{where}, and the new value {bad} (dtype {new.dtype.name}) "
                                  f"does not fit in it ({np.sum(lost)} element(s) would wrap "
                                  f"around or overflow); nothing was assigned")
-        self._value = _read_only(cast)
+        self._value, self._handed = _read_only(cast), None
         return self
 
     def numpy(self) -> np.ndarray:
@@ -275,7 +331,10 @@ class Variable(Tensor):
                 f"but a compiled function reads Variables when it runs. Use the Variable in "
                 f"pforjac ops (x * v, pforjac.where(v > 0, a, b)), or pass the value in as an "
                 f"argument")
-        return self._value
+        handed = getattr(self, "_handed", None)    # (unset in a stand-in made by object.__new__)
+        if handed is None:
+            handed = self._handed = _handed_out(self._value)
+        return handed
 
     def _check_not_tracing(self) -> None:
         if current_state().traces:

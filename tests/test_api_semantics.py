@@ -411,8 +411,13 @@ def test_reciprocal_of_a_tiny_value_has_exact_zeros_off_the_diagonal(use_pfor):
 
 
 @pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")   # numpy: sqrt(-1), 1/0
-def test_forward_mode_sqrt_with_a_zero_tangent_is_zero():
+def test_forward_mode_sqrt_at_zero_is_nan_as_in_jax():
+    """sqrt is not differentiable at 0: any tangent there gives NaN or inf, as JAX's jvp does,
+    so std or a norm at zero is NaN in forward mode as in reverse mode (a zero tangent gave 0,
+    tests/test_reliability_ops.py); a zero tangent elsewhere stays 0."""
     _, tangent = pj.jvp(pj.sqrt, np.array([0.0, 4.0]), np.array([0.0, 1.0]))
+    np.testing.assert_array_equal(tangent.numpy(), [np.nan, 0.25])
+    _, tangent = pj.jvp(pj.sqrt, np.array([1.0, 4.0]), np.array([0.0, 1.0]))
     np.testing.assert_array_equal(tangent.numpy(), [0.0, 0.25])
 
 

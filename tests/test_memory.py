@@ -233,10 +233,15 @@ def test_no_reference_cycles_left_behind(name):
 
 
 def _root(a):
-    """What finally owns an array's memory: an ndarray, or the memoryview of a mapping."""
-    while isinstance(a, np.ndarray) and a.base is not None:
-        a = a.base
-    return a
+    """What finally owns an array's memory: an ndarray, or the memoryview of a mapping (a
+    tensor's array is a view through a read-only memoryview of the tensor's own array)."""
+    while True:
+        if isinstance(a, np.ndarray) and a.base is not None:
+            a = a.base
+        elif isinstance(a, memoryview) and isinstance(a.obj, np.ndarray):
+            a = a.obj
+        else:
+            return a
 
 
 def test_sparse_zeros_maps_only_for_mostly_untouched_results():
@@ -424,9 +429,10 @@ def test_jacobians_on_reused_dirty_buffers_are_exact(small_cache):
         for call, want in zip(calls, expected):
             got = call()
             np.testing.assert_array_equal(got, want)
-            got.flags.writeable = True          # (a tensor's array is read-only; its memory is not)
-            got[...] = np.nan                   # garbage for the next one
-            del got
+            own = got.base.obj                  # (a tensor's array can't be made writable;
+            own.flags.writeable = True          # the tensor's own array, whose memory is
+            own[...] = np.nan                   # reused, can): garbage for the next one
+            del got, own
     assert small_cache._cache.idle_bytes() > 0
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
-from ..tensor import Tensor, as_tensor, is_float, unchanged
+from ..tensor import Tensor, as_operands, as_tensor, is_float, unchanged
 from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
@@ -30,12 +30,15 @@ BINARY: dict[str, core.Primitive] = {}
 
 
 def coerce(x, y) -> tuple:
-    """Python scalars take the other operand's dtype where it can hold them (weak typing)."""
+    """Python numbers (scalars, lists, tuples) take the other operand's dtype where it can
+    hold them (weak typing, `as_operands`)."""
     if isinstance(x, Tensor) and _is_python_scalar(y):
         return x, Tensor._from_array(np.asarray(y, np.result_type(x.dtype, y)))
     if isinstance(y, Tensor) and _is_python_scalar(x):
         return Tensor._from_array(np.asarray(x, np.result_type(y.dtype, x))), y
-    return x, y
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        return x, y
+    return tuple(as_operands((x, y)))
 
 
 def _is_python_scalar(v) -> bool:
@@ -57,19 +60,25 @@ def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
 
 # -- unary ---------------------------------------------------------------------
 
-def _unary(name: str, impl, deriv=None, zero_stays_zero: bool = False, domain: str = "real",
+def _unary(name: str, impl, deriv=None, zero_stays_zero: tuple = (), domain: str = "real",
            zero_preserving: bool = False) -> core.Primitive:
-    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. With
-    `zero_stays_zero` a zero cotangent (or tangent) gives zero even where the derivative is
-    infinite or NaN (sqrt at 0, reciprocal of a tiny value), as TensorFlow's kernels do.
-    `domain`: where its input's checks draw values; `zero_preserving`: f(0) == 0."""
+    """Declares `name`; `deriv(ans, x)` is its derivative, written in pforjac ops. In the
+    modes `zero_stays_zero` names ("vjp", "jvp") a zero cotangent (or tangent) gives zero
+    even where the derivative is infinite or NaN (sqrt at 0, reciprocal of a tiny value), as
+    TensorFlow's kernels do. `domain`: where its input's checks draw values;
+    `zero_preserving`: f(0) == 0."""
     prim = declare_elementwise(name, impl, domain=(domain,), zero_preserving=zero_preserving)
     UNARY[name] = prim
     if deriv is not None:
-        scale = (lambda g, d: multiply_no_nan(d, g)) if zero_stays_zero else (lambda g, d: g * d)
-        defvjp(prim, lambda g, ans, x: scale(g, deriv(ans, x)))
-        defjvp(prim, lambda t, ans, x: scale(t, deriv(ans, x)))
+        vjp_scale, jvp_scale = (_no_nan_scale if mode in zero_stays_zero else _scale
+                                for mode in ("vjp", "jvp"))
+        defvjp(prim, lambda g, ans, x: vjp_scale(g, deriv(ans, x)))
+        defjvp(prim, lambda t, ans, x: jvp_scale(t, deriv(ans, x)))
     return prim
+
+
+def _scale(g, d): return g * d
+def _no_nan_scale(g, d): return multiply_no_nan(d, g)
 
 
 def _sigmoid_impl(x, out=None):
@@ -126,11 +135,14 @@ tanh_p = _unary("tanh", np.tanh, lambda ans, x: 1.0 - square(ans), zero_preservi
 sigmoid_p = _unary("sigmoid", _sigmoid_impl, lambda ans, x: ans * (1.0 - ans))
 softplus_p = _unary("softplus", _softplus_impl,
                     lambda ans, x: sigmoid(x))
-sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=True,
+# sqrt's forward rule is JAX's: at 0 (not differentiable) every tangent gives NaN or inf, so
+# std at a zero variance or a norm at zero is NaN in forward mode as in reverse mode, where
+# the cotangent's inf meets the variance's zero derivative (a zero tangent gave 0 there)
+sqrt_p = _unary("sqrt", np.sqrt, lambda ans, x: 0.5 / ans, zero_stays_zero=("vjp",),
                 domain="positive", zero_preserving=True)
 square_p = _unary("square", np.square, lambda ans, x: 2.0 * x, zero_preserving=True)
 reciprocal_p = _unary("reciprocal", np.reciprocal, lambda ans, x: -square(ans),
-                      zero_stays_zero=True, domain="nonzero")
+                      zero_stays_zero=("vjp", "jvp"), domain="nonzero")
 abs_p = _unary("abs", np.abs, domain="nonzero",     # (its rules below: complex values differ)
                zero_preserving=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),

@@ -164,8 +164,8 @@ def _scatter_add_impl(g, indices, axis, size, unique=None):
     index = (slice(None),) * axis + (indices,)
     if unique is None:
         unique = distinct_indices(indices, size)
-    if unique:
-        out[index] = g                   # distinct targets: a plain (fast) assignment
+    if unique:          # distinct targets: a plain (fast) assignment, of 0 + g as np.add.at
+        out[index] = g + 0 if g.dtype.kind in "fc" else g    # adds it (-0 becomes +0)
     else:
         add_at(out, g, indices, axis, size)
     return out

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp_all, defjvp_all
-from ..tensor import as_tensor
+from ..tensor import Tensor, as_operands
 from ._einsum_plan import (broadcast_plan, check_order, contraction_order, pairwise_specs,
                            parse_einsum, rows_plan)
 from ._kernels import matmul_no_gemv
@@ -68,6 +68,8 @@ defjvp(matmul_p, lambda t, ans, x, y: matmul(t, y), lambda t, ans, x, y: matmul(
 
 def matmul(x, y):
     """Matrix product with numpy's batching and 1-D rules, as `np.matmul` / `@`."""
+    if not (isinstance(x, Tensor) and isinstance(y, Tensor)):
+        x, y = as_operands((x, y))
     return matmul_p.bind(x, y)
 
 
@@ -196,7 +198,7 @@ def _einsum_jvp(ts, xs, subscripts, order):
 
 def einsum(subscripts: str, *operands):
     """Einstein summation over explicitly named axes, as `np.einsum` (no '...')."""
-    operands = [as_tensor(o) for o in operands]
+    operands = as_operands(operands)
     ins, out = parse_einsum(subscripts, [o.ndim for o in operands])
     return einsum_p.bind(*operands, subscripts=",".join(ins) + "->" + out)
 

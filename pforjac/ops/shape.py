@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
-from ..tensor import as_tensor, unchanged
+from ..tensor import as_operands, as_tensor, unchanged
 from ._family import axis_index, int_arg, int_tuple, normalize_axes
 from ._kernels import concat_rows, rows_concatenable
 
@@ -165,7 +165,7 @@ def _zeros_like(x):
 
 def concat(values, axis: int = 0):
     """Joins tensors along an existing axis (TensorFlow's name for `np.concatenate`)."""
-    values = [as_tensor(v) for v in values]
+    values = as_operands(list(values))
     if not values:
         raise ValueError("concat needs at least one tensor")
     axis = axis_index(axis, values[0].ndim, "concat")
@@ -287,7 +287,7 @@ def squeeze(x, axis=None):
 
 
 def stack(values, axis: int = 0):
-    values = [as_tensor(v) for v in values]
+    values = as_operands(list(values))
     if not values:
         raise ValueError("stack needs at least one tensor")
     axis = axis_index(axis, values[0].ndim + 1, "stack")   # the new axis: rank + 1 places
