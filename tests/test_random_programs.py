@@ -104,10 +104,10 @@ def check_batch_jacobian_three_ways(f, xb_np) -> None:
         rows = [pj.reshape(f(x[b]), (-1,)) if f(x[b]).ndim == 0 else f(x[b])
                 for b in range(x.shape[0])]
         y = pj.stack(rows)
-    ctx = _strict_pfor()
     with warnings.catch_warnings():      # rows built one by one: the row check may say it can't
         warnings.filterwarnings("ignore", "batch_jacobian could not check")   # see their zeros,
         warnings.filterwarnings("error", "batch_jacobian assumes")    # never that they mix
+        ctx = _strict_pfor()
         try:
             by_pfor = tape.batch_jacobian(y, x, unconnected_gradients="zero")
         finally:
