@@ -1,14 +1,16 @@
 """pforjac's ops, one module per family; every public function is re-exported here."""
+from .broadcasting import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
-from . import elementwise, reductions, shape, indexing, linalg, nn
+from . import broadcasting, elementwise, reductions, shape, indexing, linalg, nn
 from ._methods import install as _install
 
-__all__ = [name for family in (elementwise, reductions, shape, indexing, linalg, nn)
+__all__ = [name for family in (broadcasting, elementwise, reductions, shape, indexing,
+                                           linalg, nn)
            for name in family.__all__]
 
 _install()

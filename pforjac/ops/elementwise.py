@@ -13,6 +13,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import Tensor, as_operands, as_tensor, is_float, unchanged
+from .broadcasting import broadcast_to, unbroadcast
 from ._family import declare_elementwise, int_tuple
 
 __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
@@ -22,7 +23,7 @@ __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "p
            "sinh", "cosh", "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh",
            "log2", "log10", "floor", "ceil", "round", "arctan2", "clip",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-           "logical_and", "logical_or", "logical_not", "stop_gradient", "unbroadcast",
+           "logical_and", "logical_or", "logical_not", "stop_gradient",
            "zeros_like", "ones_like", "zeros", "ones", "coerce", "UNARY", "BINARY"]
 
 UNARY: dict[str, core.Primitive] = {}
@@ -43,19 +44,6 @@ def coerce(x, y) -> tuple:
 
 def _is_python_scalar(v) -> bool:
     return isinstance(v, (int, float, complex)) and not isinstance(v, np.generic)
-
-
-def unbroadcast(g: Tensor, shape: tuple) -> Tensor:
-    """Sums `g` over the axes along which an operand of `shape` was broadcast."""
-    shape = tuple(shape)
-    if tuple(g.shape) == shape:
-        return g
-    from .reductions import sum as _sum
-    from .shape import reshape
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + k for k, d in enumerate(shape)
-                                      if d == 1 and g.shape[lead + k] != 1)
-    return reshape(_sum(g, axis=axes), shape) if axes else reshape(g, shape)
 
 
 # -- unary ---------------------------------------------------------------------
@@ -225,7 +213,6 @@ def _binary(name: str, impl, vjp_x=None, vjp_y=None, differentiable=True,
 
 
 def _fit(t: Tensor, shape: tuple) -> Tensor:
-    from .shape import broadcast_to
     return t if tuple(t.shape) == tuple(shape) else broadcast_to(t, shape)
 
 

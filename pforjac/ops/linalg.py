@@ -16,6 +16,8 @@ from ..tensor import Tensor, as_operands
 from ._einsum_plan import (broadcast_plan, check_order, contraction_order, pairwise_specs,
                            parse_einsum, rows_plan)
 from ._kernels import matmul_no_gemv
+from .broadcasting import broadcast_to, reshape, unbroadcast
+from .shape import expand_dims, swapaxes, transpose
 
 __all__ = ["matmul", "einsum", "dot", "parse_einsum", "contraction_order"]
 
@@ -37,8 +39,6 @@ matmul_p = core.new_primitive("matmul", np.matmul, _matmul_shape)
 
 
 def _matmul_vjp_x(g, ans, x, y):
-    from .elementwise import unbroadcast
-    from .shape import expand_dims, reshape, swapaxes, transpose
     if x.ndim <= 2 and y.ndim <= 2:          # the common cases, in as few ops as possible
         if y.ndim == 1:
             return g * y if x.ndim == 1 else reshape(g, (x.shape[0], 1)) * y
@@ -50,8 +50,6 @@ def _matmul_vjp_x(g, ans, x, y):
 
 
 def _matmul_vjp_y(g, ans, x, y):
-    from .elementwise import unbroadcast
-    from .shape import expand_dims, reshape, swapaxes, transpose
     if x.ndim <= 2 and y.ndim <= 2:
         if x.ndim == 1:
             return g * x if y.ndim == 1 else reshape(x, (x.shape[0], 1)) * g
@@ -144,7 +142,6 @@ def _einsum_vjp(g, ans, *xs, subscripts, order=None):
     axis that only operand k has was summed away, so its cotangent is broadcast along it.
     An axis an operand repeats ('ii->i' reads a diagonal) gets its cotangent on that
     diagonal: computed over the distinct axes, then embedded with identity matrices."""
-    from .shape import broadcast_to, reshape
     ins, out = parse_einsum(subscripts, [x.ndim for x in xs])
     cts = []
     for k, (s, x) in enumerate(zip(ins, xs)):

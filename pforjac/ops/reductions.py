@@ -12,72 +12,19 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
+from ..tensor import as_operands, as_tensor
+from .elementwise import (abs as abs_, cast, equal, exp, less, log, ones_like, sqrt, square,
+                          stop_gradient, where, zeros, zeros_like)
+from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to,  # noqa: F401
+                           reduction, reshape, restore_reduced, sum, sum_p)     # (sum opens the family)
+from .shape import flip, pad, stack, transpose
 from ._family import axis_index, normalize_axes
-from ._kernels import extremum, sum_short_axis
+from ._kernels import extremum
 
-__all__ = ["sum", "max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
-           "argmax", "argmin", "REDUCTIONS", "restore_reduced"]
-
-REDUCTIONS: dict[str, core.Primitive] = {}
-
-
-def _reduction_shape(shape: tuple, axes, keepdims) -> tuple:
-    if keepdims:
-        return tuple(1 if k in axes else d for k, d in enumerate(shape))
-    return tuple(d for k, d in enumerate(shape) if k not in axes)
-
-
-@functools.lru_cache(maxsize=None)
-def _result_dtype(impl, dtype: np.dtype) -> np.dtype:
-    """numpy's own result dtype (sum of int32 or bool is int64, max of bool is bool)."""
-    return impl(np.zeros(1, dtype)).dtype
-
-
-def _in_c_order(impl):
-    """numpy's summation order follows the memory layout (pairwise along a contiguous axis,
-    one by one along a strided one), so a transposed view rounds differently from its
-    contiguous copy. Reducing C-ordered data makes the order a function of the shape
-    alone, so a chunk of one iteration rounds as the whole batch does (parallel_iterations
-    never changes a result's bits). Structured pfor can still differ from the while-loop in
-    the last bits: it sums a one-hot block without the zeros around it."""
-    def reduce(x, axis=None, keepdims=False):
-        x = np.asarray(x)
-        return impl(x if x.flags.c_contiguous else x.copy(order="C"), axis=axis, keepdims=keepdims)
-    return reduce
-
-
-def _reduction(name: str, impl, layout: str) -> core.Primitive:
-    def shape_rule(x, axes, keepdims):
-        for a in axes:
-            if not 0 <= a < x.ndim:
-                raise ValueError(f"axis {a} is out of range for rank {x.ndim}")
-        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
-            raise ValueError(f"{name} of an empty axis has no identity")
-        return _reduction_shape(x.shape, axes, keepdims), _result_dtype(impl, np.dtype(x.dtype))
-    prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),
-                              shape_rule, layout=layout)
-    REDUCTIONS[name] = prim
-    return prim
-
-
-def restore_reduced(g, x_shape, axes, keepdims):
-    """Broadcasts a reduction's cotangent `g` back to the input's shape."""
-    from .shape import broadcast_to, reshape
-    if not keepdims:
-        g = reshape(g, _reduction_shape(x_shape, axes, True))
-    return broadcast_to(g, x_shape)
-
-
-_sum = sum_short_axis          # np.sum, bit for bit; faster over one short axis (see there)
-
-
-sum_p = _reduction("sum", _in_c_order(_sum), layout="free")
-defvjp(sum_p, lambda g, ans, x, axes, keepdims: restore_reduced(g, x.shape, axes, keepdims))
-defjvp(sum_p, lambda t, ans, x, axes, keepdims: sum_p.bind(t, axes=axes, keepdims=keepdims))
-
+__all__ = ["max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
+           "argmax", "argmin"]
 
 def _extremum_vjp(g, ans, x, axes, keepdims):
-    from .elementwise import cast, equal
     mask = cast(equal(x, restore_reduced(ans, x.shape, axes, keepdims)), g.dtype)
     count = restore_reduced(sum_p.bind(mask, axes=axes, keepdims=keepdims), x.shape, axes, keepdims)
     return restore_reduced(g, x.shape, axes, keepdims) * mask / count
@@ -88,14 +35,13 @@ def _extremum(reduce, pairwise):
     return functools.partial(extremum, reduce, pairwise)
 
 
-max_p = _reduction("max", _extremum(np.max, np.maximum), layout="following")
-min_p = _reduction("min", _extremum(np.min, np.minimum), layout="following")
+max_p = reduction("max", _extremum(np.max, np.maximum), layout="following")
+min_p = reduction("min", _extremum(np.min, np.minimum), layout="following")
 
 
 def _extremum_jvp(ts, ans, x, axes, keepdims):
     """The tangent's mean over the entries that tie for the extremum (ones_like, not
     `ans * 0 + 1`, whose ones are NaN where the extremum is infinite)."""
-    from .elementwise import ones_like
     weights = _extremum_vjp(ones_like(ans), ans, x, axes, keepdims)
     return sum_p.bind(ts[0] * weights, axes=axes, keepdims=keepdims)
 
@@ -105,7 +51,7 @@ for _p in (max_p, min_p):
     defjvp_all(_p, _extremum_jvp)
 
 
-prod_p = _reduction("prod", _in_c_order(np.prod), layout="free")
+prod_p = reduction("prod", _in_c_order(np.prod), layout="free")
 
 
 def _prod_of_others(x, axes):
@@ -116,8 +62,6 @@ def _prod_of_others(x, axes):
     parent's others. No division, so it is exact at any number of zeros, and built of
     multiply, getitem, stack and reshape alone, so every higher derivative is as well
     (with `prod / x` guarded at zeros, the second derivative at two zeros was 0)."""
-    from .elementwise import ones_like
-    from .shape import pad, reshape, stack, transpose
     keep = [a for a in range(x.ndim) if a not in axes]
     perm = tuple(keep) + tuple(axes)
     xt = transpose(x, perm) if perm != tuple(range(x.ndim)) else x
@@ -149,17 +93,6 @@ defjvp(prod_p, lambda t, ans, x, axes, keepdims:
        sum_p.bind(t * _prod_of_others(x, axes), axes=axes, keepdims=keepdims))
 
 
-def _reduce(prim, x, axis, keepdims):
-    from ..tensor import as_tensor
-    x = as_tensor(x)
-    return prim.bind(x, axes=normalize_axes(axis, x.ndim, prim.name), keepdims=bool(keepdims))
-
-
-def sum(x, axis=None, keepdims=False):
-    """Sum over `axis` (None, an int or a tuple), as `np.sum`."""
-    return _reduce(sum_p, x, axis, keepdims)
-
-
 def max(x, axis=None, keepdims=False):
     """Maximum over `axis`; the gradient is split evenly among ties."""
     return _reduce(max_p, x, axis, keepdims)
@@ -187,8 +120,6 @@ def _accumulator(dtype: np.dtype):
 def mean(x, axis=None, keepdims=False):
     """np.mean: the sum over `axis` divided by the count, summed as numpy's is (float16 in
     float32 and rounded back to float16, integers in float64)."""
-    from ..tensor import as_tensor
-    from .elementwise import cast
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "mean")
     count = math.prod(x.shape[a] for a in axes)
@@ -200,7 +131,6 @@ def mean(x, axis=None, keepdims=False):
 def _stable_shift(x, axes: tuple):
     """The max over `axes` (kept), where finite, else 0, with no gradient: what logsumexp
     subtracts before exp. Over an empty axis it is 0 (there is no max)."""
-    from .elementwise import abs as abs_, less, stop_gradient, where, zeros, zeros_like
     if any(x.shape[a] == 0 for a in axes):
         return zeros(_reduction_shape(x.shape, axes, True), x.dtype)
     top = max_p.bind(x, axes=axes, keepdims=True)
@@ -211,22 +141,17 @@ def logsumexp(x, axis=None, keepdims=False):
     """`log(sum(exp(x)))` over `axis`, computed stably (shifted by the max; by 0 where
     the max is not finite, so all -inf gives -inf and any +inf gives inf, as numpy's
     unshifted formula does)."""
-    from ..tensor import as_tensor
-    from .elementwise import exp, log
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "logsumexp")
     shift = _stable_shift(x, axes)
     out = log(sum_p.bind(exp(x - shift), axes=axes, keepdims=True)) + shift
     if keepdims:
         return out
-    from .shape import reshape
     return reshape(out, _reduction_shape(x.shape, axes, False))
 
 
 def logaddexp(x, y):
     """np.logaddexp: `log(exp(x) + exp(y))`, as logsumexp of the two (broadcast)."""
-    from ..tensor import as_operands
-    from .shape import broadcast_to, stack
     x, y = as_operands((x, y))
     shape = np.broadcast_shapes(x.shape, y.shape)
     return logsumexp(stack([broadcast_to(x, shape), broadcast_to(y, shape)]), axis=0)
@@ -237,8 +162,6 @@ def var(x, axis=None, keepdims=False, ddof=0):
     `count - ddof` instead of `count` when `ddof` is given. float16 is computed in float32
     and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for 10000
     values near 3 whose variance is 0.0009)."""
-    from ..tensor import as_tensor
-    from .elementwise import cast, square
     x = as_tensor(x)
     if x.dtype == np.float16:
         return cast(var(cast(x, np.float32), axis, keepdims, ddof), np.float16)
@@ -251,8 +174,6 @@ def var(x, axis=None, keepdims=False, ddof=0):
 def std(x, axis=None, keepdims=False, ddof=0):
     """np.std: the square root of `var` (its derivative is NaN where the deviations are all
     zero, in forward and reverse mode, as in JAX)."""
-    from ..tensor import as_tensor
-    from .elementwise import cast, sqrt
     x = as_tensor(x)
     if x.dtype == np.float16:                   # the root of float32's variance
         return cast(std(cast(x, np.float32), axis, keepdims, ddof), np.float16)
@@ -266,7 +187,6 @@ def _cumsum_shape(x, axis):
 
 def _reversed_cumsum(g, axis: int):
     """Each position's sum of g from there to the end of `axis` (cumsum's cotangent)."""
-    from .shape import flip
     return flip(cumsum_p.bind(flip(g, axis), axis=axis), axis)
 
 
@@ -295,8 +215,6 @@ argmin_p = core.new_primitive("argmin", lambda x, axis: np.argmin(x, axis=axis).
 
 def _along_one_axis(prim, x, axis):
     """`prim` along one axis of `x`, or of the flattened `x` for axis None, as numpy's."""
-    from ..tensor import as_tensor
-    from .shape import reshape
     x = as_tensor(x)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0

@@ -4,53 +4,19 @@ expand_dims, squeeze, stack and swapaxes are composites of these.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp, defvjp_all
 from ..tensor import as_operands, as_tensor, unchanged
+from .broadcasting import broadcast_to, broadcast_to_p, reshape, reshape_p, sum as _sum  # noqa: F401
+from .elementwise import zeros_like
+from .indexing import getitem
 from ._family import axis_index, int_arg, int_tuple, normalize_axes
 from ._kernels import concat_rows, rows_concatenable
 
-__all__ = ["reshape", "transpose", "broadcast_to", "concat", "concatenate", "split", "tile", "pad",
+__all__ = ["transpose", "concat", "concatenate", "split", "tile", "pad",
            "expand_dims", "squeeze", "stack", "swapaxes", "moveaxis", "flatten", "flip", "roll"]
-
-
-def _resolve_shape(shape, size: int) -> tuple:
-    shape = int_tuple(shape, "reshape: shape")
-    if shape.count(-1) > 1:
-        raise ValueError(f"only one dimension of the new shape {shape} can be -1")
-    if -1 in shape:
-        known = math.prod(d for d in shape if d != -1)
-        if known == 0 or size % known:
-            raise ValueError(f"cannot reshape {size} elements into shape {shape}")
-        shape = tuple(size // known if d == -1 else d for d in shape)
-    if math.prod(shape) != size:
-        raise ValueError(f"cannot reshape {size} elements into shape {shape}")
-    return shape
-
-
-# -- reshape -----------------------------------------------------------------------
-reshape_p = core.new_primitive("reshape", lambda x, shape: np.reshape(x, shape),
-                               lambda x, shape: (_resolve_shape(shape, _size(x)), x.dtype),
-                               layout="following", may_alias=True)
-defvjp(reshape_p, lambda g, ans, x, shape: reshape(g, x.shape))
-defjvp(reshape_p, lambda t, ans, x, shape: reshape(t, shape))
-
-
-def _size(x) -> int:
-    return math.prod(x.shape)
-
-
-def reshape(x, shape):
-    """Reshapes `x` (one dimension may be -1), as `np.reshape`."""
-    x = as_tensor(x)
-    shape = _resolve_shape(shape, x.size)
-    if shape == tuple(x.shape) and unchanged(x):
-        return x
-    return reshape_p.bind(x, shape=shape)
 
 
 # -- transpose ---------------------------------------------------------------------
@@ -98,32 +64,6 @@ def moveaxis(x, source: int, destination: int):
     return transpose(x, perm)
 
 
-# -- broadcast_to ----------------------------------------------------------------------
-def _broadcast_to_shape(x, shape):
-    if np.broadcast_shapes(x.shape, shape) != tuple(shape):
-        raise ValueError(f"cannot broadcast shape {x.shape} to {shape}")
-    return tuple(shape), x.dtype
-
-
-broadcast_to_p = core.new_primitive("broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-                                    _broadcast_to_shape, layout="following", may_alias=True)
-defvjp(broadcast_to_p, lambda g, ans, x, shape: _unbroadcast(g, x.shape))
-defjvp(broadcast_to_p, lambda t, ans, x, shape: broadcast_to(t, shape))
-
-
-def _unbroadcast(g, shape):
-    from .elementwise import unbroadcast
-    return unbroadcast(g, shape)
-
-
-def broadcast_to(x, shape):
-    x = as_tensor(x)
-    shape = int_tuple(shape, "broadcast_to: shape")
-    if shape == tuple(x.shape) and unchanged(x):
-        return x
-    return broadcast_to_p.bind(x, shape=shape)
-
-
 # -- concat and split --------------------------------------------------------------------
 def _concat_shape(*xs, axis):
     first = xs[0].shape
@@ -159,7 +99,6 @@ defjvp_all(concat_p, lambda ts, ans, *xs, axis: concat(
 
 
 def _zeros_like(x):
-    from .elementwise import zeros_like
     return zeros_like(x)
 
 
@@ -220,7 +159,6 @@ tile_p = core.new_primitive("tile", lambda x, reps: np.tile(x, reps),
 
 
 def _tile_vjp(g, ans, x, reps):
-    from .reductions import sum as _sum
     interleaved = [d for pair in zip(reps, x.shape) for d in pair]
     return _sum(reshape(g, interleaved), axis=tuple(range(0, 2 * x.ndim, 2)))
 
@@ -300,7 +238,6 @@ def flatten(x):
 
 def flip(x, axis=None):
     """np.flip: `x` reversed along `axis` (an int, a tuple, or None for every axis)."""
-    from .indexing import getitem
     x = as_tensor(x)
     axes = normalize_axes(axis, x.ndim, "flip")
     return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None)
@@ -310,7 +247,6 @@ def flip(x, axis=None):
 def roll(x, shift, axis=None):
     """np.roll: elements shifted by `shift` along `axis` (ints or tuples of ints; None:
     along the flattened tensor, shape kept), those past the end coming back at the start."""
-    from .indexing import getitem
     x = as_tensor(x)
     if axis is None:
         return reshape(roll(reshape(x, (-1,)), shift, 0), x.shape)
