@@ -14,8 +14,9 @@ import numpy as np
 from . import ops
 from .memory import check_results_fit, working_memory_advice
 from . import hooks
-from .pfor import c_ordered, check_parallel_iterations, run_loop
+from .pfor import c_ordered, check_parallel_iterations, run_loop, warn_wrong_result
 from .program import make_program
+from .rowmix import Mixing, Unknown, analyze
 from .tape import GradientTape, UnconnectedGradients, _finish, _unconnected, backward
 from .tensor import SymbolicTensor, Tensor, as_tensor, is_float
 from .tree import tree_flatten, tree_unflatten
@@ -201,8 +202,6 @@ def batch_jacobian(self: GradientTape, target, source,
 
 
 def _check_rows_independent(program, seed, target, source, strict: bool) -> None:
-    from .pfor import warn_wrong_result
-    from .rowmix import Mixing, Unknown, analyze
     verdict = analyze(program, seed)
     if isinstance(verdict, Unknown) and verdict.eqn is not None and hooks.building() \
             and _reads_outer_values(program, verdict.eqn):
@@ -232,7 +231,6 @@ def _check_rows_independent(program, seed, target, source, strict: bool) -> None
 def _unchecked(eqn, strict: bool) -> None:
     """The row check cannot follow the batch axis through `eqn`: rows may mix there, so
     the user hears of it (once per cause), or strict=True raises."""
-    from .pfor import warn_wrong_result
     message = (f"batch_jacobian could not check that rows of the batch stay independent: "
                f"{_forward_of(eqn)} gives backward op '{eqn.prim.name}', which the row check "
                f"(pforjac.rowmix) cannot follow, so the per-example result is not guaranteed "

@@ -38,8 +38,9 @@ import numpy as np
 from . import core
 from .program import Program, make_program, run_program
 from .tensor import SymbolicTensor, Tensor, as_tensor, constant
-from .tree import tree_unflatten
+from .tree import tree_flatten, tree_map, tree_unflatten
 from . import hooks
+from . import ops, structure
 from .diagnostics import record_fallback
 from .memory import check_results_fit, result_empty, sparse_results, working_memory_advice
 
@@ -194,7 +195,6 @@ def vectorize(program: Program, indices: Tensor, index_range: tuple[int, int] | 
     passes symbolic ones to compile the vectorized body). Without `per_iteration`,
     an op with no converter raises ConversionError instead of running per iteration.
     """
-    from . import structure
     n = int(indices.shape[0])
     ctx = LoopContext(indices, index_range or (0, n))
     if structured is None:
@@ -238,7 +238,6 @@ def _dead_after(program: Program) -> list[list[int]]:
 
 def _convert_structured(eqn, vals, ctx: LoopContext):
     """Tries the structure-aware converter; (None, None) means "use the dense path"."""
-    from . import structure
     conv = structure.structured_converter_for(eqn.prim)
     if conv is None or eqn.prim.multiple_results:
         return None, None
@@ -308,7 +307,6 @@ def _convert(eqn, vals, n: int, per_iteration: bool = True):
 def _per_iteration(prim: core.Primitive):
     """The fallback converter: bind the op for each iteration and stack the results."""
     def convert(n, args, stacked, **params):
-        from . import ops
         per_iter = []
         for k in range(n):
             outs = core.bind(prim, *[a[k] if s else a for a, s in zip(args, stacked)], **params)
@@ -324,7 +322,6 @@ def _per_iteration(prim: core.Primitive):
 
 
 def _stack_output(value: Tensor, stacked: bool, n: int) -> Tensor:
-    from . import ops
     if stacked:
         return value
     return ops.broadcast_to(ops.expand_dims(value, 0), (n,) + tuple(value.shape))
@@ -347,7 +344,6 @@ def c_ordered(value):
         out = result_empty(tuple(value.shape), value.dtype)
         np.copyto(out, value._value)
         return Tensor._from_array(out)
-    from . import ops
     flat = ops.reshape(value, (-1,))
     if not flat._value.flags.c_contiguous:
         flat = ops.gather(flat, np.arange(flat.shape[0]), axis=0)
@@ -356,7 +352,6 @@ def c_ordered(value):
 
 def while_loop(program: Program, n: int, loop_axis: int = 0) -> list[Tensor]:
     """The sequential loop: the same traced body, bound once per index, results stacked."""
-    from . import ops
     if n == 0:
         return [ops.zeros((0,) + tuple(v.shape), v.dtype) for v in program.outputs]
     per_iter = ((k, k + 1, run_program(program, [constant(np.int32(k))])) for k in range(n))
@@ -424,7 +419,6 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
     """Runs the loop body `program` for indices 0..n-1; stacked outputs. Those assembled
     piece by piece (chunks, the while-loop) are laid out in memory with the loop axis at
     `loop_axis`, where the caller will move it (`_laid_out`)."""
-    from . import ops
     chunks = _chunks(n, parallel_iterations)
     if not use_pfor:
         return while_loop(program, n, loop_axis)
@@ -470,9 +464,8 @@ def vectorize_stacked(program: Program, indices: Tensor, index_range: tuple,
     structure is used only where its ops stay in the compiled Program as made, for the
     dense twin to find: in that trace itself (not a loop body, nor a function forward
     mode transforms), no tape recording them; those vectorizations are recorded."""
-    from .structure import tracking_enabled
     state, lifting = core.current_state(), core.current_state().lifting
-    structured = tracking_enabled() and (lifting is None or (
+    structured = structure.tracking_enabled() and (lifting is None or (
         not state.tapes and state.traces[-1] is lifting))
     n = int(indices.shape[0])
     outs = [_stack_output(v, s, n) for v, s in vectorize(
@@ -521,7 +514,6 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
         array([3., 7.], dtype=float32)
     """
-    from .tree import tree_flatten, tree_map
     leaves, _ = tree_flatten(elems)
     if not leaves:
         raise ValueError("vectorized_map: elems holds no tensors")

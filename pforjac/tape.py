@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import core
+from . import ops
 from .tensor import Tensor, Variable, as_tensor, check_not_complex_for_real, is_float
 from .tree import _LEAF, flatten_like, tree_flatten, tree_unflatten
 
@@ -222,7 +223,6 @@ class GradientTape:
                     f"inside the `with` block before using x (Variables are watched automatically)")
 
     def _seeds(self, flat_targets, target_tree, output_gradients) -> list:
-        from . import ops
         if target_tree == _LEAF and isinstance(output_gradients, (list, tuple)) \
                 and len(output_gradients) == 1 and _shape_of(output_gradients[0]) == \
                 tuple(flat_targets[0].shape) != _shape_of(output_gradients):
@@ -268,7 +268,6 @@ class GradientTape:
 
 
 def _finish(g, source, unconnected: UnconnectedGradients):
-    from . import ops
     if g is None or not is_float(source.dtype):
         if unconnected is UnconnectedGradients.NONE:
             return None
@@ -309,7 +308,6 @@ def _depends_on_sources(entries, sources) -> set[int]:
 
 
 def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
-    from . import ops
     prim = entry.prim
     rules = core.vjp_rules.get(prim)
     if rules is None:
