@@ -1,17 +1,21 @@
 """Memory of Jacobian results: fail fast, before allocating, when a dense Jacobian cannot
-fit, and say how to compute less at a time when its working memory does not.
+fit, and say how to compute less at a time when its working memory does not; reuse large
+results across calls where the caller asks for it (`BufferPool`).
 
-Results themselves are plain numpy arrays (`np.zeros`, `np.empty`): pforjac leaves the
-process's allocator as it found it."""
+Results are plain numpy arrays (`np.zeros`, `np.empty`): pforjac leaves the process's
+allocator as it found it."""
 from __future__ import annotations
 
 import contextlib
 import math
 import os
+import sys
+import threading
 
 import numpy as np
 
-__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError"]
+__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError", "BufferPool",
+           "pooled_zeros", "pooled_empty"]
 
 
 class JacobianMemoryError(MemoryError):
@@ -90,3 +94,149 @@ def check_results_fit(results, per_example: bool = False, what: str | None = Non
             "never forms the cross-example zeros); otherwise compute") +
             " it for fewer targets or sources at a time (parallel_iterations bounds only "
             "the working memory, not the result)")
+
+
+# -- opt-in reuse of large results -----------------------------------------------------------
+class _Active(threading.local):
+    def __init__(self):
+        self.pools: list[BufferPool] = []
+
+
+_active = _Active()
+
+
+def _references(arrays: list, k: int) -> int:
+    return sys.getrefcount(arrays[k])
+
+
+# What `_references` counts for an array that only the pool's list holds. Reference counts
+# say when nothing else holds an array (every view of it holds it as its base) only on
+# CPython with its GIL; elsewhere a pool never reuses an array.
+_ONLY_THE_POOL = _references([np.empty(0)], 0) if sys.implementation.name == "cpython" \
+    and getattr(sys, "_is_gil_enabled", lambda: True)() else 0
+
+
+class BufferPool:
+    """Large arrays kept for reuse once nothing else holds them: an opt-in for a program
+    that asks for the same large Jacobians over and over. Off unless entered; this thread.
+
+    A fresh large array costs a page fault for every page it touches, on every call: the
+    (64, 512, 512) float32 `batch_jacobian` of benchmarks/loop_vs_pfor.py took 3.4 ms of
+    CPU a call here, 2.1 ms from a pool; the seed network's 125 MB full Jacobian 5.8 and
+    3.5 ms, its while-loop 201 and 166 ms. Inside `with pool:` the results and large
+    temporaries pforjac fills (its scatters, the while-loop's and the chunked loops'
+    stacked results) of `min_bytes` or more are numpy arrays the pool keeps. When no
+    result, view or buffer of one is alive any more, the next array of the same size
+    reuses its memory (cleared first where zeros are asked for). The pool keeps up to
+    `limit` bytes of arrays nothing else holds (oldest dropped first, whenever it hands
+    one out and when a `with` block ends); `clear()` drops them, and so does dropping the
+    pool. Idle arrays stay in memory: within a call whose large arrays come in several
+    sizes they add to its peak. Only references count: a raw pointer to a result's
+    memory (`.ctypes.data`) does not keep it from being reused. Reuse relies on CPython's
+    reference counts; elsewhere the pool makes every array anew.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> pool = pj.memory.BufferPool(min_bytes=1 << 20)
+        >>> x = pj.constant(np.linspace(0.0, 1.0, 512))
+        >>> with pj.GradientTape(persistent=True) as g:
+        ...     g.watch(x)
+        ...     y = pj.sin(x)[1:]
+        >>> with pool:
+        ...     j = g.jacobian(y, x, experimental_use_pfor=False)   # (511, 512): 2 MiB
+        >>> address = j.numpy().ctypes.data
+        >>> del j                        # dropped: the next call reuses its memory
+        >>> with pool:
+        ...     j = g.jacobian(y, x, experimental_use_pfor=False)
+        >>> j.numpy().ctypes.data == address, pool.clear()   # j still holds its array
+        (True, 0)
+    """
+
+    def __init__(self, limit: int = 1 << 30, min_bytes: int = 4 << 20):
+        for name, v in (("limit", limit), ("min_bytes", min_bytes)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ValueError(f"BufferPool: {name} is a number of bytes >= 0, got {v!r}")
+        self.limit, self.min_bytes = int(limit), int(min_bytes)
+        self._arrays: list[np.ndarray] = []      # flat uint8 arrays, oldest first
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "BufferPool":
+        _active.pools.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _active.pools.pop()
+        with self._lock:
+            self._trim(self.limit)
+
+    def zeros(self, shape, dtype) -> np.ndarray:
+        """`np.zeros(shape, dtype)`, in an idle array of the pool if one has its size."""
+        out = self._array(shape, dtype, zero=True)
+        return np.zeros(shape, dtype) if out is None else out
+
+    def empty(self, shape, dtype) -> np.ndarray:
+        """`np.empty(shape, dtype)`, in an idle array of the pool if one has its size."""
+        out = self._array(shape, dtype, zero=False)
+        return np.empty(shape, dtype) if out is None else out
+
+    def idle_bytes(self) -> int:
+        """Bytes of the arrays only the pool holds."""
+        with self._lock:
+            return sum(a.nbytes for a in self._idle())
+
+    def clear(self) -> int:
+        """Drops the arrays only the pool holds; returns their bytes."""
+        with self._lock:
+            freed = sum(a.nbytes for a in self._idle())
+            self._trim(0)
+        return freed
+
+    def _idle(self) -> list[np.ndarray]:
+        return [self._arrays[k] for k in range(len(self._arrays))
+                if _references(self._arrays, k) <= _ONLY_THE_POOL]
+
+    def _array(self, shape, dtype, zero: bool) -> np.ndarray | None:
+        """An array of the pool shaped `shape`, zeroed if `zero`; None when the array is
+        not for the pool (small, of objects, over the limit, no reference counts)."""
+        dtype, shape = np.dtype(dtype), tuple(int(d) for d in shape)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < max(self.min_bytes, 1) or nbytes > self.limit or dtype.hasobject \
+                or not _ONLY_THE_POOL:
+            return None
+        with self._lock:
+            flat = self._take(nbytes, zero)
+        return flat.view(dtype).reshape(shape)    # a view: it holds `flat` as its base
+
+    def _take(self, nbytes: int, zero: bool) -> np.ndarray:
+        for k in range(len(self._arrays)):
+            if self._arrays[k].nbytes == nbytes and _references(self._arrays, k) <= _ONLY_THE_POOL:
+                self._arrays.append(self._arrays.pop(k))      # the newest now
+                if zero:
+                    self._arrays[-1].fill(0)
+                return self._arrays[-1]
+        self._trim(self.limit - nbytes)
+        self._arrays.append(np.zeros(nbytes, np.uint8) if zero else np.empty(nbytes, np.uint8))
+        return self._arrays[-1]
+
+    def _trim(self, keep: int) -> None:
+        """Drops the oldest idle arrays until at most `keep` bytes of them are left."""
+        idle = self._idle()
+        excess = sum(a.nbytes for a in idle) - keep
+        drop = []
+        for a in idle:
+            if excess <= 0:
+                break
+            drop.append(id(a))
+            excess -= a.nbytes
+        if drop:
+            self._arrays = [a for a in self._arrays if id(a) not in drop]
+
+
+def pooled_zeros(shape, dtype) -> np.ndarray:
+    """`np.zeros(shape, dtype)`, from the innermost entered `BufferPool` if there is one."""
+    return _active.pools[-1].zeros(shape, dtype) if _active.pools else np.zeros(shape, dtype)
+
+
+def pooled_empty(shape, dtype) -> np.ndarray:
+    """`np.empty(shape, dtype)`, from the innermost entered `BufferPool` if there is one."""
+    return _active.pools[-1].empty(shape, dtype) if _active.pools else np.empty(shape, dtype)

@@ -40,7 +40,7 @@ from .tensor import Tensor, as_tensor, constant
 from .tree import tree_unflatten
 from .loopcache import run_cached
 from .diagnostics import record_fallback
-from .memory import check_results_fit, working_memory_advice
+from .memory import check_results_fit, pooled_empty, working_memory_advice
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "ConversionError",
            "run_loop", "vectorize", "while_loop"]
@@ -335,7 +335,7 @@ def _collect(pieces, n: int, join: Callable, stacked: bool) -> list[Tensor]:
     out = None
     for start, stop, values in pieces:
         if out is None:
-            out = [np.empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
+            out = [pooled_empty((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype)
                    for v in values]
         _copy_into(out, start, stop, values)
         del values  # not alive while the next piece is made

@@ -254,3 +254,148 @@ def test_running_out_of_working_memory_says_to_pass_parallel_iterations(call):
                     tape.watch(x)
                     y = op(x)
                 getattr(tape, call)(y, x)
+
+
+# -- BufferPool: opt-in reuse of large results -------------------------------------------------
+def _small_pool(limit=8 << 20):
+    from pforjac.memory import BufferPool
+    return BufferPool(limit=limit, min_bytes=1 << 20)
+
+
+def test_without_a_pool_results_are_numpys_own_arrays():
+    from pforjac.memory import pooled_empty, pooled_zeros
+    a, b = pooled_zeros((1024, 1024), np.float32), pooled_empty((1024, 1024), np.float32)
+    assert a.flags.owndata and b.flags.owndata and not a.any()
+
+
+def test_a_dropped_result_is_reused_and_cleared():
+    pool = _small_pool()
+    with pool:
+        a = pool.zeros((512, 1024), np.float32)                       # 2 MiB
+        assert not a.any() and a.flags.writeable
+        a[:] = np.nan
+        address = a.ctypes.data
+        del a
+        assert pool.idle_bytes() == 2 << 20
+        b = pool.zeros((1024, 512), np.float32)                       # same size, other shape
+        assert b.ctypes.data == address and b.shape == (1024, 512) and not b.any()
+        b[:] = 7
+        del b
+        c = pool.empty((256, 256, 8), np.float32)                     # empty: not cleared
+        assert c.ctypes.data == address and c.dtype == np.float32
+
+
+def test_a_live_view_or_buffer_keeps_a_result_from_reuse():
+    pool = _small_pool()
+    a = pool.zeros((512, 1024), np.float32)
+    a[:] = 5
+    view, buffer = a[100:200].T, memoryview(a[3])
+    del a
+    b = pool.zeros((512, 1024), np.float32)
+    assert (view == 5).all() and np.frombuffer(buffer, np.float32)[0] == 5 and not b.any()
+    del view, b
+    assert pool.idle_bytes() == 2 << 20                               # b's; a's is still exported
+    del buffer
+    assert pool.idle_bytes() == 4 << 20
+
+
+def test_small_and_object_arrays_and_arrays_over_the_limit_are_numpys():
+    pool = _small_pool(limit=4 << 20)
+    for shape, dtype in [((10, 10), np.float32), ((1 << 18,), object), ((1 << 21,), np.float32)]:
+        a = pool.zeros(shape, dtype)
+        assert a.flags.owndata and a.shape == shape and a.dtype == dtype
+    assert pool.idle_bytes() == 0 and pool.clear() == 0
+
+
+def test_idle_arrays_are_capped_and_can_be_freed():
+    pool = _small_pool(limit=4 << 20)
+    with pool:
+        arrays = [pool.zeros((1 << 18,), np.float32) for _ in range(7)]   # 1 MiB each, all live
+    assert pool.idle_bytes() == 0
+    del arrays
+    assert pool.idle_bytes() == 7 << 20          # dropped since the block ended: trimmed next
+    pool.zeros((1 << 18,), np.float32)           # reuses one, then the limit holds
+    with pool:
+        pass
+    assert pool.idle_bytes() == 4 << 20
+    assert pool.clear() == 4 << 20 and pool.idle_bytes() == 0
+
+
+def test_a_pool_is_entered_for_this_thread_only():
+    import threading
+    from pforjac.memory import pooled_zeros
+    pool, seen = _small_pool(), []
+    with pool:
+        inside = pooled_zeros((1 << 18,), np.float32)
+        t = threading.Thread(target=lambda: seen.append(pooled_zeros((1 << 18,), np.float32)))
+        t.start()
+        t.join()
+    assert not inside.flags.owndata and seen[0].flags.owndata
+    assert pooled_zeros((1 << 18,), np.float32).flags.owndata       # not after the block
+
+
+def test_one_pool_shared_by_threads_never_hands_out_a_live_array():
+    import threading
+    pool, errors = _small_pool(), []
+
+    def work(seed):
+        for k in range(30):
+            a = pool.zeros((1 << 18,), np.float32)
+            if a.any():
+                errors.append("not zero")
+            a[:] = seed * 100 + k
+            if not (a == seed * 100 + k).all():
+                errors.append("shared")
+            del a
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_jacobians_from_a_pool_of_dirty_buffers_are_exact():
+    """Every result path (pfor scatter, while-loop stacking, chunking, compiled) on buffers
+    that earlier results left full of garbage gives exactly the result without a pool."""
+    rng = np.random.default_rng(3)
+    x = pj.constant(rng.standard_normal((16, 128)).astype(np.float32))   # (16,128,128): 1 MiB
+    w = pj.constant(rng.standard_normal((128, 4)).astype(np.float32))
+
+    def full(**kw):
+        with pj.GradientTape(persistent=True) as g:
+            g.watch(x)
+            y = pj.tanh(x @ w)[:, 1:]
+        return g.jacobian(y, x, **kw).numpy()                             # (16, 3, 16, 128)
+
+    compiled = pj.function(lambda x: _batch_of(x))
+    calls = [lambda: full(), lambda: full(experimental_use_pfor=False),
+             lambda: full(parallel_iterations=5), lambda: compiled(x).numpy()]
+    expected = [call() for call in calls]
+    pool = _small_pool(limit=64 << 20)
+    pool.min_bytes = 64 << 10
+    for _ in range(3):
+        for call, want in zip(calls, expected):
+            with pool:
+                got = call()
+            np.testing.assert_array_equal(got, want)
+            del got
+            for idle in pool._idle():           # garbage for the next one (NaN in every byte)
+                idle.fill(255)
+    assert 0 < len(pool._arrays) <= 3, "the pool made new arrays instead of reusing them"
+
+
+def _batch_of(x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sin(x) * pj.exp(x) + x ** 2
+    return g.batch_jacobian(y, x)
+
+
+def test_a_pool_refuses_a_limit_that_is_not_a_number_of_bytes():
+    from pforjac.memory import BufferPool
+    for bad in (-1, 1.5, True, "1 GiB"):
+        with pytest.raises(ValueError, match="BufferPool: limit"):
+            BufferPool(limit=bad)
+    with pytest.raises(ValueError, match="min_bytes"):
+        BufferPool(min_bytes=-1)

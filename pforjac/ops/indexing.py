@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
+from ..memory import pooled_zeros
 from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import axis_index, int_arg, row_items, short_rows
 
@@ -35,7 +36,7 @@ def _setitem_zeros_impl(g, key, shape):
     copies element by element otherwise, in loops of a row's length (a convolution's
     gradient by slices, (10, 32, 60, 4) from a (..., 5, 4) block into (10, 32, 64, 4):
     0.087 -> 0.023 ms). The same bytes either way."""
-    out = np.zeros(shape, g.dtype)
+    out = pooled_zeros(shape, g.dtype)
     target = out[key]
     if g.size >= 1024 and target.shape == g.shape and not target.flags.owndata \
             and short_rows(g) and short_rows(target):          # (a view: basic indexing)
@@ -166,7 +167,7 @@ def _scatter_add_impl(g, indices, axis, size, unique=None):
     Jacobian rows), so the check is skipped; None: checked on every call."""
     split = axis + indices.ndim
     shape = g.shape[:axis] + (size,) + g.shape[split:]
-    out = np.zeros(shape, g.dtype)
+    out = pooled_zeros(shape, g.dtype)
     index = (slice(None),) * axis + (indices,)
     if unique is None:
         unique = distinct_indices(indices, size)
