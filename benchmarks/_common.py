@@ -1,6 +1,7 @@
 """Shared helpers for the benchmark scripts: timing, peak memory, machine info, tables."""
 from __future__ import annotations
 
+import ctypes
 import datetime
 import gc
 import mmap
@@ -17,19 +18,41 @@ import _blas_env
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-def settle_allocator() -> None:
-    """glibc's malloc as `import pforjac` sets it (`pforjac.memory.settle_allocator`: heap
-    memory reused for allocations under 32 MiB, up to 256 MiB of freed heap kept), done
-    here too, when this module is imported (every script imports it before its workloads),
-    for every library alike, whether or not pforjac is loaded yet. Before pforjac did it
-    itself, a fresh process paid page faults on every numpy temporary of 128 KiB or more, and
-    a workload's timings depended on which workloads ran before it (the elementwise
-    while-loop: 266 ms as the first workload, 55 ms after any larger array had been freed)."""
-    from pforjac.memory import settle_allocator as settle
-    settle()
+# -- this benchmark process's allocator (pforjac itself never changes it) ----------------------
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3      # glibc's mallopt parameters
+_MALLOC_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
+               "MALLOC_MMAP_MAX_")
 
 
-settle_allocator()
+def tune_allocator() -> str:
+    """Sets glibc's malloc in this benchmark process, for every library it times alike, to
+    serve allocations under 32 MiB from its heap and to keep up to 256 MiB of freed heap;
+    returns what was done, for the result header. In a fresh process glibc gives every
+    allocation of 128 KiB or more a mapping of its own and returns freed heap above 128 KiB
+    to the system, so each numpy temporary of that size pays its page faults again on every
+    call, and a workload's timings depended on which workloads ran before it (the
+    elementwise while-loop: 266 ms as the first workload, 55 ms after any larger array had
+    been freed). pforjac does not do this to the programs that import it: a program that
+    wants it sets MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=268435456 in its
+    environment. PFORJAC_BENCH_MALLOC=default leaves glibc as the process started; so do
+    glibc's own variables in the environment (they stand)."""
+    if os.environ.get("PFORJAC_BENCH_MALLOC") == "default":
+        return "glibc malloc as started (PFORJAC_BENCH_MALLOC=default)"
+    if any(name in os.environ for name in _MALLOC_ENV) \
+            or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return "glibc malloc as the environment sets it"
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return "malloc as started (no glibc)"
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    if mallopt(_M_MMAP_THRESHOLD, 32 << 20) and mallopt(_M_TRIM_THRESHOLD, 256 << 20):
+        return ("glibc malloc tuned by benchmarks/_common.py for this process: mmap threshold "
+                "32 MiB, trim threshold 256 MiB")
+    return "glibc malloc as started (mallopt refused)"
+
+
+ALLOCATOR = tune_allocator()     # every script imports this module before its workloads
 
 
 def settle_threads(quiet: float = 0.1, slice_s: float = 0.01, limit: float = 1.0) -> float:
@@ -87,10 +110,9 @@ def time_in_rounds(fns: list, rounds: int, reps_per_round: int = 1, min_time: fl
     interleaving puts every variant in each phase alike, so their ratios hold where one
     block each did not. Each block starts with an untimed call: what is timed is a repeated
     call, as in one block per variant (the other variants' large results in between must
-    not turn it into a first call: 131 ms instead of 8 for the full seed jacobian, whose
-    750 MB result then missed pforjac's page reuse). Each block waits for the previous
-    block's thread pools to stop spinning (`settle_threads`): a block must not run on one
-    core because the library before it still holds the other."""
+    not turn it into a first call: 131 ms instead of 8 for the full seed jacobian). Each
+    block waits for the previous block's thread pools to stop spinning (`settle_threads`):
+    a block must not run on one core because the library before it still holds the other."""
     times: list[list[list[float]]] = [[] for _ in fns]
     for _ in range(rounds):
         for k, fn in enumerate(fns):
@@ -106,8 +128,9 @@ def fmt_ms(seconds: float) -> str:
 
 
 def mapped_bytes(out) -> int:
-    """Bytes of the arrays in `out` that live in their own memory mapping (pforjac's
-    `sparse_zeros` results), which tracemalloc does not see; counted at full size."""
+    """Bytes of the arrays in `out` that live in their own `mmap.mmap` mapping, which
+    tracemalloc does not see; counted at full size. (pforjac's results no longer do: they
+    are numpy's own arrays.)"""
     if isinstance(out, (list, tuple)):
         return sum(mapped_bytes(o) for o in out)
     if isinstance(out, dict):
@@ -126,10 +149,8 @@ def peak_memory(fn) -> tuple[int, object]:
 
     numpy reports its data buffers to tracemalloc, so this counts array data
     (including the returned result) plus Python objects, relative to the start
-    of the call. A result in its own memory mapping (a mostly-zero Jacobian, see
-    `pforjac.memory.sparse_zeros`) is added at its full size, although only its
-    written pages take memory. It runs separately from the timed runs: tracing
-    slows Python-level allocation down.
+    of the call. A result in its own `mmap.mmap` mapping is added at its full size. It runs
+    separately from the timed runs: tracing slows Python-level allocation down.
     """
     gc.collect()
     tracemalloc.start()
@@ -164,7 +185,6 @@ def cpu_model() -> str:
 def blas_core() -> str:
     """The kernel family numpy's OpenBLAS runs (it picks one by CPU, or OPENBLAS_CORETYPE): float32
     products differ between kernels in speed (2x on a Zen 5, see _blas_env.py) and rounding."""
-    import ctypes
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower() and "/" in line}
@@ -201,8 +221,7 @@ def machine_header() -> str:
     return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
             f"Python {platform.python_version()}; numpy {np.__version__}; "
             f"OPENBLAS_NUM_THREADS={blas}; OpenBLAS kernel {blas_core()} ({_blas_env.describe()}); "
-            f"load average at start {load}; "
-            f"allocator settled (benchmarks/_common.py)")
+            f"load average at start {load}; {ALLOCATOR}")
 
 
 def mib(nbytes: float) -> str:

@@ -409,7 +409,6 @@ except OSError:
 def rss_peak(fn) -> tuple[int | None, object]:
     """VmHWM - VmRSS over one call of fn (None if the kernel won't reset VmHWM)."""
     gc.collect()
-    pj.memory.clear_result_cache()   # pforjac's idle result pages would be in the baseline
     if _LIBC is not None:
         _LIBC.malloc_trim(0)
     try:

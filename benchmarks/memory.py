@@ -12,7 +12,9 @@ should shrink with k; the result itself (784 MB of float32) cannot.
 
 Peak memory is measured with tracemalloc (numpy reports its buffers to it) in a
 separate, untimed run, relative to the start of the call: it includes the
-returned Jacobian. "working memory" is the peak minus the result's size.
+returned Jacobian. "working memory" is the peak minus the result's size. A third table
+times the default pfor again inside an opt-in `pforjac.memory.BufferPool`, which reuses the
+memory of dropped results.
 """
 from __future__ import annotations
 
@@ -39,15 +41,19 @@ def seed_network(batch: int, seed: int = 0):
     return _loop_vs_pfor_network(batch, np.random.default_rng(seed))
 
 
-def measure(batch: int, reps: int, structured: bool) -> tuple[str, tuple]:
+def measure(batch: int, reps: int, structured: bool, pool: bool = False) -> tuple[str, tuple]:
+    import contextlib
+    import pforjac as pj
     from pforjac.structure import structure_tracking
     tape, y, x = seed_network(batch)
     shape = tuple(y.shape) + tuple(x.shape)
     result_bytes = int(np.prod(shape)) * np.dtype(F32).itemsize
     rows, reference = [], None
     for k in SETTINGS:
+        buffers = pj.memory.BufferPool() if pool else contextlib.nullcontext()
+
         def run():
-            with structure_tracking(structured):
+            with structure_tracking(structured), buffers:
                 return tape.jacobian(y, x, parallel_iterations=k)
         peak, out = peak_memory(run)
         value = out.numpy()
@@ -59,8 +65,8 @@ def measure(batch: int, reps: int, structured: bool) -> tuple[str, tuple]:
         seconds, _ = time_reps(run, reps, warmup=0)
         rows.append([str(k), mib(peak), mib(peak - result_bytes), f"{peak / result_bytes:.2f}",
                      f"{seconds:.2f}"])
-        print(f"structured={structured} parallel_iterations={k}: peak {mib(peak)} MiB, "
-              f"{seconds:.2f} s", flush=True)
+        print(f"structured={structured}{' pool' if pool else ''} parallel_iterations={k}: "
+              f"peak {mib(peak)} MiB, {seconds:.2f} s", flush=True)
     table = markdown_table(["parallel_iterations", "peak MiB", "working MiB (peak - result)",
                             "peak / result", "time s"], rows)
     return table, (shape, result_bytes, tuple(x.shape))
@@ -69,6 +75,7 @@ def measure(batch: int, reps: int, structured: bool) -> tuple[str, tuple]:
 def report(batch: int, reps: int) -> str:
     structured, (shape, result_bytes, x_shape) = measure(batch, reps, True)
     dense, _ = measure(batch, reps, False)
+    pooled, _ = measure(batch, reps, True, pool=True)
     return (f"# Memory of the seed network's full Jacobian\n\n{machine_header()}\n\n"
             f"`tape.jacobian(y, x, parallel_iterations=k)` with x float32 {x_shape}, "
             f"784 -> 256 sigmoid -> 128 sigmoid -> 1 (random weights). The result has shape "
@@ -81,6 +88,12 @@ def report(batch: int, reps: int) -> str:
             f"## Dense pfor (`with pforjac.structure.structure_tracking(False)`)\n\n"
             f"Every stacked cotangent is materialized: k iterations x (500, 256), (500, 784), ... "
             f"This is where `parallel_iterations` bounds the working memory.\n\n{dense}\n\n"
+            f"## Default pfor inside `with pool:` (opt-in, "
+            f"`pool = pforjac.memory.BufferPool()`)\n\n"
+            f"The pool keeps the large arrays pforjac fills (results, chunk outputs) and reuses "
+            f"one once nothing holds it: each timed call reuses the memory of the result the "
+            f"previous call returned, instead of new pages the kernel must find and zero. The "
+            f"peak is that of the first call, with an empty pool.\n\n{pooled}\n\n"
             f"## Reading it\n\n"
             f"- The result is the floor: every setting needs it once. Before two fixes in "
             f"`pfor.py`, chunking did not lower the peak at all (it was about twice the result "
@@ -91,8 +104,12 @@ def report(batch: int, reps: int) -> str:
             f"- With the default one-hot structure the backward pass is almost free in memory, so "
             f"k=None is already at the floor; a mid-size k pays for one chunk's dense output "
             f"before it is copied. Dense, the working memory falls with k as expected.\n"
+            f"- Without a pool every call's result (and every chunk's output) is a fresh numpy "
+            f"array, whose first touch costs a page fault a page (pforjac leaves the process's "
+            f"allocator alone); that is a large, variable share of the times above, and what "
+            f"the pool saves.\n"
             f"- Times are single-process wall times on a shared 2-core VM (see the load average "
-            f"above); the first touch of a freshly mapped result costs a large, variable share.\n")
+            f"above).\n")
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ from .tree import tree_flatten, tree_map, tree_unflatten
 from . import hooks
 from . import ops, structure
 from .diagnostics import record_fallback
-from .memory import check_results_fit, result_empty, sparse_results, working_memory_advice
+from .memory import check_results_fit, pooled_empty, working_memory_advice
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "converter_for",
            "ConversionError", "run_loop", "vectorize", "while_loop", "c_ordered"]
@@ -341,7 +341,7 @@ def c_ordered(value):
         return value
     state = core.current_state()
     if not (state.tapes or state.traces):
-        out = result_empty(tuple(value.shape), value.dtype)
+        out = pooled_empty(tuple(value.shape), value.dtype)
         np.copyto(out, value._value)
         return Tensor._from_array(out)
     flat = ops.reshape(value, (-1,))
@@ -373,24 +373,23 @@ def _collect(pieces, n: int, join: Callable, stacked: bool, loop_axis: int = 0) 
         parts = [values for _, _, values in pieces]
         return [join(list(column)) for column in zip(*parts)]
     out = None
-    with sparse_results(False):       # each piece is read in full when copied
-        for start, stop, values in pieces:
-            if out is None:
-                out = [_laid_out((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype,
-                                 loop_axis) for v in values]
-            _copy_into(out, start, stop, values)
-            del values  # not alive while the next piece is made
+    for start, stop, values in pieces:
+        if out is None:
+            out = [_laid_out((n,) + tuple(v.shape[1:] if stacked else v.shape), v.dtype,
+                             loop_axis) for v in values]
+        _copy_into(out, start, stop, values)
+        del values  # not alive while the next piece is made
     return [Tensor._from_array(buf) for buf in out]
 
 
 def _laid_out(shape: tuple, dtype, loop_axis: int) -> np.ndarray:
-    """`result_empty(shape, dtype)` (loop axis first) with the loop axis at `loop_axis` in
+    """`pooled_empty(shape, dtype)` (loop axis first) with the loop axis at `loop_axis` in
     memory: the caller that moves it there (batch_jacobian, after the batch axis) gets a
     C-ordered result without copying it (a copy would double the peak memory)."""
     if loop_axis == 0 or len(shape) <= loop_axis:
-        return result_empty(shape, dtype)
+        return pooled_empty(shape, dtype)
     laid = shape[1:loop_axis + 1] + shape[:1] + shape[loop_axis + 1:]
-    return np.moveaxis(result_empty(laid, dtype), loop_axis, 0)
+    return np.moveaxis(pooled_empty(laid, dtype), loop_axis, 0)
 
 
 def _copy_into(out: list[np.ndarray], start: int, stop: int, values) -> None:

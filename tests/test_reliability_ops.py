@@ -257,20 +257,17 @@ def test_variables_stay_assignable_and_their_old_arrays_keep_their_values():
     _refuses_write(old)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
-def test_results_in_pforjacs_own_memory_refuse_to_become_writable(monkeypatch):
-    """Large results live in buffers pforjac maps itself (reused pages, sparse mappings):
-    their arrays are read-only views whose memory numpy would let a caller write."""
+def test_results_from_a_buffer_pool_refuse_to_become_writable():
+    """Results a BufferPool keeps for reuse are read-only views like every tensor's."""
     from pforjac import memory
-    monkeypatch.setattr(memory, "_CACHE_MIN", 1 << 16)
     x = pj.constant(RNG.normal(size=(64, 64)))
     with pj.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = pj.sin(x)
-    with memory.sparse_results():
-        sparse = tape.jacobian(y, x)
-    for t in (tape.batch_jacobian(y, x), tape.batch_jacobian(y, x, experimental_use_pfor=False),
-              sparse):
+    with memory.BufferPool(min_bytes=1 << 16):
+        results = [tape.jacobian(y, x), tape.batch_jacobian(y, x),
+                   tape.batch_jacobian(y, x, experimental_use_pfor=False)]
+    for t in results:
         _refuses_write(np.asarray(t))
 
 

@@ -5,13 +5,12 @@ Ellipsis); a single integer index tensor in the key becomes a `gather`.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
-from ..memory import result_zeros, sparse_zeros
+from ..memory import pooled_zeros
 from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import axis_index, int_arg
 from ._kernels import add_at, setitem
@@ -33,7 +32,7 @@ getitem_p = core.new_primitive("getitem", lambda x, key: x[key], _getitem_shape,
 
 def _setitem_zeros_impl(g, key, shape):
     """Zeros with `g` at `key` (`setitem` moves short rows as one item each)."""
-    out = result_zeros(shape, g.dtype)
+    out = pooled_zeros(shape, g.dtype)
     setitem(out, key, g)
     return out
 
@@ -159,8 +158,7 @@ def _scatter_add_impl(g, indices, axis, size, unique=None):
     Jacobian rows), so the check is skipped; None: checked on every call."""
     split = axis + indices.ndim
     shape = g.shape[:axis] + (size,) + g.shape[split:]
-    out = sparse_zeros(shape, g.dtype, blocks=math.prod(g.shape[:split]),
-                       block_bytes=math.prod(g.shape[split:]) * g.dtype.itemsize)
+    out = pooled_zeros(shape, g.dtype)
     index = (slice(None),) * axis + (indices,)
     if unique is None:
         unique = distinct_indices(indices, size)
