@@ -1,0 +1,48 @@
+"""Overhead of numpy's dispatch protocols: `np.sin(t)` (NEP 13) and `np.sum(t)` (NEP 18)
+against the pforjac calls they run, eager, and under a recording tape.
+
+    python benchmarks/dispatch.py        # prints medians in microseconds and the ratios
+"""
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import pforjac as pj  # noqa: E402
+
+
+def median_us(fn, repeats: int = 31, number: int = 2000) -> float:
+    """Median over `repeats` runs of the time per call of `fn`, in microseconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+    return statistics.median(times) * 1e6
+
+
+def main() -> None:
+    t = pj.constant(np.linspace(0.0, 1.0, 16))
+    y0 = np.linspace(1.0, 2.0, 16)
+    pairs = [
+        ("sin", lambda: np.sin(t), lambda: pj.sin(t)),
+        ("add ndarray", lambda: np.add(t, y0), lambda: pj.add(t, y0)),
+        ("sum", lambda: np.sum(t), lambda: pj.sum(t)),
+        ("dot ndarray", lambda: np.dot(t, y0), lambda: pj.dot(t, y0)),
+    ]
+    print(f"{'op':<14}{'numpy call us':>15}{'pforjac us':>12}{'ratio':>8}")
+    for name, via_numpy, direct in pairs:
+        a, b = median_us(via_numpy), median_us(direct)
+        print(f"{name:<14}{a:>15.2f}{b:>12.2f}{a / b:>8.2f}")
+    with pj.GradientTape() as tape:
+        tape.watch(t)
+        a, b = median_us(lambda: np.sin(t), number=200), median_us(lambda: pj.sin(t), number=200)
+    print(f"{'sin (tape)':<14}{a:>15.2f}{b:>12.2f}{a / b:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
