@@ -14,15 +14,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pforjac as pj  # noqa: E402
 
 
-def median_us(fn, repeats: int = 31, number: int = 2000) -> float:
-    """Median over `repeats` runs of the time per call of `fn`, in microseconds."""
-    times = []
+def medians_us(first, second, repeats: int = 41, number: int = 1000) -> tuple:
+    """Medians over `repeats` runs of the time per call of `first` and of `second`, in
+    microseconds; the two alternate run by run, so load on the machine hits both alike."""
+    times = ([], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        times.append((time.perf_counter() - start) / number)
-    return statistics.median(times) * 1e6
+        for fn, out in zip((first, second), times):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            out.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> None:
@@ -33,14 +35,15 @@ def main() -> None:
         ("add ndarray", lambda: np.add(t, y0), lambda: pj.add(t, y0)),
         ("sum", lambda: np.sum(t), lambda: pj.sum(t)),
         ("dot ndarray", lambda: np.dot(t, y0), lambda: pj.dot(t, y0)),
+        ("ndarray * t", lambda: y0 * t, lambda: t * y0),
     ]
     print(f"{'op':<14}{'numpy call us':>15}{'pforjac us':>12}{'ratio':>8}")
     for name, via_numpy, direct in pairs:
-        a, b = median_us(via_numpy), median_us(direct)
+        a, b = medians_us(via_numpy, direct)
         print(f"{name:<14}{a:>15.2f}{b:>12.2f}{a / b:>8.2f}")
     with pj.GradientTape() as tape:
         tape.watch(t)
-        a, b = median_us(lambda: np.sin(t), number=200), median_us(lambda: pj.sin(t), number=200)
+        a, b = medians_us(lambda: np.sin(t), lambda: pj.sin(t), number=200)
     print(f"{'sin (tape)':<14}{a:>15.2f}{b:>12.2f}{a / b:>8.2f}")
 
 

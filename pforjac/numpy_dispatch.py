@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import ops as pj
-from .tensor import Tensor, as_operands, as_tensor, conversion_error, needed_by
+from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
 __all__ = ["UFUNCS", "FUNCTIONS", "install"]
 
@@ -134,9 +134,10 @@ def _no_extra(name: str, out=None, **given) -> None:
     if out is not None:
         extra.insert(0, "out")
     if extra:
-        raise TypeError(f"numpy.{name} on pforjac Tensors does not take {', '.join(extra)} "
-                        f"(tensors are immutable; use the result, and cast or mask it with "
-                        f"pforjac ops)")
+        raise TypeError(f"numpy.{name} on pforjac Tensors does not take {', '.join(extra)}: "
+                        f"pforjac's op has no such option (and tensors are immutable: use the "
+                        f"result instead of out=); call it without, then cast, mask or "
+                        f"reorder with pforjac ops")
 
 
 def _cast(a, dtype):
@@ -218,15 +219,20 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
 def _dot(a, b, out=None):
     """np.dot: a product with a scalar, matmul up to a 2-D `b`, else a sum over a's last and
     b's second-to-last axis."""
-    _no_extra("dot", out)
-    a, b = as_operands((a, b))
-    if a.ndim == 0 or b.ndim == 0:
+    if out is not None:
+        _no_extra("dot", out)
+    a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim == 0 or b_ndim == 0:
         return pj.multiply(a, b)
-    if b.ndim <= 2:
+    if b_ndim <= 2:
         return pj.matmul(a, b)
-    left, right = "abcdefghijklm"[:a.ndim], "nopqrstuvwxyz"[:b.ndim]
+    left, right = "abcdefghijklm"[:a_ndim], "nopqrstuvwxyz"[:b_ndim]
     right = right[:-2] + left[-1] + right[-1]
     return pj.einsum(f"{left},{right}->{left[:-1]}{right[:-2]}{right[-1]}", a, b)
+
+
+def _ndim(v) -> int:
+    return v.ndim if isinstance(v, (Tensor, np.ndarray)) else np.ndim(v)
 
 
 def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
