@@ -105,10 +105,10 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     elif fn is None:
         reason = "pforjac has no equivalent yet"
     elif extra:
-        reason = f"pforjac.{getattr(fn, '__name__', ufunc.__name__)} takes no {', '.join(extra)}"
+        reason = f"pforjac's {ufunc.__name__} takes no {', '.join(extra)}"
     else:
         return fn(*inputs)
-    _refused(what, (*inputs, out), {}, reason)
+    _refused(what, inputs, kwargs, reason)
     return getattr(ufunc, method)(*_values(inputs), **{k: _values(v) for k, v in kwargs.items()})
 
 
@@ -265,14 +265,6 @@ def _round(a, decimals=0, out=None):
     return pj.round(a)
 
 
-def _simple(fn, name: str):
-    """A numpy function whose arguments pforjac's takes as they are."""
-    def call(a, *args, **kwargs):
-        return fn(a, *args, **kwargs)
-    call.__name__ = name
-    return call
-
-
 def _swapaxes(a, axis1, axis2):
     return pj.swapaxes(a, axis1, axis2)
 
@@ -301,17 +293,16 @@ FUNCTIONS = {
     np.stack: _joined(pj.stack, "stack"), np.where: _where, np.reshape: _reshape,
     np.ravel: _ravel, np.take: _take, np.dot: _dot, np.einsum: _einsum, np.clip: _clip,
     np.round: _round, np.around: _round, np.pad: _pad,
-    np.zeros_like: _like(pj.zeros_like, "zeros_like"), np.ones_like: _like(pj.ones_like, "ones_like"),
-    np.transpose: _simple(pj.transpose, "transpose"), np.split: _simple(pj.split, "split"),
-    np.tile: _simple(pj.tile, "tile"), np.expand_dims: _simple(pj.expand_dims, "expand_dims"),
-    np.squeeze: _simple(pj.squeeze, "squeeze"), np.swapaxes: _swapaxes,
-    np.moveaxis: _simple(pj.moveaxis, "moveaxis"), np.flip: _simple(pj.flip, "flip"),
-    np.roll: _simple(pj.roll, "roll"), np.broadcast_to: _broadcast_to,
+    np.zeros_like: _like(pj.zeros_like, "zeros_like"),
+    np.ones_like: _like(pj.ones_like, "ones_like"),
+    np.transpose: pj.transpose, np.split: pj.split, np.tile: pj.tile,
+    np.expand_dims: pj.expand_dims, np.squeeze: pj.squeeze, np.swapaxes: _swapaxes,
+    np.moveaxis: pj.moveaxis, np.flip: pj.flip, np.roll: pj.roll, np.broadcast_to: _broadcast_to,
     np.linalg.matmul: lambda x1, x2, /: pj.matmul(x1, x2),
     np.matrix_transpose: _matrix_transpose, np.linalg.matrix_transpose: _matrix_transpose,
     # queries: no values read, nothing to differentiate
-    np.shape: lambda a: tuple(a.shape), np.ndim: lambda a: a.ndim, np.size: _simple(
-        lambda a, axis=None: a.size if axis is None else a.shape[axis], "size"),
+    np.shape: lambda a: tuple(a.shape), np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
 }
 
 

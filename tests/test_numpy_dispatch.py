@@ -43,6 +43,34 @@ def test_reproducer_vjp_and_hessian():
     np.testing.assert_allclose(hess.numpy(), np.diag(6 * X0 + 2 * Y0))
 
 
+def test_reproducer_forward_mode_and_hvp():
+    x, v = pj.constant(X0), pj.constant(Y0 - 1.0)
+    _, tangent = pj.jvp(reproducer, x, v)
+    assert float(tangent) == pytest.approx((2 * X0 + Y0) @ (Y0 - 1.0))
+    _, hv = pj.hvp(lambda x: pj.sum(x ** 3) + np.dot(x * x, Y0), x, v)
+    np.testing.assert_allclose(hv.numpy(), (6 * X0 + 2 * Y0) * (Y0 - 1.0))
+
+
+def test_repeated_eager_jacobians_stay_right_through_the_loop_cache():
+    """The loop cache compiles the backward pass of an eager Jacobian computed again and
+    again: numpy-written forwards stay right through it, and an unsupported call raises on
+    every call, not only the first."""
+    m = pj.constant(M0)
+    for _ in range(5):
+        x = pj.constant(X0)
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = np.tanh(np.dot(m, x)) + x
+        np.testing.assert_allclose(tape.jacobian(y, x).numpy(),
+                                   (1 - np.tanh(M0 @ X0) ** 2)[:, None] * M0 + np.eye(3))
+    for _ in range(5):
+        x = pj.constant(X0)
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            with pytest.raises(TypeError, match=r"numpy\.linalg\.norm"):
+                np.linalg.norm(x * m)
+
+
 def test_norm_raises_under_a_tape_instead_of_returning_zeros():
     x = pj.constant(X0)
     with pj.GradientTape() as tape:
@@ -244,8 +272,9 @@ def test_dispatched_numpy_calls_have_finite_difference_gradients():
                 tape.watch([x, m])
                 y = _weighted_sum(fn, pattern, x, m, weights)
             grads = tape.gradient(y, [x, m], unconnected_gradients="zero")
-            numeric = [_central_differences(lambda a: _weighted_sum(fn, pattern, a, M0, weights), X0),
-                       _central_differences(lambda a: _weighted_sum(fn, pattern, X0, a, weights), M0)]
+            numeric = [
+                _central_differences(lambda a: _weighted_sum(fn, pattern, a, M0, weights), X0),
+                _central_differences(lambda a: _weighted_sum(fn, pattern, X0, a, weights), M0)]
         for got, want in zip(grads, numeric):
             np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6, err_msg=name)
         checked += 1
@@ -313,7 +342,8 @@ def test_dispatch_in_tape_jacobian_with_pfor_and_in_compiled_functions():
         tape.watch(x)
         y = np.exp(x) * np.dot(M0, x)
     jac = tape.jacobian(y, x, experimental_use_pfor=True)
-    np.testing.assert_allclose(jac.numpy(), np.diag(np.exp(X0) * (M0 @ X0)) + np.exp(X0)[:, None] * M0)
+    expected = np.diag(np.exp(X0) * (M0 @ X0)) + np.exp(X0)[:, None] * M0
+    np.testing.assert_allclose(jac.numpy(), expected)
     f = pj.function(lambda x: np.sum(np.sin(x)) + np.dot(x, Y0))
     np.testing.assert_allclose(f(X0).numpy(), np.sin(X0).sum() + X0 @ Y0)
     g = pj.function(lambda x: pj.jacobian(reproducer, x, vectorize=True))
