@@ -20,6 +20,7 @@ from .functional import jacobian, hessian, vjp, jvp, hvp
 from .diagnostics import fallback_report
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
+from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
 
 __version__ = "0.1.0"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .state import current_state
+from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
            "is_float"]
@@ -131,6 +131,33 @@ def _handed_out(arr):
     return np.asarray(memoryview(arr))
 
 
+def needed_by(t) -> str | None:
+    """Why converting `t` to numpy now would drop it from a derivative, or None if it would
+    not: a recording GradientTape tracks it (or would watch it on this read), or it is a
+    symbolic value of a trace (a pfor or jacobian body, pforjac.function, the loop cache)."""
+    if t._trace is not None:
+        return "it is a symbolic value of a trace, with no data until the traced program runs"
+    for tape in _state.tapes:
+        if id(t) in tape._tracked or tape._watches_on_read(t):
+            return "a recording GradientTape tracks it"
+    return None
+
+
+def conversion_error(t, what: str) -> TypeError:
+    """The TypeError for `what` (a conversion of `t` to numpy, or a numpy function that would
+    make one) refused because `t` is needed (see needed_by); one message for every case."""
+    value = "keep value reads outside the traced function" if t._trace is not None else \
+        "pforjac.stop_gradient(t).numpy() for its value on purpose"
+    return TypeError(f"{what}: converting the Tensor {_described(t)} to numpy would drop it "
+                     f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
+                     f"functions pforjac dispatches: docs/user-guide.md, 'numpy code'), or "
+                     f"{value}")
+
+
+def _described(t) -> str:
+    return t.describe() if isinstance(t, SymbolicTensor) else f"{t.dtype.name}{list(t.shape)}"
+
+
 class Tensor:
     """An immutable n-dimensional array backed by numpy.
 
@@ -142,7 +169,7 @@ class Tensor:
     """
 
     __slots__ = ("_value", "_handed", "__weakref__")   # _handed: numpy()'s view, made on demand
-    __array_ufunc__ = None  # numpy defers to our reflected operators
+    __array_ufunc__ = None  # replaced by numpy_dispatch.install: np.sin(t) runs pforjac.sin
     _trace = None           # symbolic values belong to a trace; eager ones to none
 
     @classmethod
@@ -168,6 +195,10 @@ class Tensor:
         return handed
 
     def __array__(self, dtype=None, copy=None):
+        if _state.tapes or self._trace is not None:
+            if needed_by(self):
+                raise conversion_error(self, "np.asarray/np.array (or a numpy function "
+                                             "pforjac does not dispatch)")
         value = self.numpy()
         if dtype is not None and np.dtype(dtype) != value.dtype:
             if copy is False:
@@ -180,10 +211,19 @@ class Tensor:
         return bool(self.numpy())
 
     def __float__(self) -> float:
+        if _state.tapes and needed_by(self):
+            raise conversion_error(self, "float()")
         return float(self.numpy())
 
     def __int__(self) -> int:
+        if _state.tapes and needed_by(self):
+            raise conversion_error(self, "int()")
         return int(self.numpy())
+
+    def __complex__(self) -> complex:
+        if _state.tapes and needed_by(self):
+            raise conversion_error(self, "complex()")
+        return complex(self.numpy())
 
     def __index__(self) -> int:
         return int(self.numpy().__index__())
@@ -245,11 +285,18 @@ class SymbolicTensor(Tensor):
     def numpy(self):
         raise self._concrete_error("take numpy()")
 
+    def __array__(self, dtype=None, copy=None):
+        raise conversion_error(self, "np.asarray/np.array (or a numpy function pforjac does not "
+                                     "dispatch)")
+
     def __bool__(self):
         raise self._concrete_error("use the truth value (Python `if`, `and`, `or`)")
 
     def __float__(self):
         raise self._concrete_error("take float()")
+
+    def __complex__(self):
+        raise self._concrete_error("take complex()")
 
     def __int__(self):
         raise self._concrete_error("take int()")

@@ -1,0 +1,314 @@
+"""numpy's dispatch protocols on Tensor: `np.sin(t)` runs `pforjac.sin`, `np.dot(t, a)`
+runs `pforjac.dot`, under tapes, in traces and eagerly alike.
+
+NEP 13 (`__array_ufunc__`) hands numpy's ufuncs to `UFUNCS`, NEP 18 (`__array_function__`)
+its other functions to `FUNCTIONS`: one table each, numpy callable -> pforjac function with
+numpy's signature. What a table lacks, or a keyword the pforjac op does not take (`out=`,
+`where=`, `order=`, ...), or a ufunc method (`np.add.at`, `.reduce`, `.outer`), raises a
+TypeError naming it whenever an argument is needed by a derivative (a recording tape tracks
+it, or it is a trace's symbolic value). Otherwise numpy runs on the values and returns what
+it returns (plain arrays), as before dispatch existed: nothing is dropped that anything needs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops as pj
+from .tensor import Tensor, as_tensor, conversion_error, needed_by
+
+__all__ = ["UFUNCS", "FUNCTIONS", "install"]
+
+
+UFUNCS = {
+    np.add: pj.add, np.subtract: pj.subtract, np.multiply: pj.multiply,
+    np.divide: pj.divide, np.power: pj.power, np.maximum: pj.maximum,
+    np.minimum: pj.minimum, np.negative: pj.neg, np.positive: lambda x: x,
+    np.exp: pj.exp, np.log: pj.log, np.log1p: pj.log1p, np.expm1: pj.expm1, np.log2: pj.log2,
+    np.log10: pj.log10, np.sqrt: pj.sqrt, np.square: pj.square, np.reciprocal: pj.reciprocal,
+    np.absolute: pj.abs, np.sign: pj.sign, np.sin: pj.sin, np.cos: pj.cos, np.tan: pj.tan,
+    np.arcsin: pj.arcsin, np.arccos: pj.arccos, np.arctan: pj.arctan, np.sinh: pj.sinh,
+    np.cosh: pj.cosh, np.tanh: pj.tanh, np.arcsinh: pj.arcsinh, np.arccosh: pj.arccosh,
+    np.arctanh: pj.arctanh, np.arctan2: pj.arctan2, np.floor: pj.floor, np.ceil: pj.ceil,
+    np.rint: pj.round, np.logaddexp: pj.logaddexp, np.matmul: pj.matmul,
+    np.equal: pj.equal, np.not_equal: pj.not_equal, np.less: pj.less,
+    np.less_equal: pj.less_equal, np.greater: pj.greater, np.greater_equal: pj.greater_equal,
+    np.logical_and: pj.logical_and, np.logical_or: pj.logical_or,
+    np.logical_not: pj.logical_not,
+}
+
+
+def _name(fn) -> str:
+    """`numpy.linalg.norm`, `numpy.add.reduce`: a numpy callable as users write it."""
+    module = getattr(fn, "__module__", None) or "numpy"
+    return f"{module}.{fn.__name__}" if module.startswith("numpy") else fn.__name__
+
+
+def _leaves(values):
+    for v in values:
+        if isinstance(v, Tensor):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _leaves(v)
+
+
+def _needed(args, kwargs) -> Tensor | None:
+    """The first Tensor argument a derivative needs (see tensor.needed_by), or None."""
+    for t in _leaves((*args, *kwargs.values())):
+        if needed_by(t):
+            return t
+    return None
+
+
+def _values(v):
+    """`v` with every Tensor (in lists and tuples too) replaced by its numpy value."""
+    if isinstance(v, Tensor):
+        return v.numpy()
+    if isinstance(v, (list, tuple)):
+        return type(v)(_values(x) for x in v)
+    return v
+
+
+def _refused(what: str, args, kwargs, reason: str) -> None:
+    """Raises if a derivative needs an argument of `what`, which pforjac can't run as asked."""
+    t = _needed(args, kwargs)
+    if t is not None:
+        raise conversion_error(t, f"{what}: {reason}")
+
+
+# -- NEP 13 --------------------------------------------------------------------------------
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    fn = UFUNCS.get(ufunc)
+    if fn is not None and method == "__call__" and not kwargs:
+        return fn(*inputs)
+    return _ufunc_otherwise(ufunc, method, inputs, kwargs)
+
+
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "where": True, "subok": True,
+                   "dtype": None, "signature": None}
+
+
+def _ufunc_otherwise(ufunc, method, inputs, kwargs):
+    """A ufunc call the fast path can't take: a method, keywords, or no pforjac op."""
+    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    out = kwargs.get("out")
+    if out is not None and any(isinstance(o, Tensor) for o in _leaves(out)):
+        raise TypeError(f"{what}(..., out=<Tensor>): pforjac tensors are immutable; use the "
+                        f"result: y = {what}(...)")
+    if method == "at" and isinstance(inputs[0], Tensor):
+        raise TypeError(f"{what} writes into its first argument, and pforjac tensors are "
+                        f"immutable; compute the new tensor with pforjac ops instead")
+    fn = UFUNCS.get(ufunc)
+    extra = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
+    if method != "__call__":
+        reason = f"pforjac has no {ufunc.__name__}.{method}"
+    elif fn is None:
+        reason = "pforjac has no equivalent yet"
+    elif extra:
+        reason = f"pforjac's {ufunc.__name__} takes no {', '.join(extra)}"
+    else:
+        return fn(*inputs)
+    _refused(what, inputs, kwargs, reason)
+    return getattr(ufunc, method)(*_values(inputs), **{k: _values(v) for k, v in kwargs.items()})
+
+
+def _is_default(key, value) -> bool:
+    default = _UFUNC_DEFAULTS.get(key, ())
+    return value is default or (isinstance(value, (str, bool)) and value == default)
+
+
+# -- NEP 18 --------------------------------------------------------------------------------
+
+def array_function(self, func, types, args, kwargs):
+    fn = FUNCTIONS.get(func)
+    if fn is not None:
+        return fn(*args, **kwargs)
+    _refused(_name(func), args, kwargs, "pforjac has no equivalent yet")
+    return func(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
+
+
+def _no_extra(name: str, out=None, **given) -> None:
+    """Refuses numpy keywords the pforjac op does not take (`given`: those passed with a
+    value other than numpy's default), by name."""
+    extra = sorted(k for k, v in given.items() if v is not None and v is not np._NoValue)
+    if out is not None:
+        extra.insert(0, "out")
+    if extra:
+        raise TypeError(f"numpy.{name} on pforjac Tensors does not take {', '.join(extra)}: "
+                        f"pforjac's op has no such option (and tensors are immutable: use the "
+                        f"result instead of out=); call it without, then cast, mask or "
+                        f"reorder with pforjac ops")
+
+
+def _cast(a, dtype):
+    return a if dtype is None else pj.cast(a, dtype)
+
+
+def _reduction(name: str):
+    """np.sum, np.mean, np.prod: the Tensor method, which refuses `out=` and numpy's other
+    keywords by name (the method takes `dtype` as a keyword)."""
+    def reduce(a, axis=None, dtype=None, out=None, keepdims=False, **numpy_keywords):
+        typed = {} if dtype is None else {"dtype": dtype}
+        return getattr(as_tensor(a), name)(axis, keepdims, out=out, **typed, **numpy_keywords)
+    reduce.__name__ = name
+    return reduce
+
+
+def _extremum(name: str, method: str):
+    def reduce(a, axis=None, out=None, keepdims=False, **numpy_keywords):
+        return getattr(as_tensor(a), method)(axis, keepdims, out=out, **numpy_keywords)
+    reduce.__name__ = name
+    return reduce
+
+
+def _spread(fn, name: str):
+    def reduce(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **numpy_keywords):
+        _no_extra(name, out, **numpy_keywords)
+        return fn(_cast(a, dtype), axis, bool(keepdims), ddof)
+    reduce.__name__ = name
+    return reduce
+
+
+def _arg(fn, name: str):
+    def arg(a, axis=None, out=None, *, keepdims=False):
+        _no_extra(name, out, keepdims=keepdims or None)
+        return fn(a, axis)
+    arg.__name__ = name
+    return arg
+
+
+def _cumsum(a, axis=None, dtype=None, out=None):
+    _no_extra("cumsum", out)
+    return pj.cumsum(_cast(a, dtype), axis)
+
+
+def _joined(fn, name: str):
+    def join(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+        _no_extra(name, out, casting=None if casting == "same_kind" else casting)
+        arrays = [_cast(a, dtype) for a in arrays] if dtype is not None else list(arrays)
+        if axis is None:
+            return fn([pj.reshape(a, (-1,)) for a in arrays], 0)
+        return fn(arrays, axis)
+    join.__name__ = name
+    return join
+
+
+def _where(condition, *branches):
+    if len(branches) != 2:
+        raise TypeError("numpy.where with one argument (the indices where the condition holds) "
+                        "has no pforjac equivalent; pass both branches: np.where(c, x, y)")
+    return pj.where(condition, *branches)
+
+
+def _reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
+    _no_extra("reshape", order=None if order == "C" else order, copy=copy)
+    return pj.reshape(a, newshape if shape is None else shape)
+
+
+def _ravel(a, order="C"):
+    _no_extra("ravel", order=None if order == "C" else order)
+    return pj.reshape(a, (-1,))
+
+
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    _no_extra("take", out, mode=None if mode == "raise" else mode)
+    return pj.gather(pj.reshape(a, (-1,)), indices, 0) if axis is None else \
+        pj.gather(a, indices, axis)
+
+
+def _dot(a, b, out=None):
+    """np.dot: a product with a scalar, matmul up to a 2-D `b`, else a sum over a's last and
+    b's second-to-last axis."""
+    if out is not None:
+        _no_extra("dot", out)
+    a_ndim, b_ndim = _ndim(a), _ndim(b)
+    if a_ndim == 0 or b_ndim == 0:
+        return pj.multiply(a, b)
+    if b_ndim <= 2:
+        return pj.matmul(a, b)
+    left, right = "abcdefghijklm"[:a_ndim], "nopqrstuvwxyz"[:b_ndim]
+    right = right[:-2] + left[-1] + right[-1]
+    return pj.einsum(f"{left},{right}->{left[:-1]}{right[:-2]}{right[-1]}", a, b)
+
+
+def _ndim(v) -> int:
+    return v.ndim if isinstance(v, (Tensor, np.ndarray)) else np.ndim(v)
+
+
+def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
+            optimize=False):
+    """np.einsum; `optimize` is accepted and ignored (pforjac picks its own contraction order)."""
+    _no_extra("einsum", out, order=None if order == "K" else order,
+              casting=None if casting == "safe" else casting)
+    operands = [_cast(o, dtype) for o in operands] if dtype is not None else operands
+    return pj.einsum(subscripts, *operands)
+
+
+def _like(fn, name: str):
+    def like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+        _no_extra(name, order=None if order == "K" else order, shape=shape, device=device)
+        return _cast(fn(a), dtype)
+    like.__name__ = name
+    return like
+
+
+def _clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+          max=np._NoValue, **numpy_keywords):
+    _no_extra("clip", out, **numpy_keywords)
+    low = min if a_min is np._NoValue else a_min
+    high = max if a_max is np._NoValue else a_max
+    return pj.clip(a, None if low is np._NoValue else low, None if high is np._NoValue else high)
+
+
+def _round(a, decimals=0, out=None):
+    _no_extra("round", out, decimals=decimals or None)
+    return pj.round(a)
+
+
+def _swapaxes(a, axis1, axis2):
+    return pj.swapaxes(a, axis1, axis2)
+
+
+def _broadcast_to(array, shape, subok=False):
+    return pj.broadcast_to(array, shape)
+
+
+def _matrix_transpose(x, /):
+    return pj.swapaxes(x, -1, -2)
+
+
+def _pad(array, pad_width, mode="constant", **kwargs):
+    _no_extra("pad", mode=None if mode == "constant" else mode,
+              **{k: v for k, v in kwargs.items() if k != "constant_values"})
+    return pj.pad(array, pad_width, kwargs.get("constant_values", 0.0))
+
+
+FUNCTIONS = {
+    np.sum: _reduction("sum"), np.mean: _reduction("mean"), np.prod: _reduction("prod"),
+    np.max: _extremum("max", "max"), np.min: _extremum("min", "min"),
+    np.amax: _extremum("amax", "max"), np.amin: _extremum("amin", "min"),
+    np.var: _spread(pj.var, "var"), np.std: _spread(pj.std, "std"),
+    np.argmax: _arg(pj.argmax, "argmax"), np.argmin: _arg(pj.argmin, "argmin"),
+    np.cumsum: _cumsum, np.concatenate: _joined(pj.concat, "concatenate"),
+    np.stack: _joined(pj.stack, "stack"), np.where: _where, np.reshape: _reshape,
+    np.ravel: _ravel, np.take: _take, np.dot: _dot, np.einsum: _einsum, np.clip: _clip,
+    np.round: _round, np.around: _round, np.pad: _pad,
+    np.zeros_like: _like(pj.zeros_like, "zeros_like"),
+    np.ones_like: _like(pj.ones_like, "ones_like"),
+    np.transpose: pj.transpose, np.split: pj.split, np.tile: pj.tile,
+    np.expand_dims: pj.expand_dims, np.squeeze: pj.squeeze, np.swapaxes: _swapaxes,
+    np.moveaxis: pj.moveaxis, np.flip: pj.flip, np.roll: pj.roll, np.broadcast_to: _broadcast_to,
+    np.linalg.matmul: lambda x1, x2, /: pj.matmul(x1, x2),
+    np.matrix_transpose: _matrix_transpose, np.linalg.matrix_transpose: _matrix_transpose,
+    # queries: no values read, nothing to differentiate
+    np.shape: lambda a: tuple(a.shape), np.ndim: lambda a: a.ndim,
+    np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
+}
+
+
+def install() -> None:
+    Tensor.__array_ufunc__ = array_ufunc
+    Tensor.__array_function__ = array_function
+
+
+install()
