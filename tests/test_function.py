@@ -626,3 +626,16 @@ def test_numpy_reductions_of_tensors_call_their_methods():
         g.watch(t)
         y = np.sum(t * t)
     assert g.gradient(y, t).numpy().tolist() == [[2.0, 4.0], [6.0, 8.0]]
+
+
+def test_a_compiled_per_example_jacobian_is_c_ordered_as_eager_ones_are():
+    @pj.function
+    def per_example(x):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.softmax(x, axis=-1)
+        return g.batch_jacobian(y, x)
+    x = np.random.default_rng(0).random((4, 5))
+    for _ in range(2):                       # the trace, then the generated code
+        out = np.asarray(per_example(x))
+        assert out.flags.c_contiguous and out.shape == (4, 5, 5)

@@ -619,3 +619,31 @@ def test_prod_hessian_with_random_zeros_every_mode(case):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
     fwd = pj.hessian(f, x0, vectorize=True, outer_jacobian_strategy="forward-mode").numpy()
     np.testing.assert_allclose(fwd.reshape(n, n), expected, rtol=1e-12, atol=1e-12)
+
+
+# -- derivatives at points where a rule's formula meets 0 * inf -------------------------------
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")   # 0.0 ** -1: inf, as numpy
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_integer_powers_have_finite_derivatives_at_zero(k):
+    """The (k+1)-th derivative of x**k at 0 is 0 (JAX's integer_pow, PyTorch): y x**(y-1)
+    must not multiply y = 0 by 0**-1 = inf."""
+    x = pj.constant(np.array([0.0, 1.5]))
+    h = pj.hessian(lambda t: pj.sum(t ** float(k)), x, vectorize=True).numpy()
+    np.testing.assert_array_equal(h, np.diag([k * (k - 1) * v ** max(k - 2, 0) if k >= 2 else 0.0
+                                              for v in (0.0, 1.5)]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sum(x ** float(k))
+    np.testing.assert_array_equal(g.gradient(y, x).numpy(), [0.0 if k != 1 else 1.0,
+                                                           k * 1.5 ** (k - 1) if k else 0.0])
+
+
+def test_prod_forward_mode_with_an_overflowed_product_of_others():
+    """Entry 2's product of the others overflows; the tangent along e0 does not involve
+    it, so forward mode gives reverse mode's finite entries (it gave NaN)."""
+    x = pj.constant(np.array([1e200, 1e200, 1.0]))
+    with np.errstate(over="ignore"):
+        fwd = pj.jacobian(pj.prod, x, vectorize=True, strategy="forward-mode").numpy()
+        rev = pj.jacobian(pj.prod, x, vectorize=True).numpy()
+    np.testing.assert_array_equal(fwd, [1e200, 1e200, np.inf])
+    np.testing.assert_array_equal(fwd, rev)

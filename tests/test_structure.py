@@ -431,3 +431,11 @@ def test_every_builtin_primitive_has_a_row_rule():
     from pforjac import core, rowmix
     missing = sorted(p.name for p in core.primitives.values() if not rowmix.has_rule(p))
     assert not missing, f"primitives batch_jacobian's row check cannot follow: {missing}"
+
+
+def test_an_empty_batch_through_a_reshape_the_rows_cannot_follow():
+    x = pj.constant(np.zeros((0, 3)))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.tile(x, (1, 2))
+    assert g.batch_jacobian(y, x).shape == (0, 6, 3)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from .. import core
 from ..pfor import warn_wrong_result
 from ..program import Program, make_program
@@ -76,7 +78,7 @@ class _Compiled:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
             if not all(bool(g) for g in guards):
                 return None
-        return outs
+        return _c_ordered(outs)
 
     def _note_op(self, e: Exception) -> None:
         """Adds to `e` (unchanged otherwise) a note naming the op of the generated line
@@ -129,3 +131,10 @@ def _simplified(program: Program, passes) -> Program:
 def _first_of_pair(tree):
     """The structure of `result` in the traced `(result, guards)` pair."""
     return tree[1][0]
+
+
+def _c_ordered(outs) -> tuple:
+    """Results as C-contiguous arrays, as every eager Jacobian path returns them (generated
+    code may end in a transposed view: a per-example Jacobian assembled loop axis first)."""
+    return tuple(np.ascontiguousarray(o) if isinstance(o, np.ndarray) and not o.flags.c_contiguous
+                 else o for o in outs)

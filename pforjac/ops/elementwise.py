@@ -226,6 +226,13 @@ def _multiply_no_nan_impl(x, y):
     return out
 
 
+def _pow_dx(x, y):
+    """y x**(y-1), 0 where y == 0. With the rule's zero cotangent (or tangent) giving zero
+    (multiply_no_nan), the derivatives of x**k at 0 are finite to every order: x**-1 at 0
+    is inf, whose products with y = 0 and with a zero cotangent were NaN."""
+    return multiply_no_nan(power(x, y - 1.0), y)
+
+
 def _pow_dy(g, ans, x, y):
     # log x where it is defined: x > 0 for real x (as TensorFlow), x != 0 for complex x
     # (numpy orders complex numbers by their real part first: x > 0 would drop most)
@@ -260,8 +267,8 @@ subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a,
 multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
 divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
                    lambda g, a, x, y: -g * a / y, domain=("real", "nonzero"))
-power_p = _binary("power", np.power, lambda g, a, x, y: g * y * power(x, y - 1.0), _pow_dy,
-                  domain=("positive", "real"))
+power_p = _binary("power", np.power, lambda g, a, x, y: multiply_no_nan(_pow_dx(x, y), g),
+                  _pow_dy, domain=("positive", "real"))
 multiply_no_nan_p = _binary("multiply_no_nan", _multiply_no_nan_impl,
                             lambda g, a, x, y: multiply_no_nan(g, y),
                             lambda g, a, x, y: multiply_no_nan(x, g))

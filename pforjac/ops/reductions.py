@@ -13,8 +13,8 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import as_operands, as_tensor
-from .elementwise import (abs as abs_, cast, equal, exp, less, log, ones_like, sqrt, square,
-                          stop_gradient, where, zeros, zeros_like)
+from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan, ones_like,
+                          sqrt, square, stop_gradient, where, zeros, zeros_like)
 from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to,  # noqa: F401
                            reduction, reshape, restore_reduced, sum, sum_p)     # (sum opens the family)
 from .shape import flip, pad, stack, transpose
@@ -89,8 +89,9 @@ def _prod_of_others(x, axes):
 
 defvjp(prod_p, lambda g, ans, x, axes, keepdims:
        restore_reduced(g, x.shape, axes, keepdims) * _prod_of_others(x, axes))
-defjvp(prod_p, lambda t, ans, x, axes, keepdims:
-       sum_p.bind(t * _prod_of_others(x, axes), axes=axes, keepdims=keepdims))
+defjvp(prod_p, lambda t, ans, x, axes, keepdims:   # a zero tangent times an overflowed
+       sum_p.bind(multiply_no_nan(_prod_of_others(x, axes), t),   # product of the others
+                  axes=axes, keepdims=keepdims))                   # is 0, as in reverse mode
 
 
 def max(x, axis=None, keepdims=False):

@@ -105,6 +105,8 @@ def _rows_through_reshape(a: _Axis, shape_in: tuple, shape_out: tuple):
         return None
     lined = a.rows.reshape([-1 if k == a.axis else 1 for k in range(len(shape_in))])
     rows = np.broadcast_to(lined, shape_in).reshape(shape_out)
+    if rows.size == 0:
+        return UNIFORM                   # no entries: no row goes anywhere
     if rows.size and (rows == rows.flat[0]).all():        # one row's value (or none's)
         row = int(rows.flat[0])
         return UNIFORM if row == NO_ROW else _Row(row, a.moved, a.mixed)
