@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import warnings
-import sys
 import zlib
 
 import numpy as np
@@ -324,41 +323,6 @@ def test_pfor_drives_every_example_without_falling_back():
         for g, w in zip(got, _expected(prim, per_iter, unstacked, mix, ex.params)):
             assert g.shape == w.shape and g.dtype == w.dtype, ex
             np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12, err_msg=repr(ex))
-
-
-def test_pfor_zero_iterations():
-    x = pj.constant(np.ones((0, 3)))
-    out = pj.pfor(lambda i: pj.exp(x[i]).sum(), 0)
-    assert out.shape == (0,)
-
-
-def test_pfor_unstacked_and_nested_outputs():
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    out = pj.pfor(lambda i: {"row": x[i] * 2.0, "const": x.sum(), "i": i}, 3)
-    np.testing.assert_array_equal(out["row"].numpy(), x.numpy() * 2)
-    np.testing.assert_array_equal(out["const"].numpy(), [15.0] * 3)
-    np.testing.assert_array_equal(out["i"].numpy(), [0, 1, 2])
-
-
-def test_op_without_converter_runs_per_iteration(monkeypatch):
-    monkeypatch.setattr(sys.modules["pforjac.pfor"], "family_converters", [])   # sin has no other
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    with pytest.warns(RuntimeWarning):
-        out = pj.pfor(lambda i: pj.sin(x[i]) + 1.0, 3)
-    np.testing.assert_allclose(out.numpy(), np.sin(x.numpy()) + 1.0)
-
-
-def test_failing_converter_falls_back_or_raises(monkeypatch):
-    def broken(n, args, stacked, **params):
-        raise ValueError("no")
-    monkeypatch.setitem(converters, core.primitives["cos"], broken)
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    with pytest.raises(pj.ConversionError, match="cos"):
-        pj.pfor(lambda i: pj.cos(x[i]), 3, fallback_to_while_loop=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = pj.pfor(lambda i: pj.cos(x[i]), 3)
-    np.testing.assert_allclose(out.numpy(), np.cos(x.numpy()))
 
 
 # -- coverage ---------------------------------------------------------------------------
