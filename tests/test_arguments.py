@@ -192,3 +192,71 @@ def test_the_working_memory_advice_says_what_parallel_iterations_was():
     with pytest.raises(JacobianMemoryError, match=r"10 rows at a time \(parallel_iterations=10\)"
                                                   r".*a smaller parallel_iterations"):
         fail(10)
+
+
+# -- axes, sizes and options: named when wrong, never wrapped or truncated ------------------
+@pytest.mark.parametrize("call, message", [
+    (lambda x: pj.transpose(x, (2, 1)), "transpose: axis 2 is out of range"),
+    (lambda x: pj.transpose(x, (0, 0)), "not a permutation"),
+    (lambda x: pj.expand_dims(x, 5), "expand_dims: axis 5"),
+    (lambda x: pj.moveaxis(x, 5, 0), r"moveaxis \(source\): axis 5"),
+    (lambda x: pj.swapaxes(x, 0, -3), "swapaxes: axis -3"),
+    (lambda x: pj.split(x, [2, 1], axis=1), "must not decrease")])
+def test_out_of_range_axes_raise_instead_of_wrapping(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(pj.constant(np.arange(6.0).reshape(2, 3)))
+
+
+def test_an_out_of_range_axis_raises_numpys_axis_error():
+    x = pj.constant(np.ones((2, 3)))
+    for bad in (lambda: pj.sum(x, axis=2), lambda: pj.concat([x, x], axis=-3),
+                lambda: pj.softmax(x, axis=5)):
+        with pytest.raises(np.exceptions.AxisError, match="out of range"):  # ValueError, IndexError
+            bad()
+
+
+A23 = np.ones((2, 3), np.float32)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: pj.sum(a, axis=1.0), "sum: axis must be an integer"),
+    (lambda a: pj.sum(a, axis="x"), "sum: axis must be an integer"),
+    (lambda a: pj.sum(a, axis=[None]), r"sum: axis\[0\] must be an integer"),
+    (lambda a: pj.softmax(a, axis=0.5), "softmax: axis must be an integer"),
+    (lambda a: pj.mean(a, axis=(0, 1.5)), r"mean: axis\[1\] must be an integer"),
+    (lambda a: pj.zeros((2.5, 2)), r"zeros: shape\[0\] must be an integer"),
+    (lambda a: pj.reshape(a, (3.7, 2)), r"reshape: shape\[0\] must be an integer"),
+    (lambda a: pj.expand_dims(a, 1.9), "expand_dims: axis must be an integer"),
+    (lambda a: pj.one_hot(pj.constant([0, 1]), 2.5), "one_hot: depth must be an integer"),
+    (lambda a: pj.tile(a, (1, 2.0)), r"tile: reps\[1\] must be an integer"),
+    (lambda a: pj.split(a, 1.5, axis=1), "split: sections must be an integer"),
+    (lambda a: pj.pad(a, [(0, 0), (1.5, 1)]), "pad: pad_width must be integers"),
+])
+def test_non_integer_axes_and_sizes_are_refused_naming_the_op(call, message):
+    with pytest.raises(TypeError, match=message):
+        call(pj.constant(A23))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: pj.sum(a, axis=5), "sum: axis 5 is out of range"),
+    (lambda a: pj.concat([a, a], axis=2), "concat: axis 2 is out of range"),
+    (lambda a: pj.gather(a, np.array([0]), axis=-3), "gather: axis -3 is out of range"),
+    (lambda a: pj.one_hot(pj.constant([0, 1]), -1), "one_hot: depth must be >= 0"),
+])
+def test_out_of_range_axes_and_sizes_name_the_op(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(pj.constant(A23))
+
+
+def test_numpy_integers_are_accepted_as_axes_and_sizes():
+    a = pj.constant(A23)
+    assert pj.sum(a, axis=np.int64(1)).shape == (2,)
+    assert pj.reshape(a, (np.int32(3), 2)).shape == (3, 2)
+    assert pj.one_hot(pj.constant([0, 1]), np.int64(4)).shape == (2, 4)
+
+
+def test_option_errors_name_the_function_and_one_hot_refuses_float_indices():
+    with pytest.raises(pj.functional.UnsupportedOptionsError, match="hessian: outer_jacobian_strategy"):
+        pj.hessian(lambda a: pj.sum(a ** 3), pj.constant([1.0]), outer_jacobian_strategy="forward-mode")
+    with pytest.raises(TypeError, match="one_hot indices must be integers, got float32"):
+        pj.one_hot(pj.constant([0.5, 1.7]), 3)

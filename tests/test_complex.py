@@ -1,6 +1,6 @@
 """Complex values follow one convention, JAX's (a vjp has no conjugate; the gradient of a
 real f at complex z is df/dx - i df/dy, the conjugate of TensorFlow's), in every rule.
-Found by a hunt against TensorFlow and finite differences."""
+Checked against TensorFlow and finite differences."""
 import warnings
 
 import numpy as np

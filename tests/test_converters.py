@@ -1,364 +1,243 @@
-"""Every pfor converter against stacking the per-iteration results of `bind`.
+"""Every pfor converter against stacking the per-iteration results of `bind`, past what
+test_rules.py checks.
 
-One generic checker runs over a table of examples (op, per-iteration inputs,
-params). For each example it tries every mix of stacked/unstacked inputs (at
-least one stacked); stacked inputs hold different data for each of the n = 3
-iterations. A second check spies on the primitives the converter applies and
-asserts that unstacked operands of broadcasting ops reach the op as they are
-(no stacked copy). A coverage test fails when a primitive lacks a converter or
-a converter lacks an example here. The structure-aware converters (structure.py,
-one-hot values kept compact) get the same check against densified inputs.
+test_rules.py runs `pforjac.testing.check_primitive` on every primitive: its converter over
+every mix of stacked inputs, on rolled copies of each declared example, to rtol 1e-5. The
+cases here come from the same facts (`examples_of(prim)`; for elementwise primitives, inputs
+drawn from `prim.domain`) plus shapes and parameters the examples leave out, and check:
+
+- that every iteration may hold its own values: each draws the example afresh, and the
+  converter must agree with stacking the per-iteration results to 1e-12, in shape and dtype;
+- that the broadcasting converters (the elementwise family's, matmul's, gather's, einsum's)
+  pass unstacked operands on without a stacked copy (a spy on the primitives they apply);
+- that `pforjac.pfor` drives every case without falling back;
+- the structure-aware converters (structure.py, one-hot values kept compact), against
+  densified inputs.
 """
 from __future__ import annotations
 
 import itertools
 import warnings
-import sys
 import zlib
 
 import numpy as np
 import pytest
 
 import pforjac as pj
-from pforjac import core
-from pforjac.ops.elementwise import BINARY, UNARY
-from pforjac.pfor import converter_for, converters
+from pforjac import core, structure
+from pforjac.pfor import LoopContext, converter_for, converters
+from pforjac.testing import examples_of, sample
 
 N = 3
+PRIMITIVES = sorted(core.primitives.values(), key=lambda p: p.name)
 
 
-# -- input makers: rng -> one iteration's array ------------------------------------------
-def F(*shape):
-    return lambda rng: rng.standard_normal(shape)
+# -- the cases: each primitive's declared examples, and a few more ----------------------
+class Case:
+    """One call of `prim`: `draw(seed)` gives it as a `core.Example` with fresh values and,
+    for every seed, the same shapes and params."""
 
-
-def P(*shape):
-    """Positive floats (log, sqrt, power bases, divisors)."""
-    return lambda rng: rng.uniform(0.5, 2.0, shape)
-
-
-def U(*shape):
-    """Floats inside (-1, 1) (arcsin, arccos, arctanh)."""
-    return lambda rng: rng.uniform(-0.9, 0.9, shape)
-
-
-def G(*shape):
-    """Floats above 1 (arccosh)."""
-    return lambda rng: rng.uniform(1.5, 3.0, shape)
-
-
-def I(*shape, lo=-3, hi=3):
-    return lambda rng: rng.integers(lo, hi, shape).astype(np.int32)
-
-
-def B(*shape):
-    return lambda rng: rng.random(shape) < 0.5
-
-
-class Ex:
-    def __init__(self, op: str, inputs, tag: str = "", **params):
-        self.op, self.inputs, self.params, self.tag = op, list(inputs), params, tag
+    def __init__(self, prim: core.Primitive, draw, label: str):
+        self.prim, self.draw = prim, draw
+        self.shown = f"{prim.name}{label}{draw(0)!r}"
 
     def __repr__(self) -> str:
-        return f"{self.op}[{','.join(map(_describe_input, self.inputs))}]{self.tag}{self._params()}"
-
-    def _params(self) -> str:
-        shown = {k: v for k, v in self.params.items() if k in ("axes", "keepdims", "shape", "perm", "key")}
-        return "-" + ";".join(f"{k}={v}" for k, v in shown.items()) if shown else ""
+        return self.shown
 
 
-def _describe_input(spec) -> str:
-    if callable(spec):
-        return "x".join(map(str, spec(np.random.default_rng(0)).shape)) or "()"
-    if spec[0] == "oh":
-        return f"oh{_describe_input(spec[1])}@{spec[2]}:{spec[3]}"
-    if spec[0] == "index":
-        return "i"
-    return spec[0] + _describe_input(spec[1])
+def _declared(prim) -> list[Case]:
+    try:
+        count = len(examples_of(prim))
+    except AssertionError:                 # it declares none: test_rules.py says so
+        return []
+    return [Case(prim, lambda seed, prim=prim, k=k: examples_of(prim, seed)[k], f"#{k}")
+            for k in range(count)]
 
 
-# -- the table ----------------------------------------------------------------------------
-_POSITIVE = {"log", "sqrt", "log1p", "reciprocal", "log2", "log10"}
-_DOMAIN = {**{name: P for name in _POSITIVE}, "arcsin": U, "arccos": U, "arctanh": U, "arccosh": G}
-_BROADCAST_PAIRS = [((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), (2, 3)), ((2, 1), (1, 3)),
-                    ((), (2, 3)), ((2, 3), ()), ((4, 1, 3), (2, 1)), ((), ())]
+# broadcasts the declared examples of binary elementwise ops leave out: both operands
+# gaining axes, and two scalars
+_MORE_BROADCASTS = [((4, 1, 3), (2, 1)), ((), ())]
 
 
-def _elementwise_examples():
-    out = []
-    for name in sorted(UNARY):
-        maker = B if name == "logical_not" else _DOMAIN.get(name, F)
-        out += [Ex(name, [maker(2, 3)]), Ex(name, [maker()])]
-    for name in sorted(BINARY):
-        for sx, sy in _BROADCAST_PAIRS:
-            if name in ("logical_and", "logical_or"):
-                mx, my = B, B
-            elif name == "power":
-                mx, my = P, F
-            elif name == "divide":
-                mx, my = F, P
-            else:
-                mx, my = F, F
-            out.append(Ex(name, [mx(*sx), my(*sy)]))
-    out += [
-        Ex("where", [B(2, 3), F(2, 3), F(3)]),
-        Ex("where", [B(3), F(2, 1), F()]),
-        Ex("where", [B(), F(2, 3), F(2, 3)]),
-        Ex("cast", [F(2, 3)], dtype=np.dtype(np.int32)),
-        Ex("cast", [F(2, 3)], dtype=np.dtype(np.float32)),
-        Ex("cast", [B(3)], dtype=np.dtype(np.float64)),
-        Ex("stop_gradient", [F(2, 3)]),
-        Ex("zeros_like", [F(2, 3)]),
-        Ex("ones_like", [I(3)]),
-    ]
-    return out
+def _more_broadcasts(prim) -> list[Case]:
+    if not (prim.elementwise and prim.domain and len(prim.domain) == 2):
+        return []
+
+    def draw(seed, shapes):
+        rng = np.random.default_rng(seed)
+        return core.Example(*(sample(d, s, rng) for d, s in zip(prim.domain, shapes)))
+    return [Case(prim, lambda seed, s=shapes: draw(seed, s), f"+{k}")
+            for k, shapes in enumerate(_MORE_BROADCASTS)]
 
 
-def _reduction_examples():
-    out = []
-    for name in ("sum", "max", "min", "prod"):
-        for axes in [(0,), (1, 2), (0, 2), (0, 1, 2), ()]:
-            for keepdims in (False, True):
-                out.append(Ex(name, [F(2, 3, 4)], axes=axes, keepdims=keepdims))
-        out.append(Ex(name, [F()], axes=(), keepdims=False))
-    out.append(Ex("sum", [B(2, 3)], axes=(1,), keepdims=False))
-    for name in ("cumsum", "argmax", "argmin"):
-        for axis in (0, 1, 2):
-            out.append(Ex(name, [F(2, 3, 4)], axis=axis))
-    out.append(Ex("cumsum", [I(5)], axis=0))
-    return out
+def _real(rng, *shape):
+    return rng.uniform(-1.5, 1.5, shape)
 
 
-def _shape_examples():
-    return [
-        Ex("reshape", [F(2, 3, 4)], shape=(6, 4)),
-        Ex("reshape", [F(2, 3, 4)], shape=(24,)),
-        Ex("reshape", [F(2, 3, 4)], shape=(4, 1, 6)),
-        Ex("reshape", [F()], shape=(1, 1)),
-        Ex("reshape", [F(1)], shape=()),
-        Ex("transpose", [F(2, 3, 4)], perm=(2, 0, 1)),
-        Ex("transpose", [F(2, 3, 4)], perm=(1, 0, 2)),
-        Ex("transpose", [F(2, 3)], perm=(1, 0)),
-        Ex("broadcast_to", [F(3)], shape=(2, 3)),
-        Ex("broadcast_to", [F(2, 1)], shape=(2, 4)),
-        Ex("broadcast_to", [F()], shape=(2, 2)),
-        Ex("broadcast_to", [F(1, 3)], shape=(4, 2, 3)),
-        Ex("concat", [F(2, 3), F(4, 3)], axis=0),
-        Ex("concat", [F(2, 3), F(2, 1), F(2, 2)], axis=1),
-        Ex("concat", [I(2), I(3)], axis=0),
-        Ex("split", [F(6, 4)], indices=(2, 5), axis=0),
-        Ex("split", [F(6, 4)], indices=(1,), axis=1),
-        Ex("split", [F(6, 4)], indices=(2, 2), axis=1),
-        Ex("tile", [F(2, 3)], reps=(2, 1)),
-        Ex("tile", [F(2, 3)], reps=(1, 3)),
-        Ex("tile", [F(3)], reps=(2,)),
-        Ex("pad", [F(2, 3)], pad_width=((1, 0), (2, 1)), value=0.0),
-        Ex("pad", [F(3)], pad_width=((0, 2),), value=1.5),
-    ]
+def _ints(rng, lo, hi, *shape):
+    return rng.integers(lo, hi, shape).astype(np.int32)
 
 
-_KEYS = [
-    (slice(None, None, -1),),
-    (slice(3, 0, -2), None, 1),
-    (1, slice(None), slice(None, None, -1)),
-    (None, slice(1, None), slice(None, 2), slice(None, None, 2)),
-    (-1,),
-    (slice(None), -2, None),
-    (slice(-1, None, -3), slice(4, 1, -1), -3),
-    (None, None),
-    (2, 4, 0),
-    (slice(None), None, slice(None)),
-    (slice(None), None),
-    (Ellipsis,),
-]
+_MORE_KEYS = [(None, slice(1, None), slice(None, 2), slice(None, None, 2)), (slice(None), -2, None),
+              (None, None), (slice(None), None, slice(None)), (slice(None), None)]
+_REDUCED = [lambda rng, k=k: core.Example(_real(rng, 2, 3, 4), axes=(0, 2), keepdims=k) for k in (False, True)]
+
+# Shapes, dtypes and parameters past the declared examples that the converters' axis and
+# index arithmetic must handle (the examples stay few: test_rules differentiates each twice).
+_MORE = {
+    "sum": _REDUCED + [lambda rng: core.Example(rng.random((2, 3)) < 0.5, axes=(1,), keepdims=False)],
+    "max": _REDUCED, "min": _REDUCED, "prod": _REDUCED,
+    "cumsum": [lambda rng: core.Example(_ints(rng, -3, 3, 5), axis=0)],
+    "cast": [lambda rng: core.Example(_real(rng, 2, 3), dtype=np.dtype(np.float32))],
+    "ones_like": [lambda rng: core.Example(_ints(rng, -3, 3, 3))],
+    "reshape": [lambda rng: core.Example(_real(rng, 2, 3, 4), shape=(24,))],
+    "transpose": [lambda rng: core.Example(_real(rng, 2, 3, 4), perm=(1, 0, 2))],
+    "concat": [lambda rng: core.Example(_ints(rng, -3, 3, 2), _ints(rng, -3, 3, 3), axis=0)],
+    "split": [lambda rng: core.Example(_real(rng, 6, 4), indices=(1,), axis=1)],
+    "tile": [lambda rng: core.Example(_real(rng, 2, 3), reps=(1, 3))],
+    "getitem": [lambda rng, k=k: core.Example(_real(rng, 4, 5, 3), key=k) for k in _MORE_KEYS],
+    "setitem_zeros": [lambda rng, k=k: core.Example(_real(rng, *np.empty((4, 5, 3))[k].shape), key=k,
+                                                    shape=(4, 5, 3)) for k in _MORE_KEYS],
+    "gather": [lambda rng: core.Example(_real(rng, 2, 5, 3), _ints(rng, 0, 3, 3, 2), axis=2),
+               lambda rng: core.Example(_ints(rng, 0, 9, 5), _ints(rng, -5, 5, 4), axis=0)],
+    "scatter_add": [lambda rng: core.Example(_real(rng, 2, 4), _ints(rng, -3, 3), axis=1, size=3)],
+    "one_hot": [lambda rng: core.Example(_ints(rng, 0, 3), depth=3, dtype=np.dtype(np.float64))],
+    "matmul": [lambda rng, a=a, b=b: core.Example(_real(rng, *a), _real(rng, *b))
+               for a, b in [((2, 3), (5, 3, 4)), ((3,), (5, 3, 2)), ((5, 2, 3), (3,)), ((1, 3), (3, 1))]],
+    "einsum": [lambda rng: core.Example(_real(rng, 2, 3, 4), _real(rng, 4, 2), subscripts="abc,cd->abd")],
+}
 
 
-def _indexing_examples():
-    shape = (4, 5, 3)
-    out = []
-    for key in _KEYS:
-        out.append(Ex("getitem", [F(*shape)], key=key))
-        g_shape = np.empty(shape)[key].shape
-        out.append(Ex("setitem_zeros", [F(*g_shape)], key=key, shape=shape))
-    out += [
-        Ex("gather", [F(4, 3), I(2, lo=-4, hi=4)], axis=0),
-        Ex("gather", [F(4, 3), I(2, 2, lo=-3, hi=3)], axis=1),
-        Ex("gather", [F(2, 5, 3), I(lo=-5, hi=5)], axis=1),
-        Ex("gather", [F(2, 5, 3), I(3, 2, lo=0, hi=3)], axis=2),
-        Ex("gather", [I(5, lo=0, hi=9), I(4, lo=-5, hi=5)], axis=0),
-        Ex("scatter_add", [F(2, 3), I(2, lo=-4, hi=4)], axis=0, size=4),
-        Ex("scatter_add", [F(3, 2, 2), I(2, 2, lo=0, hi=5)], axis=1, size=5),
-        Ex("scatter_add", [F(5, 2), I(5, lo=0, hi=2)], axis=0, size=3),
-        Ex("scatter_add", [F(2, 4), I(lo=-3, hi=3)], axis=1, size=3),
-        Ex("check_index", [I(3, 2, lo=-4, hi=4)], size=4),
-        Ex("one_hot", [I(3, lo=-1, hi=5)], depth=4, dtype=np.dtype(np.float32)),
-        Ex("all_finite", [F(2, 3)], axes=(0, 1), nonzero=False),
-        Ex("all_finite", [F(2, 3)], axes=(1,), nonzero=True),
-        Ex("one_hot", [I(lo=0, hi=3)], depth=3, dtype=np.dtype(np.float64)),
-        Ex("one_hot", [I(2, 2, lo=0, hi=3)], depth=3, dtype=np.dtype(np.int32)),
-    ]
-    return out
+def _more(prim) -> list[Case]:
+    return [Case(prim, lambda seed, make=make: make(np.random.default_rng(seed)), f"+{k}")
+            for k, make in enumerate(_MORE.get(prim.name, []))]
 
 
-_MATMUL_SHAPES = [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
-                  ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 2, 3), (5, 3, 4)),
-                  ((5, 1, 2, 3), (4, 3, 2)), ((3,), (5, 3, 2)), ((5, 2, 3), (3,)),
-                  ((1, 3), (3, 1))]
-_EINSUMS = [("ij,jk->ik", [(2, 3), (3, 4)]), ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]),
-            ("ij,ij->", [(2, 3), (2, 3)]), ("abc,cd->abd", [(2, 3, 4), (4, 2)]),
-            ("i,j->ij", [(2,), (3,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
-            ("bqd,bkd->bqk", [(2, 3, 4), (2, 5, 4)])]
-
-
-def _linalg_examples():
-    out = [Ex("matmul", [F(*a), F(*b)]) for a, b in _MATMUL_SHAPES]
-    out += [Ex("einsum", [F(*s) for s in shapes], subscripts=sub) for sub, shapes in _EINSUMS]
-    return out
-
-
-EXAMPLES = (_elementwise_examples() + _reduction_examples() + _shape_examples()
-            + _indexing_examples() + _linalg_examples())
+CASES = [case for prim in PRIMITIVES for case in _declared(prim) + _more_broadcasts(prim) + _more(prim)]
 
 
 # -- the generic checker ------------------------------------------------------------------
-def _mixes(k: int):
-    return [m for m in itertools.product([False, True], repeat=k) if any(m)]
+def _mixes(example: core.Example):
+    """Every stacked/unstacked mix (at least one stacked) the example allows."""
+    return [m for m in itertools.product([False, True], repeat=len(example.args))
+            if any(m) and all(ok or not s for s, ok in zip(m, example.stackable))]
 
 
-def _data(ex: Ex, seed: int):
-    """Per input: N different per-iteration arrays, and one unstacked array."""
-    rng = np.random.default_rng(seed)
-    per_iter = [[m(rng) for _ in range(N)] for m in ex.inputs]
-    unstacked = [m(rng) for m in ex.inputs]
-    return per_iter, unstacked
+def _draws(case: Case, seed: int):
+    """N per-iteration examples, each drawn afresh, and one for the unstacked inputs."""
+    examples = [case.draw(seed + k) for k in range(N + 1)]
+    return examples[:N], examples[N]
 
 
-def _expected(prim, per_iter, unstacked, mix, params):
+def _expected(prim, per_iter, unstacked, mix) -> list[np.ndarray]:
     results = []
     for k in range(N):
-        args = [pj.constant(p[k] if s else u) for p, u, s in zip(per_iter, unstacked, mix)]
-        out = core.bind(prim, *args, **params)
+        args = [pj.constant(p if s else u) for p, u, s in zip(per_iter[k].args, unstacked.args, mix)]
+        out = core.bind(prim, *args, **unstacked.params)
         results.append([o.numpy() for o in out] if prim.multiple_results else [out.numpy()])
     return [np.stack([r[j] for r in results]) for j in range(len(results[0]))]
 
 
-def _run_converter(prim, per_iter, unstacked, mix, params):
-    args = [pj.constant(np.stack(p) if s else u) for p, u, s in zip(per_iter, unstacked, mix)]
-    out, out_stacked = converter_for(prim)(N, args, list(mix), **params)
+def _stacked_args(per_iter, unstacked, mix) -> list:
+    return [pj.constant(np.stack([e.args[j] for e in per_iter]) if s else u)
+            for j, (u, s) in enumerate(zip(unstacked.args, mix))]
+
+
+def _run_converter(prim, per_iter, unstacked, mix):
+    out, out_stacked = converter_for(prim)(N, _stacked_args(per_iter, unstacked, mix), list(mix),
+                                           **unstacked.params)
     outs = list(out) if prim.multiple_results else [out]
     if not out_stacked:
         outs = [np.broadcast_to(o.numpy(), (N,) + tuple(o.shape)) for o in outs]
-    return [np.asarray(o.numpy() if isinstance(o, pj.Tensor) else o) for o in outs], out_stacked
+    return [np.asarray(o.numpy() if isinstance(o, pj.Tensor) else o) for o in outs]
 
 
-@pytest.mark.parametrize("ex", EXAMPLES, ids=repr)
-def test_converter_matches_stacked_iterations(ex):
-    prim = core.primitives[ex.op]
-    for mix in _mixes(len(ex.inputs)):
-        per_iter, unstacked = _data(ex, seed=zlib.crc32(f"{ex!r}{mix}".encode()))
-        want = _expected(prim, per_iter, unstacked, mix, ex.params)
-        got, _ = _run_converter(prim, per_iter, unstacked, mix, ex.params)
-        assert len(got) == len(want), (ex, mix)
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_converter_matches_stacked_iterations(case):
+    prim = case.prim
+    assert converter_for(prim) is not None, f"primitive '{prim.name}' has no pfor converter"
+    for mix in _mixes(case.draw(0)):
+        per_iter, unstacked = _draws(case, seed=zlib.crc32(f"{case!r}{mix}".encode()))
+        want = _expected(prim, per_iter, unstacked, mix)
+        got = _run_converter(prim, per_iter, unstacked, mix)
+        assert len(got) == len(want), (case, mix)
         for g, w in zip(got, want):
-            assert g.shape == w.shape, f"{ex} mix={mix}: shape {g.shape} != {w.shape}"
-            assert g.dtype == w.dtype, f"{ex} mix={mix}: dtype {g.dtype} != {w.dtype}"
-            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{ex} mix={mix}")
+            assert g.shape == w.shape, f"{case} mix={mix}: shape {g.shape} != {w.shape}"
+            assert g.dtype == w.dtype, f"{case} mix={mix}: dtype {g.dtype} != {w.dtype}"
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=f"{case} mix={mix}")
 
 
 # -- no stacked copies of unstacked operands -------------------------------------------
-_COPYING = {"broadcast_to", "tile", "concat"}
-# ops whose unstacked operands should reach the op itself untouched (numpy broadcasts them)
-_AS_IS = {*UNARY, *BINARY, "where", "cast", "einsum"}
-
-
 @pytest.fixture
 def spy(monkeypatch):
-    calls: list[tuple[str, tuple]] = []
+    """Records every primitive applied: (primitive, input arrays, number of output elements)."""
+    calls: list[tuple[core.Primitive, tuple, int]] = []
     for prim, impl in list(core.impl_rules.items()):
-        def wrapped(*arrays, _impl=impl, _name=prim.name, **params):
-            calls.append((_name, tuple(np.shape(a) for a in arrays)))
-            return _impl(*arrays, **params)
+        def wrapped(*arrays, _impl=impl, _prim=prim, **params):
+            out = _impl(*arrays, **params)
+            size = sum(np.size(o) for o in out) if isinstance(out, (list, tuple)) else np.size(out)
+            calls.append((_prim, arrays, size))
+            return out
         monkeypatch.setitem(core.impl_rules, prim, wrapped)
     return calls
 
 
-_SPIED = [ex for ex in EXAMPLES if len(ex.inputs) > 1 and ex.op in _AS_IS | {"matmul", "gather"}]
+def _stays_as_is(prim, k: int) -> bool:
+    """Whether unstacked operand k must reach the op itself as it is: numpy broadcasts it for
+    an elementwise op, einsum's subscripts take it, and so does gather's table (matmul may
+    fold it into one 2-D product)."""
+    return prim.elementwise or prim.name == "einsum" or (prim.name == "gather" and k == 0)
 
 
-@pytest.mark.parametrize("ex", _SPIED, ids=repr)
-def test_unstacked_operands_are_not_copied(ex, spy):
-    prim = core.primitives[ex.op]
-    for mix in _mixes(len(ex.inputs)):
+# the broadcasting converters besides the elementwise family's (a parametrization)
+_NOT_COPYING = ("matmul", "gather", "einsum")
+_SPIED = [c for c in CASES if len(c.draw(0).args) > 1 and (c.prim.elementwise or c.prim.name in _NOT_COPYING)]
+
+
+@pytest.mark.parametrize("case", _SPIED, ids=repr)
+def test_unstacked_operands_are_not_copied(case, spy):
+    prim = case.prim
+    for mix in _mixes(case.draw(0)):
         if all(mix):
             continue
-        per_iter, unstacked = _data(ex, seed=0)
+        per_iter, unstacked = _draws(case, seed=0)
+        args = _stacked_args(per_iter, unstacked, mix)
+        kept = [a.numpy() for a, s in zip(args, mix) if not s]
         spy.clear()
-        _run_converter(prim, per_iter, unstacked, mix, ex.params)
-        # matmul may double a single row or column into a gemm (see ops._kernels.matmul_no_gemv)
-        copies = [c for c in spy if c[0] in _COPYING and not (
-            ex.op == "matmul" and c[0] == "concat" and all(len(s) == 2 and 1 in s for s in c[1]))]
-        assert not copies, f"{ex} mix={mix}: the converter copied an operand: {copies}"
-        main = [shapes for name, shapes in spy if name == ex.op]
-        assert main, f"{ex} mix={mix}: the converter never applied '{ex.op}'"
-        if ex.op in _AS_IS or (ex.op == "gather" and not mix[0]):
-            for u, s in zip(unstacked, mix):
-                if not s:
-                    assert any(np.shape(u) in shapes for shapes in main), \
-                        f"{ex} mix={mix}: unstacked operand {np.shape(u)} reached '{ex.op}' " \
-                        f"reshaped: {main}"
+        converter_for(prim)(N, args, list(mix), **unstacked.params)
+        # a stacked copy: an op that moves data (not arithmetic) made n times an unstacked
+        # operand's elements from it (matmul may double one row or column into a gemm: see
+        # ops._kernels.matmul_no_gemv)
+        copies = [(p.name, [np.shape(a) for a in arrays]) for p, arrays, size in spy
+                  if p is not prim and not p.elementwise
+                  and any(np.may_share_memory(a, u) and size >= N * np.size(u) > 0
+                          for a in arrays for u in kept)]
+        assert not copies, f"{case} mix={mix}: the converter copied an unstacked operand: {copies}"
+        main = [[np.shape(a) for a in arrays] for p, arrays, _ in spy if p is prim]
+        assert main, f"{case} mix={mix}: the converter never applied '{prim.name}'"
+        for k, (u, s) in enumerate(zip(unstacked.args, mix)):
+            if not s and _stays_as_is(prim, k):
+                assert any(np.shape(u) in shapes for shapes in main), \
+                    f"{case} mix={mix}: unstacked operand {np.shape(u)} reached '{prim.name}' " \
+                    f"reshaped: {main}"
 
 
 # -- the driver ------------------------------------------------------------------------
-def test_pfor_drives_every_example_without_falling_back():
-    """The same table through `pforjac.pfor`: a body that indexes stacked inputs with i."""
-    for ex in EXAMPLES:
-        prim = core.primitives[ex.op]
-        per_iter, unstacked = _data(ex, seed=1)
-        mix = (True,) * len(ex.inputs)
-        tables = [pj.constant(np.stack(p)) for p in per_iter]
+def test_pfor_drives_every_case_without_falling_back():
+    """The same cases through `pforjac.pfor`: a body that indexes stacked inputs with i."""
+    for case in CASES:
+        prim = case.prim
+        per_iter, unstacked = _draws(case, seed=1)
+        mix = unstacked.stackable
+        tables = _stacked_args(per_iter, unstacked, mix)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            got = pj.pfor(lambda i: core.bind(prim, *[t[i] for t in tables], **ex.params), N,
-                          fallback_to_while_loop=False)
+            got = pj.pfor(lambda i: core.bind(prim, *[t[i] if s else t for t, s in zip(tables, mix)],
+                                              **unstacked.params), N, fallback_to_while_loop=False)
         got = list(got) if prim.multiple_results else [got]
-        for g, w in zip(got, _expected(prim, per_iter, unstacked, mix, ex.params)):
-            assert g.shape == w.shape and g.dtype == w.dtype, ex
-            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12, err_msg=repr(ex))
-
-
-def test_pfor_zero_iterations():
-    x = pj.constant(np.ones((0, 3)))
-    out = pj.pfor(lambda i: pj.exp(x[i]).sum(), 0)
-    assert out.shape == (0,)
-
-
-def test_pfor_unstacked_and_nested_outputs():
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    out = pj.pfor(lambda i: {"row": x[i] * 2.0, "const": x.sum(), "i": i}, 3)
-    np.testing.assert_array_equal(out["row"].numpy(), x.numpy() * 2)
-    np.testing.assert_array_equal(out["const"].numpy(), [15.0] * 3)
-    np.testing.assert_array_equal(out["i"].numpy(), [0, 1, 2])
-
-
-def test_op_without_converter_runs_per_iteration(monkeypatch):
-    monkeypatch.setattr(sys.modules["pforjac.pfor"], "family_converters", [])   # sin has no other
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    with pytest.warns(RuntimeWarning):
-        out = pj.pfor(lambda i: pj.sin(x[i]) + 1.0, 3)
-    np.testing.assert_allclose(out.numpy(), np.sin(x.numpy()) + 1.0)
-
-
-def test_failing_converter_falls_back_or_raises(monkeypatch):
-    def broken(n, args, stacked, **params):
-        raise ValueError("no")
-    monkeypatch.setitem(converters, core.primitives["cos"], broken)
-    x = pj.constant(np.arange(6.0).reshape(3, 2))
-    with pytest.raises(pj.ConversionError, match="cos"):
-        pj.pfor(lambda i: pj.cos(x[i]), 3, fallback_to_while_loop=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = pj.pfor(lambda i: pj.cos(x[i]), 3)
-    np.testing.assert_allclose(out.numpy(), np.cos(x.numpy()))
+        for g, w in zip(got, _expected(prim, per_iter, unstacked, mix)):
+            assert g.shape == w.shape and g.dtype == w.dtype, case
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-12, atol=1e-12, err_msg=repr(case))
 
 
 # -- coverage ---------------------------------------------------------------------------
@@ -367,24 +246,56 @@ def test_every_primitive_has_a_converter():
     assert not missing, f"primitives without a pfor converter: {missing}"
 
 
-def test_every_converter_has_an_example():
-    covered = {ex.op for ex in EXAMPLES}
-    missing = sorted({p.name for p in converters} - covered)
-    assert not missing, f"converters with no example in tests/test_converters.py: {missing}"
+def test_every_converter_has_a_case():
+    missing = sorted({p.name for p in converters} - {case.prim.name for case in CASES})
+    assert not missing, f"converters of primitives with no examples (see test_rules.py): {missing}"
+    unknown = sorted(set(_MORE) - set(core.primitives))
+    assert not unknown, f"_MORE holds inputs for ops that are not primitives: {unknown}"
 
 
 # -- structure-aware converters (structure.py): one-hot values carried compactly -----------
-from pforjac import structure  # noqa: E402
-from pforjac.pfor import LoopContext  # noqa: E402
-
 # (lo, hi): the loop indices lo..hi-1; (2, 5) reaches past a block of 4 (rows of zeros)
 INDEX_RANGES = [(0, 3), (2, 5)]
 
 
-def OH(*shape, start, stop, positive=False, maker=None):
-    """A one-hot input: compact data of `shape` (from `maker`, or P / F), tied on axes
-    [start, stop)."""
-    return ("oh", (maker or (P if positive else F))(*shape), start, stop)
+def F(*shape):
+    return lambda rng: rng.standard_normal(shape)
+
+
+def D(domain, *shape):
+    """Values from one of `core.DOMAINS` (`pforjac.testing.sample`)."""
+    return lambda rng: sample(domain, shape, rng)
+
+
+def I(*shape, lo=-3, hi=3):  # noqa: E743
+    return lambda rng: rng.integers(lo, hi, shape).astype(np.int32)
+
+
+class Ex:
+    """A structured converter's call: op name, input specs, params. An input spec is
+    ("oh", maker, start, stop) for a one-hot value, ("u", maker) unstacked, ("s", maker)
+    stacked dense, or ("index",) for the loop indices; a maker is rng -> array."""
+
+    def __init__(self, op: str, inputs, **params):
+        self.op, self.inputs, self.params = op, list(inputs), params
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in self.params.items() if k in ("axes", "keepdims", "shape", "perm", "key", "dtype")}
+        params = "-" + ";".join(f"{k}={v}" for k, v in shown.items()) if shown else ""
+        return f"{self.op}[{','.join(map(_describe_input, self.inputs))}]{params}"
+
+
+def _describe_input(spec) -> str:
+    if spec[0] == "index":
+        return "i"
+    shape = "x".join(map(str, spec[1](np.random.default_rng(0)).shape)) or "()"
+    return f"oh{shape}@{spec[2]}:{spec[3]}" if spec[0] == "oh" else spec[0] + shape
+
+
+def OH(*shape, start, stop, domain="real", maker=None):
+    """A one-hot input: compact data of `shape` (from `maker`, or drawn from `domain`), tied
+    on axes [start, stop)."""
+    return ("oh", maker(*shape) if maker else D(domain, *shape), start, stop)
 
 
 def _blocks(rank: int):
@@ -402,26 +313,40 @@ def _dense_one_hot(compact: np.ndarray, start: int, stop: int, indices) -> np.nd
     return np.stack(out)
 
 
-def _structured_examples():
+def _float_params(prim) -> list[dict]:
+    """The distinct params of `prim`'s examples on a float input ({} for most ops)."""
+    seen = {}
+    for ex in examples_of(prim):
+        if np.asarray(ex.args[0]).dtype.kind == "f":
+            seen.setdefault(repr(sorted(ex.params.items())), ex.params)
+    return list(seen.values()) or [{}]
+
+
+def _elementwise_one_hot_examples(prim) -> list[Ex]:
+    """A one-hot operand, over every block, for each elementwise primitive that has a
+    structured converter (a registered one, or zero-preserving's), from its domain."""
+    domain = prim.domain or ("positive",) * len(examples_of(prim)[0].args)
     out = []
-    for name in sorted(p.name for p in core.primitives.values() if p.zero_preserving):
-        params = {"dtype": np.dtype(np.float32)} if name == "cast" else {}
-        for a, b in _blocks(2):
-            out.append(Ex(name, [OH(3, 4, start=a, stop=b, positive=True, maker=_DOMAIN.get(name))],
-                          **params))
-    for name in ("multiply", "multiply_no_nan", "divide", "add", "subtract"):
-        for a, b in _blocks(2):
-            for other in [(), (4,), (3, 1), (1,), (2, 3, 4), (2, 1, 1)]:
-                out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("u", P(*other))]))
-                out.append(Ex(name, [("u", P(*other)), OH(3, 4, start=a, stop=b)]))
-            out.append(Ex(name, [OH(3, 4, start=a, stop=b), OH(3, 4, start=a, stop=b, positive=True)]))
-            out.append(Ex(name, [OH(3, 4, start=a, stop=b), ("s", F(3, 4))]))
-    out.append(Ex("multiply", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, np.inf, 0, 2]))]))
-    out.append(Ex("divide", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, 0.0, 3, 2]))]))
-    out.append(Ex("multiply_no_nan", [("u", lambda rng: np.array([1.0, np.inf, np.nan, 2])),
-                                      OH(3, 4, start=0, stop=1)]))
-    for name in ("zeros_like", "ones_like"):
-        out.append(Ex(name, [OH(3, 4, start=0, stop=1)]))
+    for a, b in _blocks(2):
+        if len(domain) == 1:
+            out += [Ex(prim.name, [OH(3, 4, start=a, stop=b, domain=domain[0])], **params)
+                    for params in _float_params(prim)]
+            continue
+        x, y = domain
+        for other in [(), (4,), (3, 1), (1,), (2, 3, 4), (2, 1, 1)]:
+            out.append(Ex(prim.name, [OH(3, 4, start=a, stop=b, domain=x), ("u", D(y, *other))]))
+            out.append(Ex(prim.name, [("u", D(x, *other)), OH(3, 4, start=a, stop=b, domain=y)]))
+        out.append(Ex(prim.name, [OH(3, 4, start=a, stop=b, domain=x), OH(3, 4, start=a, stop=b, domain=y)]))
+        out.append(Ex(prim.name, [OH(3, 4, start=a, stop=b, domain=x), ("s", D(y, 3, 4))]))
+    return out
+
+
+_STRUCTURED_KEYS = [ex.params["key"] for ex in examples_of(core.primitives["getitem"])] + _MORE_KEYS
+
+
+def _structural_one_hot_examples() -> list[Ex]:
+    """One-hot operands of the non-elementwise ops with structured converters."""
+    out = []
     for a, b in _blocks(3):
         for axes in [(0,), (1,), (2,), (0, 1), (1, 2), (0, 2), (0, 1, 2)]:
             for keepdims in (False, True):
@@ -431,7 +356,7 @@ def _structured_examples():
             out.append(Ex("reshape", [OH(4, 3, 2, start=a, stop=b)], shape=shape))
         for perm in itertools.permutations(range(3)):
             out.append(Ex("transpose", [OH(4, 3, 2, start=a, stop=b)], perm=perm))
-        for key in _KEYS:
+        for key in _STRUCTURED_KEYS:
             out.append(Ex("getitem", [OH(4, 5, 3, start=a, stop=b)], key=key))
         out.append(Ex("matmul", [OH(2, 3, 4, start=a, stop=b), ("u", F(4, 2))]))
     for a, b in _blocks(2):
@@ -455,7 +380,14 @@ def _structured_examples():
     return out
 
 
-STRUCTURED_EXAMPLES = _structured_examples()
+# products with a non-finite or zero unstacked operand: the guards that keep the zeros exact
+_NON_FINITE = [Ex("multiply", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, np.inf, 0, 2]))]),
+               Ex("divide", [OH(3, 4, start=0, stop=1), ("u", lambda rng: np.array([1.0, 0.0, 3, 2]))]),
+               Ex("multiply_no_nan", [("u", lambda rng: np.array([1.0, np.inf, np.nan, 2])),
+                                      OH(3, 4, start=0, stop=1)])]
+
+STRUCTURED_EXAMPLES = [ex for prim in PRIMITIVES if prim.elementwise and structure.structured_converter_for(prim)
+                       for ex in _elementwise_one_hot_examples(prim)] + _NON_FINITE + _structural_one_hot_examples()
 
 
 def _structured_inputs(ex: Ex, lo: int, hi: int, seed: int):
@@ -500,7 +432,7 @@ def test_densify_matches_the_definition():
 @pytest.mark.parametrize("ex", STRUCTURED_EXAMPLES, ids=repr)
 def test_structured_converter_matches_stacked_iterations(ex):
     prim = core.primitives[ex.op]
-    conv = structure.structured_converter_for(core.primitives[ex.op])
+    conv = structure.structured_converter_for(prim)
     for lo, hi in INDEX_RANGES:
         args, stacked, per_iter, indices = _structured_inputs(ex, lo, hi, zlib.crc32(repr(ex).encode()))
         result = conv(prim, LoopContext(indices, (lo, hi)), args, stacked, **ex.params)

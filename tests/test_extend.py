@@ -220,7 +220,7 @@ def test_loop_axis_helpers_round_trip():
     assert extend.to_stacked(3, pj.constant([1.0, 2.0]), False).shape == (3, 2)
 
 
-# -- found by an exploratory hunt (session 4) ----------------------------------------------
+# -- several results, too few outputs, replaced and redeclared ops ------------------------
 def test_forward_mode_adds_every_inputs_tangents_of_a_multiple_results_op():
     prodsum = extend.defop(
         "ext_prodsum", lambda a, b: [a * b, a + b],
@@ -305,3 +305,13 @@ def test_defvjp_all_and_defjvp_all_take_the_op_defop_returns():
     assert pj.jvp(lambda x: twice(x), x, pj.constant([1.0, 0.0]))[1].numpy().tolist() == [2.0, 0.0]
     with pytest.raises(TypeError, match="registered for a Primitive, got Op"):
         pj.core.defvjp_all(twice, lambda g, ans, x: [g])
+
+
+def test_star_import_gives_the_api_not_the_submodules():
+    import types
+    names: dict = {}
+    exec("from pforjac import *", names)
+    modules = {n for n, v in names.items() if isinstance(v, types.ModuleType)}
+    assert modules == {"extend", "testing"}                  # the public contributor modules
+    assert {"jacobian", "GradientTape", "function", "exp", "log_softmax", "Variable"} <= set(names)
+    assert all(hasattr(pj, n) for n in pj.__all__) and len(set(pj.__all__)) == len(pj.__all__)

@@ -11,6 +11,8 @@ import pytest
 import pforjac as pj
 from pforjac.forward import jvp_program
 
+from helpers import c_ordered, layout_case
+
 MODES = [dict(vectorize=False, strategy="reverse-mode"),
          dict(vectorize=True, strategy="reverse-mode"),
          dict(vectorize=True, strategy="forward-mode")]
@@ -360,3 +362,17 @@ def test_hessian_strict_names_the_gradient_that_is_constant():
         pj.hessian(lambda a: 3.0 * a.sum(), np.array([1.0, 2.0]), strict=True)
     with pytest.raises(pj.functional.UnsupportedOptionsError, match="hessian: strict=True"):
         pj.hessian(lambda a: (a ** 3).sum(), np.array([1.0]), strict=True, vectorize=True)
+
+
+@pytest.mark.parametrize("strategy, vectorize", [("reverse-mode", True), ("reverse-mode", False),
+                                                 ("forward-mode", True)])
+def test_functional_jacobians_and_hessians_are_c_ordered(strategy, vectorize):
+    x, f = layout_case(np.random.default_rng(24))
+    jac = pj.jacobian(f, x, strategy=strategy, vectorize=vectorize)
+    chunked = pj.jacobian(f, x, strategy=strategy, vectorize=True, parallel_iterations=5)
+    hess = pj.hessian(lambda a: pj.sum(f(a) ** 2), x, vectorize=vectorize,
+                      outer_jacobian_strategy=strategy)
+    assert c_ordered(jac) and c_ordered(chunked) and c_ordered(hess)
+    np.testing.assert_allclose(jac.numpy(), pj.jacobian(f, x).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(hess.numpy(), pj.hessian(lambda a: pj.sum(f(a) ** 2), x).numpy(),
+                               rtol=1e-10)

@@ -145,7 +145,7 @@ def test_a_product_with_full_size_ones_keeps_eagers_layout():
     _compiled_equals_eager(f, X)
 
 
-# -- a second hunt -------------------------------------------------------------------------
+# -- ones, concatenations, batched products, Variables --------------------------------------
 Y48, V48 = RNG.standard_normal((48, 48)), RNG.standard_normal(48)
 
 

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import pforjac as pj
+from pforjac import extend
 from pforjac.compiled import loopcache
+from pforjac.testing import isolated_registries
 
 # the loop cache's own behaviour (compiled at the second sight, warnings replayed): not
 # conftest's verification, which compiles at the first
@@ -278,3 +280,50 @@ def test_repeated_eager_batch_jacobians_keep_the_first_calls_bits():
     for _ in range(3):
         assert same_bits(per_example(), first)
     assert loopcache.cache_info()["compiled"] >= 1
+
+
+# -- what the loop cache may compile, and its verification -------------------------------
+def _diagonal_of_scaled_identity(op, x):
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = op(x)
+    return np.diag(g.jacobian(y, x).numpy())
+
+
+@pytest.mark.unverified                 # the loop cache's own path: compiled at the second call
+def test_the_loop_cache_does_not_freeze_state_a_contributor_vjp_reads():
+    scale = {"k": 1.0}
+    loopcache.clear_cache()
+    with isolated_registries():
+        op = extend.defop("reliab_scaled", lambda x: x * 1.0, extend.same_shape,
+                          vjp=lambda g, ans, x: g * scale["k"])
+        extend.register_converter(op)(extend.elementwise_converter(op))
+        for k in (1.0, 2.0, 3.0, 4.0):
+            scale["k"] = k
+            assert _diagonal_of_scaled_identity(op, pj.constant(np.ones(3))).tolist() == [k] * 3
+        pure = extend.defop("reliab_pure", lambda x: x * 2.0, extend.same_shape,
+                            vjp=lambda g, ans, x: g * 2.0, pure_rules=True)
+        extend.register_converter(pure)(extend.elementwise_converter(pure))
+        with loopcache.verifying():
+            _diagonal_of_scaled_identity(op, pj.constant(np.ones(3)))
+            _diagonal_of_scaled_identity(pure, pj.constant(np.ones(3)))
+        declined = " ".join(loopcache.verify_info()["not_compiled"])
+        assert "reliab_scaled" in declined and "reliab_pure" not in declined
+
+
+def test_a_codegen_failure_is_an_error_under_verifying(monkeypatch):
+    from pforjac.compiled import codegen
+
+    def broken(program, name="program"):
+        module = real(program, name)
+        module.body[0].args.args.append(codegen.ast.arg(arg="consts"))   # a repeated argument
+        return module
+    real = codegen.program_to_ast
+    monkeypatch.setattr(codegen, "program_to_ast", broken)
+    loopcache.clear_cache()
+    x = pj.constant(np.ones((2, 3)))
+    with loopcache.verifying(), pytest.raises(Exception, match="generated code"):
+        with pj.GradientTape() as g:
+            g.watch(x)
+            y = pj.tanh(x) * 3.0
+        g.jacobian(y, x)

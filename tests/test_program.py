@@ -1,4 +1,5 @@
-"""Tracing into Programs: printing, rendering as source, hoisting, running."""
+"""Tracing into Programs: printing, rendering as source, hoisting, running, and tapes that
+record inside a trace (a compiled function's or a pfor body's)."""
 import ast
 
 import numpy as np
@@ -177,3 +178,47 @@ def test_a_small_transposed_operand_broadcast_by_a_ufunc_is_made_contiguous_firs
     got = compile_program(program)(x, w, [v.numpy() for v in program.const_values])
     for a, b in zip(got, f(pj.constant(x), pj.constant(w))):
         np.testing.assert_array_equal(a, b.numpy())
+
+
+# -- tapes inside traces ---------------------------------------------------------------
+W = np.array([1.0, 2.0, 3.0])
+
+
+def _gradient_of_watched_constant(x):
+    w = pj.constant(W)
+    with pj.GradientTape() as g:
+        g.watch(w)
+        y = pj.sum(w * w) * x            # w * w alone has no symbolic input
+    return g.gradient(y, w)
+
+
+def _jacobian_of_watched_constant(x):
+    w = pj.constant(W)
+    with pj.GradientTape() as g:
+        g.watch(w)
+        y = pj.sin(w) * x
+    return g.jacobian(y, w)
+
+
+@pytest.mark.parametrize("f, want", [
+    (_gradient_of_watched_constant, lambda x: 2.0 * W * x),
+    (_jacobian_of_watched_constant, lambda x: np.diag(np.cos(W)) * x)])
+def test_a_tape_in_a_trace_records_ops_on_the_constants_it_watches(f, want):
+    """Such ops ran eagerly, below the tape's trace level: the compiled gradient was None."""
+    np.testing.assert_allclose(f(pj.constant(2.0)).numpy(), want(2.0), rtol=1e-15)
+    np.testing.assert_allclose(pj.function(f)(np.array(2.0)).numpy(), want(2.0), rtol=1e-15)
+    rows = pj.pfor(lambda i: f(pj.cast(i, np.float64) + 1.0), 3).numpy()
+    np.testing.assert_allclose(rows, [want(k + 1.0) for k in range(3)], rtol=1e-15)
+
+
+def test_a_tape_in_a_pfor_body_watches_the_variables_it_reads_as_eagerly():
+    v = pj.Variable(np.array([1.0, 2.0, 3.0]))
+
+    def body(i):
+        with pj.GradientTape() as g:                  # watch_accessed_variables: no watch()
+            y = pj.sum(v * v * v)
+        return g.gradient(y, v)
+    want = 3.0 * v.numpy() ** 2
+    np.testing.assert_array_equal(body(pj.constant(0)).numpy(), want)
+    np.testing.assert_array_equal(pj.pfor(body, 2).numpy(), [want, want])
+    np.testing.assert_array_equal(pj.function(body)(np.int32(0)).numpy(), want)

@@ -14,6 +14,8 @@ from pforjac import extend
 from pforjac.structure import OneHot, structure_tracking
 from pforjac.testing import isolated_registries
 
+from helpers import no_fallback
+
 RNG = np.random.default_rng(7)
 
 
@@ -83,6 +85,28 @@ def test_nan_and_inf_propagate_as_in_the_dense_path():
         a, b = _both(_jac(lambda v: pj.exp(v) * v, x))
     np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
     np.testing.assert_array_equal(np.nan_to_num(a), np.nan_to_num(b))
+
+
+@no_fallback
+def test_second_order_through_a_new_axis_inside_a_tied_block():
+    # structure.py: getitem with None between the tied axes kept them "contiguous", so the
+    # Hessian of sin(x[None]) put -sin(x_1) at [0, 0, 1, 1] instead of [0, 1, 1, 1].
+    x_np = np.array([0.3, 0.7])
+
+    def hessian(use_pfor):
+        x = pj.constant(x_np)
+        with pj.GradientTape(persistent=True) as outer:
+            outer.watch(x)
+            with pj.GradientTape(persistent=True) as inner:
+                inner.watch(x)
+                y = pj.sin(x[None])
+            first = inner.jacobian(y, x, experimental_use_pfor=use_pfor)
+        return outer.jacobian(first, x, experimental_use_pfor=use_pfor).numpy()
+
+    want = np.zeros((1, 2, 2, 2))
+    want[0, 0, 0, 0], want[0, 1, 1, 1] = -np.sin(x_np)
+    np.testing.assert_allclose(hessian(True), want, rtol=1e-15)
+    np.testing.assert_allclose(hessian(False), want, rtol=1e-15)
 
 
 def test_the_seed_stays_compact_through_the_seed_networks_backward_pass():
@@ -309,7 +333,7 @@ def test_the_row_check_agrees_with_the_full_jacobian(steps, perm):
                                    rtol=1e-12, atol=1e-12)
 
 
-# -- found by a hunt for false proofs --------------------------------------------------------
+# -- proofs that were false --------------------------------------------------------------------
 def test_scatter_add_with_a_negative_axis_is_checked_and_vectorized_on_that_axis():
     # the axis was kept negative: the check took it for another axis than the batch's and
     # proved a permutation independent, and pfor's gather converter shifted it wrongly

@@ -72,6 +72,69 @@ def test_compiled_function_refuses_a_non_numeric_array_naming_it():
         pj.function(lambda x: x * 2.0)(np.array([1.0, None], dtype=object))
 
 
+def test_python_ints_too_large_for_int32_become_int64():
+    """As TensorFlow: `constant(2**40)` wrapped around to 0."""
+    assert pj.constant(3).dtype == np.int32
+    for value, want in ((2 ** 40, 2 ** 40), (2 ** 31, 2 ** 31), ([3_000_000_000, 1], [3_000_000_000, 1]),
+                        (-(2 ** 31) - 1, -(2 ** 31) - 1)):
+        for t in (pj.constant(value), pj.Variable(value)):
+            assert t.dtype == np.int64
+            np.testing.assert_array_equal(t.numpy(), want)
+    assert pj.constant(-(2 ** 31)).dtype == np.int32
+
+
+# -- Python numbers and lists next to a tensor take its dtype (weak typing) -----------------
+X64 = np.array([1.0, 3.0])
+W = [0.1, 0.2]
+
+
+@pytest.mark.parametrize("name, op, want", [
+    ("@", lambda t: t @ W, X64 @ W),
+    ("@ reflected", lambda t: W @ t, np.array(W) @ X64),
+    ("matmul", lambda t: pj.matmul(t, W), X64 @ W),
+    ("dot", lambda t: pj.dot(t, W), np.dot(X64, W)),
+    ("einsum", lambda t: pj.einsum("i,i->", t, W), np.einsum("i,i->", X64, W)),
+    ("-", lambda t: t - W, X64 - W),
+    ("- reflected", lambda t: W - t, W - X64),
+    ("+ tuple", lambda t: t + tuple(W), X64 + W),
+    (">", lambda t: pj.cast(t * 0.1 > [0.1, 0.3], "float64"), (X64 * 0.1 > [0.1, 0.3]) * 1.0),
+    ("concat", lambda t: pj.concat([t, W], axis=0), np.concatenate([X64, W])),
+    ("stack", lambda t: pj.stack([t, W]), np.stack([X64, W])),
+    ("where", lambda t: pj.where([True, False], t, W), np.where([True, False], X64, W)),
+    ("logaddexp", lambda t: pj.logaddexp(t, 0.1), np.logaddexp(X64, 0.1)),
+    ("logaddexp list", lambda t: pj.logaddexp(W, t), np.logaddexp(W, X64)),
+    ("maximum", lambda t: pj.maximum(t * 0.01, W), np.maximum(X64 * 0.01, W)),
+])
+def test_lists_and_scalars_next_to_a_float64_tensor_are_float64(name, op, want):
+    got = op(pj.constant(X64)).numpy()
+    assert got.dtype == np.float64, name
+    np.testing.assert_array_equal(got, want)
+
+
+def test_weak_operands_follow_the_tensor_of_any_dtype():
+    f32, f16 = pj.constant(np.ones(2, np.float32)), pj.constant(np.ones(2, np.float16))
+    assert (f32 @ W).dtype == np.float32 and (f16 - W).dtype == np.float16
+    assert pj.concat([f16, [1, 2]], axis=0).dtype == np.float16
+    ints = pj.constant(np.array([1, 2], np.int32))
+    np.testing.assert_array_equal((ints - [0.1, 0.2]).numpy(), np.array([1, 2]) - np.array(W))
+    assert (pj.constant(np.array([1, 2], np.int8)) + [3, 4]).dtype == np.int8
+    assert pj.constant([1.0, 2.0]).dtype == np.float32          # alone: TensorFlow's rule
+    assert pj.add([1.0, 2.0], [0.5, 0.25]).dtype == np.float32
+    assert pj.where(pj.constant([True, False]), [0.1, 0.2], [0.3, 0.4]).dtype == np.float32
+    np.testing.assert_array_equal(pj.gather(pj.constant(X64), [1, 0]).numpy(), X64[[1, 0]])
+
+
+def test_weak_lists_are_weak_under_tapes_pfor_and_compiled_functions():
+    x = pj.constant(X64)
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.sum(pj.stack([x, W]) * [[0.1, 0.3], [0.7, 0.9]])
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), [0.1, 0.3])
+    mapped = pj.vectorized_map(lambda r: r @ [0.1, 0.2], pj.constant(np.stack([X64, X64])))
+    np.testing.assert_array_equal(mapped.numpy(), [X64 @ W] * 2)
+    np.testing.assert_array_equal(pj.function(lambda t: t @ [0.1, 0.2])(x).numpy(), X64 @ W)
+
+
 # -- Variable -----------------------------------------------------------------------------
 def test_variable_assign_and_assign_add():
     v = pj.Variable([1.0, 2.0])

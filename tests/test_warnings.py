@@ -97,8 +97,8 @@ def test_row_mixing_warns_on_every_call_the_filters_let_through():
 
 
 def test_rows_moved_by_constant_indices_warn_on_cached_calls_too():
-    """A hunt (2026-11-30): the loop cache traces the tape's tensors as symbols, so the row
-    check could not read gather indices there and the cached code passed a row permutation
+    """The loop cache traces the tape's tensors as symbols, so the row check
+    could not read gather indices there and the cached code passed a row permutation
     silently from the second call on (and on the first, after an identity gather of the
     same structure). Such structures now stay uncached: every call checks the values."""
     x = pj.constant(np.arange(12.0).reshape(3, 4))
@@ -121,7 +121,7 @@ def test_rows_moved_by_constant_indices_warn_on_cached_calls_too():
 
 
 def test_row_mixing_warns_on_every_call_of_a_compiled_function():
-    """pforjac.function showed it once, when it traced (a hunt, 2026-11-30): its code now
+    """pforjac.function showed it once, when it traced: its code now
     replays it on every call, as the loop cache's does, and traces once."""
     x = pj.constant(np.arange(12.0).reshape(3, 4))
     f = pj.function(lambda a: _batch_jacobian(lambda t: t[::-1], a))

@@ -41,7 +41,7 @@ To re-fit them on another:
    (6.8x at worst).
 6. Check on contractions the fit never saw: `python benchmarks/einsum_orders.py --seed 7
    --no-write` must not be worse than before; then `python benchmarks/einsum_orders.py`
-   writes the results file. tests/test_regressions.py pins a few orders
+   writes the results file. tests/test_linalg.py pins a few orders
    (`test_contraction_order_*`): change one only where the machine's timings pick another.
 7. Update the figures here and in the README's ops row and benchmarks/README.md.
 """

@@ -2,7 +2,7 @@
 
 The ops' numpy forwards call these (and code that codegen generates calls `by_last_axis`);
 each docstring gives the measurement that justifies the kernel and what it guarantees:
-numpy's result bit for bit, NaN, infinities and zeros' signs included (tests/test_regressions.py
+numpy's result bit for bit, NaN, infinities and zeros' signs included (tests/test_reductions.py
 and tests/test_layouts.py compare each with numpy on such values), but for `matmul_no_gemv`,
 which rounds as gemm does where numpy would call gemv, so that the bits do not depend on
 how many rows a product has. Figures are of the 2-core
@@ -97,7 +97,7 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
     4 makes: 0.065 ms), where the slices' elementwise maximum takes 0.007 (zoo maxpool
     compiled 1.65x -> 1.25x JAX). Same result, NaN and zeros' signs included: equal values
     keep the earlier one, as numpy's reduction does (checked on every float32 and float64
-    row of 2 to 7 elements drawn from +-0, +-1, +-inf and NaN, tests/test_regressions.py).
+    row of 2 to 7 elements drawn from +-0, +-1, +-inf and NaN, tests/test_reductions.py).
     The result is C-ordered."""
     x = np.asarray(x)
     if x.dtype.kind == "f" and axis is not None and len(axis) == 1 and _short_last(x, axis[0]):

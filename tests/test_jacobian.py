@@ -1,13 +1,14 @@
-"""Edge cases on which every way of computing a Jacobian must agree.
+"""tape.jacobian and batch_jacobian: every way of computing them agrees, on edge cases too;
+refused calls; results that do not change with parallel_iterations; C-ordered results.
 
-One table, one row per edge case. Each row runs through every path:
+The edge-case table has one row per case. Each row runs through every path:
 
 * `jacobian` and `batch_jacobian` with pfor (`experimental_use_pfor=True`, on a
   non-persistent tape, and the pfor pass must not fall back to the while-loop),
 * the same with the while-loop (`experimental_use_pfor=False`, persistent tape),
 * one `tape.gradient` call per target entry with one-hot `output_gradients`
   (the definition of a Jacobian row),
-* `pforjac.jacobian` (the functional API) once it exists,
+* `pforjac.jacobian` (the functional API),
 
 and the results must agree in `None`-ness, shape, dtype and values (NaN and
 Inf at the same places). These are the disagreements TensorFlow users hit:
@@ -25,6 +26,9 @@ import numpy as np
 import pytest
 
 import pforjac as pj
+from helpers import c_ordered, layout_case, no_fallback, pfor_and_loop_jacobians
+from random_programs import C
+
 pfor_mod = importlib.import_module("pforjac.pfor")  # `pforjac.pfor` is also the function
 
 BIG = 10 ** 9  # "very large" parallel_iterations
@@ -323,3 +327,108 @@ def test_parallel_iterations_do_not_change_results():
         results.append(tape.jacobian(y, x, parallel_iterations=k).numpy())
     for r in results[1:]:
         np.testing.assert_allclose(r, results[0], rtol=1e-13, atol=1e-13)
+
+
+@no_fallback
+@pytest.mark.parametrize("f, shape, seed", [
+    # structure kept a value transposed; summing its strided axis rounded differently
+    (lambda v0: pj.sum(pj.einsum("i,j->ij", -pj.softmax(pj.concat([pj.reshape(v0, (-1,))] * 2, axis=0),
+                                                         axis=0), C((2,), 0)), axis=0),
+     (4, 1), 0),
+    # a one-row weight against n stacked columns: gemv rounds by the column count
+    (lambda v0: pj.sum(pj.matmul(pj.reshape(v0, (4, 1)), pj.sum(v0, axis=0)), axis=None) + v0,
+     (4, 1, 1), 1)])
+def test_parallel_iterations_of_one_is_bit_identical(f, shape, seed):
+    # found by the long hypothesis profile: the sums of a chunk of one iteration differed
+    # from the whole batch's in the last bit (numpy's summation order follows the layout)
+    x = pj.constant(np.random.default_rng(seed).standard_normal(shape))
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = f(x)
+    whole = g.jacobian(y, x).numpy()
+    np.testing.assert_array_equal(g.jacobian(y, x, parallel_iterations=1).numpy(), whole)
+    np.testing.assert_array_equal(g.jacobian(y, x, experimental_use_pfor=False).numpy(), whole)
+
+
+@no_fallback
+def test_jacobian_of_dot_product_of_vectors():
+    pfor_jac, loop_jac = pfor_and_loop_jacobians(lambda x: pj.matmul(pj.tanh(x), x) * x,
+                                                 np.array([0.5, -1.0, 2.0]))
+    np.testing.assert_allclose(pfor_jac, loop_jac, rtol=1e-12)
+
+
+@no_fallback
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_seed_of_a_matrix_target_times_a_matrix_is_scattered_rows(dtype):
+    """A jacobian's seed over a matrix target (each row one entry of it) times W^T fills one
+    row of each iteration: a scatter of those rows into zeros, not a `where` over the whole
+    result (attention's full Jacobian); the closed form is kron(I, W^T)."""
+    rng = np.random.default_rng(2)
+    x = pj.constant(rng.normal(size=(4, 5)).astype(dtype))
+    w = pj.constant(rng.normal(size=(5, 3)).astype(dtype))
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x @ w
+    jac = tape.jacobian(y, x).numpy()
+    want = np.einsum("ac,bd->abcd", np.eye(4), w.numpy().T).astype(dtype)   # dy[a,b]/dx[c,d]
+    np.testing.assert_array_equal(jac, want)
+    np.testing.assert_array_equal(tape.jacobian(y, x, experimental_use_pfor=False).numpy(), want)
+    assert not np.signbit(jac[jac == 0]).any()                              # +0, as the gemm
+
+
+# -- refused calls -------------------------------------------------------------------------
+@pytest.mark.parametrize("what", ["jacobian", "batch_jacobian"])
+def test_a_refused_jacobian_call_leaves_a_non_persistent_tape_usable(what):
+    x = pj.constant(np.array([[1.0, 2.0]]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        y = pj.sin(x)
+    with pytest.raises(ValueError, match="parallel_iterations must be a positive int"):
+        getattr(g, what)(y, x, parallel_iterations=0)
+    np.testing.assert_allclose(getattr(g, what)(y, x).numpy().reshape(2, 2), np.diag(np.cos([1.0, 2.0])))
+
+
+def test_a_jacobian_of_a_list_of_targets_is_refused_not_none():
+    x = pj.constant([1.0, 2.0])
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = x * x
+    with pytest.raises(TypeError, match=r"GradientTape.jacobian: target must be one Tensor, got a list of 2"):
+        g.jacobian([y, y], x)
+    with pytest.raises(TypeError, match="GradientTape.batch_jacobian: target must be one Tensor"):
+        g.batch_jacobian((y,), x)
+    with pytest.raises(ValueError, match=r"GradientTape.jacobian: a source .* never watched"):
+        g.jacobian(y, pj.constant([1.0]))
+    np.testing.assert_array_equal(g.jacobian(y, x).numpy(), np.diag([2.0, 4.0]))
+
+
+# -- layouts of results --------------------------------------------------------------------
+@pytest.mark.parametrize("use_pfor", [True, False])
+@pytest.mark.parametrize("parallel_iterations", [None, 2])
+def test_tape_jacobians_are_c_ordered_on_every_path(use_pfor, parallel_iterations):
+    rng = np.random.default_rng(24)
+    x, f = layout_case(rng)
+    w = pj.constant(rng.normal(size=(4, 4)))
+    for _ in range(3):                         # repeated calls run the loop cache's code
+        with pj.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = f(x)
+            yb = pj.tanh(x @ w) * pj.broadcast_to(x[:, :1], (3, 4))
+        kw = dict(experimental_use_pfor=use_pfor, parallel_iterations=parallel_iterations)
+        full, batch = tape.jacobian(y, x, **kw), tape.batch_jacobian(yb, x, **kw)
+        assert c_ordered(full) and c_ordered(batch)
+    np.testing.assert_allclose(full.numpy(), tape.jacobian(y, x).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(np.einsum("abad->abd", tape.jacobian(yb, x).numpy()), batch.numpy(),
+                               rtol=1e-12)
+    grads = []
+    for kws in (kw, {}):                  # recorded by an outer tape: still C, and its
+        with pj.GradientTape(persistent=True) as outer:          # derivative is the same
+            outer.watch(x)
+            with pj.GradientTape(persistent=True) as tape:
+                tape.watch(x)
+                yb = pj.tanh(x @ w) * x
+            batch = tape.batch_jacobian(yb, x, **kws)
+            total = pj.sum(batch * batch)
+        assert c_ordered(batch)
+        grads.append(outer.gradient(total, x).numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
