@@ -207,7 +207,7 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
     from pforjac.compiled.function import trace_compiled
     from pforjac.compiled.loopcache import _PASSES
     from pforjac.program import make_program
-    from pforjac.compiled.simplify import batch_major_products
+    from pforjac.compiled.passes import batch_major_products
     w = pj.Variable(RNG.standard_normal((32, 100)).astype(np.float32))
 
     def head(x):
