@@ -16,7 +16,7 @@ same values (the same bits, but for `batch_major_products`, below), never changi
 `PASSES` is the one pass list, in that order, for every compiled path; `pass_list` leaves
 out `batch_major_products`, the one pass that may change a product's last bits (BLAS rounds
 a row by its position in the product): the eager loop cache never runs it (a repeated eager
-call gives the first call's bits); `pforjac.function` runs them all.
+call gives the first call's bits) and `pforjac.function(batch_major=False)` leaves it out.
 """
 from __future__ import annotations
 

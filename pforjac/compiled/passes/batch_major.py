@@ -17,7 +17,8 @@ The match (`match_batch_major`) reads the program and returns a plan, a tree of 
 The elementwise work gives the same bits; the products may not in their last bit: OpenBLAS
 rounds a row by its position in the product (its last rows and columns past a full kernel
 block; any row with its Haswell sgemm kernel). This is the one pass that can change a
-result's last bits: the eager loop cache never runs it (`pass_list`).
+result's last bits: `pforjac.function(batch_major=False)` leaves it out, and the eager loop
+cache never runs it (`pass_list`).
 """
 from __future__ import annotations
 
