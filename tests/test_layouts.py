@@ -199,15 +199,13 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
     """A ufunc asked for C order writes the same numbers in the same layout whatever its
     operands' layouts: what only such ufuncs read (here through a transpose) may be laid out
     otherwise, so the one-hot seed of a log-softmax head (captured as a strided view) is stored
-    compactly and its sum computed batch-first. Compiled equals eager bit for bit with every
-    pass the eager loop cache runs; batch-first products (pforjac.function's one more pass) may
-    round rows otherwise: OpenBLAS's Haswell sgemm kernel rounds a row by its position in the
-    product (README, Reliability)."""
+    compactly and its sum computed batch-first. Compiled equals eager bit for bit with
+    pforjac.function(batch_major=False), the passes the eager loop cache runs; batch-first
+    products (the default) may round rows otherwise: OpenBLAS's Haswell sgemm kernel rounds a
+    row by its position in the product (README, Reliability)."""
     from pforjac.compiled.codegen import Layouts
-    from pforjac.compiled.function import trace_compiled
-    from pforjac.compiled.loopcache import _PASSES
     from pforjac.program import make_program
-    from pforjac.compiled.simplify import batch_major_products
+    from pforjac.compiled.passes import batch_major_products
     w = pj.Variable(RNG.standard_normal((32, 100)).astype(np.float32))
 
     def head(x):
@@ -218,18 +216,21 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
         return tape.batch_jacobian(y, x)
     x = RNG.standard_normal((64, 32)).astype(np.float32)
     x[3, :] = 0.0
+    exact, batch_first = pj.function(head, batch_major=False), pj.function(head)
     with caching(False), np.errstate(all="ignore"):
         want = head(pj.constant(x)).numpy()
-        (got,) = trace_compiled(head, [((64, 32), np.float32)], True, "head", passes=_PASSES).run([x])
-        batch_first = pj.function(head)(x).numpy()
-    assert batch_major_products not in _PASSES and same_bits(got, want)
-    np.testing.assert_allclose(batch_first, want, rtol=1e-5, atol=1e-5)
+        got = exact(x).numpy()
+        fast = batch_first(x).numpy()
+    assert same_bits(got, want)
+    np.testing.assert_allclose(fast, want, rtol=1e-5, atol=1e-5)
+    assert fast.flags.c_contiguous
+    names = [[e.prim.name for e in f.program(x).equations] for f in (exact, batch_first)]
+    assert names[0][-1] == "transpose" and names[1][-1] != "transpose"   # the pass ran, or not
     p = batch_major_products(make_program(head, [((64, 32), np.float32)]))
     layouts = Layouts(p)
     seeds = [c for c in p.consts if tuple(c.shape) == (101, 64, 100)]
     assert seeds and all(layouts.stretchable(c) for c in seeds)
-    compiled = pj.function(head).program(x)
-    assert all(np.prod(c.shape) < 101 * 64 * 100 for c in compiled.consts)
+    assert all(np.prod(c.shape) < 101 * 64 * 100 for c in batch_first.program(x).consts)
 
 
 @pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply, np.true_divide])

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 import pforjac as pj
 from pforjac.compiled.codegen import compile_program
 from pforjac.program import make_program
-from pforjac.compiled.simplify import (PASSES, batch_major_products, broadcasts_into_ufuncs, cancel_reshapes,
+from pforjac.compiled.passes import (PASSES, batch_major_products, broadcasts_into_ufuncs, cancel_reshapes,
                               compact_constants, drop_identities, eliminate_common_subexpressions, eliminate_dead_code, fold_constants,
                               onehot_products, simplify, view_chain_in_order)
 
@@ -367,6 +367,15 @@ def test_a_broadcast_another_operand_covers_is_dropped_with_the_same_numbers():
     x, y = RNG.normal(size=(2, 1, 5)), RNG.normal(size=(4, 1, 5))
     _same(p, q, x, y)
     assert _run(q, x, y)[0].shape == (4, 2, 5)
+
+
+def test_batch_major_products_is_the_one_pass_a_path_may_leave_out():
+    """One pass list for every compiled path: pass_list(batch_major=False), which the loop
+    cache runs, is PASSES in order without batch_major_products."""
+    from pforjac.compiled.loopcache import _PASSES
+    from pforjac.compiled.passes import pass_list
+    assert pass_list(batch_major=True) == PASSES and _PASSES == pass_list(batch_major=False)
+    assert _PASSES == tuple(p for p in PASSES if p is not batch_major_products) != PASSES
 
 
 def test_a_swapped_product_whose_parts_are_read_twice_is_left_alone():

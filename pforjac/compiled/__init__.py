@@ -5,7 +5,8 @@ generated numpy code. It builds on the eager core and the core never imports it.
   Program (forward, tape, jacobian, pfor), simplified and compiled.
 - `loopcache`: eager Jacobians compiled on their second sighting; switched off with
   `pforjac.compiled.loopcache.caching(False)`.
-- `simplify`: the passes every compiled path runs; `codegen`: Programs as numpy source.
+- `passes`: the simplification passes every compiled path runs (`passes.PASSES`);
+  `codegen`: Programs as numpy source.
 """
 from . import loopcache  # noqa: F401  (installs the loop cache into pforjac.hooks)
 from .function import Function, function

@@ -84,53 +84,76 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
 
 def program_to_ast(program: Program, name: str = "program") -> ast.Module:
     """`def name(inputs..., consts): ...` returning the outputs as a tuple."""
-    body: list[ast.stmt] = []
-    for k, var in enumerate(program.consts):
-        body.append(ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
-                               value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k),
-                                                   ctx=ast.Load())))
-    layouts = Layouts(program)
-    in_place = in_place_outputs(program, layouts)
-    reshaped = _reshaped(program)
-    contiguous = broadcast_transposes(program, layouts)
-    broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
-    for k, eqn in enumerate(program.equations):
-        # by keyword, so one a parameter already gives (drop_identities' order='C') and
-        # one chosen here are one keyword, not a repeated one (a SyntaxError)
-        keywords = {key: _literal(v) for key, v in eqn.params.items()}
-        if k in in_place:
-            keywords["out"] = _load(_py_name(eqn.inputs[in_place[k]]))
-        elif id(eqn.outputs[0]) in reshaped and id(eqn.outputs[0]) in layouts.blind \
-                and eqn.outputs[0].ndim >= 2 and plain_ufunc(eqn):
-            # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
-            # reshape of that would copy it, so make it C-contiguous in the first place
-            # (where no product reads it: eager code hands a product the other layout)
-            keywords["order"] = ast.Constant(value="C")
-        if _by_last_axis(eqn, layouts, broadcasts):
-            call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body]
-                         + [_load(_py_name(v)) for v in eqn.inputs], keywords)
-        else:
-            call = _call(_impl_name(eqn.prim), [_load(_py_name(v)) for v in eqn.inputs], keywords)
-        if k in contiguous:
-            call = _call("np.ascontiguousarray", [call])
-        outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
-        target = outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
-        body.append(ast.Assign(targets=[target], value=call))
+    body: list[ast.stmt] = [
+        ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
+                   value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
+        for k, var in enumerate(program.consts)]
+    plan = _Plan(program)
+    body += [ast.Assign(targets=[_targets(eqn)], value=plan.call(k, eqn))
+             for k, eqn in enumerate(program.equations)]
     borrowed = borrowed_outputs(program)
     body.append(ast.Return(value=ast.Tuple(
         elts=[_call("np.array", [_load(_py_name(v))]) if k in borrowed else _load(_py_name(v))
               for k, v in enumerate(program.outputs)], ctx=ast.Load())))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
-    for line, stmt in enumerate(body, 2):       # as program_to_source prints it, so a
-        for node in ast.walk(stmt):                # traceback's line is the source's line
+    _number_lines(body)
+    fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
+                         type_params=[], lineno=1)
+    return ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+
+
+class _Plan:
+    """What codegen decided for a program's equations: results written into dead buffers,
+    asked for C order, computed by the last axis, or copied C-contiguous."""
+
+    def __init__(self, program: Program):
+        self.layouts = layouts = Layouts(program)
+        self.in_place = in_place_outputs(program, layouts)
+        self.reshaped = _reshaped(program)
+        self.contiguous = broadcast_transposes(program, layouts)
+        self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
+
+    def call(self, k: int, eqn) -> ast.expr:
+        """The call computing equation `k`."""
+        inputs = [_load(_py_name(v)) for v in eqn.inputs]
+        keywords = self.keywords(k, eqn)
+        if _by_last_axis(eqn, self.layouts, self.broadcasts):
+            call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
+                         keywords)
+        else:
+            call = _call(_impl_name(eqn.prim), inputs, keywords)
+        return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
+
+    def keywords(self, k: int, eqn) -> dict[str, ast.expr]:
+        """Its parameters, by keyword, so one a parameter already gives (drop_identities'
+        order='C') and one chosen here are one keyword, not a repeated one (a SyntaxError)."""
+        keywords = {key: _literal(v) for key, v in eqn.params.items()}
+        out = eqn.outputs[0]
+        if k in self.in_place:
+            keywords["out"] = _load(_py_name(eqn.inputs[self.in_place[k]]))
+        elif id(out) in self.reshaped and id(out) in self.layouts.blind and out.ndim >= 2 \
+                and plain_ufunc(eqn):
+            # numpy lays a result out like its (maybe transposed, broadcast) inputs; a
+            # reshape of that would copy it, so make it C-contiguous in the first place
+            # (where no product reads it: eager code hands a product the other layout)
+            keywords["order"] = ast.Constant(value="C")
+        return keywords
+
+
+def _targets(eqn) -> ast.expr:
+    outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
+    return outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
+
+
+def _number_lines(body: list[ast.stmt]) -> None:
+    """Every node of statement k on line k + 2, as program_to_source prints it, so a
+    traceback's line is the source's line."""
+    for line, stmt in enumerate(body, 2):
+        for node in ast.walk(stmt):
             if "lineno" in node._attributes:
                 node.lineno = node.end_lineno = line
                 node.col_offset, node.end_col_offset = 0, 0
-    fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                         type_params=[], lineno=1)
-    module = ast.Module(body=[fn], type_ignores=[])
-    return ast.fix_missing_locations(module)
 
 
 def equation_at_line(program: Program, line: int):
@@ -326,67 +349,89 @@ def in_place_outputs(program: Program, layouts: Layouts | None = None) -> dict[i
     numpy computes in that dtype exactly as without `out=`). Each fresh allocation of a
     large temporary costs page faults; reusing one costs nothing.
     """
-    n = len(program.equations)
-    last_use: dict[int, int] = {}
-    for k, eqn in enumerate(program.equations):
-        for v in eqn.inputs:
-            last_use[id(v)] = k
-    for v in program.outputs:
-        last_use[id(v)] = n
-    parent: dict[int, int] = {}       # union-find over variables that may share memory
-    end: dict[int, int] = {}          # root -> last use of any variable in its group
-
-    def root(v) -> int:
-        k = id(v)
-        while parent.get(k, k) != k:
-            k = parent[k]
-        return k
-
-    def add(v) -> None:
-        end[id(v)] = last_use.get(id(v), -1)
-
-    def join(a, b) -> None:
-        ra, rb = root(a), root(b)
-        if ra != rb:
-            parent[ra] = rb
-            end[rb] = max(end[rb], end.pop(ra))
-    for v in list(program.inputs) + list(program.consts):
-        add(v)
-    owned: set[int] = set()           # variables whose buffer this program's ufuncs made
-    # a transposed view is not in C order: a result written into one, then reshaped, would
-    # be copied by the reshape (without out= the ufunc is asked for C order instead)
-    reshaped = _reshaped(program)
-    transposed = {id(e.outputs[0]) for e in program.equations if e.prim.name == "transpose"}
-    # the buffer's layout becomes the result's: where a product reads that, it must be the
-    # C order eager code's fresh result has (all full-size operands C-ordered)
-    layouts = layouts or Layouts(program)
-    blind, c_ordered = layouts.blind, layouts.c_ordered
+    buffers = _Buffers(program, layouts or Layouts(program))
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
-        out = eqn.outputs[0]
-        for o in eqn.outputs:
-            add(o)
-        if _elementwise(eqn) and out.ndim \
-                and math.prod(out.shape) >= _IN_PLACE_MIN \
-                and all(v.dtype == out.dtype for v in eqn.inputs):
-            for pos, v in enumerate(eqn.inputs):
-                if id(v) in transposed and id(out) in reshaped:
-                    continue
-                if id(out) not in blind and not (id(out) in c_ordered and id(v) in c_ordered):
-                    continue
-                if id(v) in owned and tuple(v.shape) == tuple(out.shape) and end[root(v)] <= k:
-                    chosen[k] = pos
-                    join(out, v)
-                    break
-        if _fresh_result(eqn):                            # fresh, or a dead buffer reused
-            owned.update(id(o) for o in eqn.outputs if o.ndim)   # (0-d: numpy scalars)
-        else:                                             # may share memory with its inputs
-            for v in eqn.inputs:
-                for o in eqn.outputs:
-                    join(o, v)
-            if eqn.prim.name in _VIEWS and id(eqn.inputs[0]) in owned and out.ndim:
-                owned.add(id(out))
+        buffers.add(eqn.outputs)
+        pos = buffers.reusable_input(k, eqn)
+        if pos is not None:
+            chosen[k] = pos
+            buffers.join(eqn.outputs[0], eqn.inputs[pos])
+        buffers.made(eqn)
     return chosen
+
+
+def _last_uses(program: Program) -> dict[int, int]:
+    """{id(var): index of the last equation that reads it}; a result's is past the last."""
+    last_use = {id(v): k for k, eqn in enumerate(program.equations) for v in eqn.inputs}
+    last_use.update((id(v), len(program.equations)) for v in program.outputs)
+    return last_use
+
+
+class _Buffers:
+    """The buffers of a program's values, walking its equations in order: groups of values
+    that may share memory (a union-find, each group with the last use of any of its values)
+    and the values whose buffer one of its ufuncs made (`owned`)."""
+
+    def __init__(self, program: Program, layouts: Layouts):
+        self.layouts = layouts
+        self.last_use = _last_uses(program)
+        self.parent: dict[int, int] = {}
+        self.end: dict[int, int] = {}       # root -> last use of any variable in its group
+        self.owned: set[int] = set()
+        # a transposed view is not in C order: a result written into one, then reshaped, would
+        # be copied by the reshape (without out= the ufunc is asked for C order instead)
+        self.reshaped = _reshaped(program)
+        self.transposed = {id(e.outputs[0]) for e in program.equations if e.prim.name == "transpose"}
+        self.add(list(program.inputs) + list(program.consts))
+
+    def add(self, values) -> None:
+        for v in values:
+            self.end[id(v)] = self.last_use.get(id(v), -1)
+
+    def root(self, v) -> int:
+        k = id(v)
+        while self.parent.get(k, k) != k:
+            k = self.parent[k]
+        return k
+
+    def join(self, a, b) -> None:
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self.parent[ra] = rb
+            self.end[rb] = max(self.end[rb], self.end.pop(ra))
+
+    def reusable_input(self, k: int, eqn) -> int | None:
+        """The position of an input of equation `k` whose buffer its result can be written
+        into, if any. The buffer's layout becomes the result's: where a product reads that,
+        it must be the C order eager code's fresh result has (all full-size operands C-ordered)."""
+        out = eqn.outputs[0]
+        if not (_elementwise(eqn) and out.ndim and math.prod(out.shape) >= _IN_PLACE_MIN
+                and all(v.dtype == out.dtype for v in eqn.inputs)):
+            return None
+        c_ordered = self.layouts.c_ordered
+        for pos, v in enumerate(eqn.inputs):
+            if id(v) in self.transposed and id(out) in self.reshaped:
+                continue
+            if id(out) not in self.layouts.blind and not (id(out) in c_ordered and id(v) in c_ordered):
+                continue
+            if id(v) in self.owned and tuple(v.shape) == tuple(out.shape) \
+                    and self.end[self.root(v)] <= k:
+                return pos
+        return None
+
+    def made(self, eqn) -> None:
+        """After `eqn`: a fresh result (or a dead buffer reused) is owned; anything else may
+        share memory with its inputs, and a view of an owned buffer is owned too."""
+        if _fresh_result(eqn):
+            self.owned.update(id(o) for o in eqn.outputs if o.ndim)   # (0-d: numpy scalars)
+            return
+        for v in eqn.inputs:
+            for o in eqn.outputs:
+                self.join(o, v)
+        out = eqn.outputs[0]
+        if eqn.prim.name in _VIEWS and id(eqn.inputs[0]) in self.owned and out.ndim:
+            self.owned.add(id(out))
 
 
 def program_to_source(program: Program, name: str = "program") -> str:

@@ -19,7 +19,7 @@ from ..structure import structure_tracking
 from ..tensor import Variable
 from .codegen import compile_program, equation_at_line
 from .dense_twin import dense_program
-from .simplify import PASSES, simplify
+from .passes import PASSES, simplify
 
 __all__ = ["trace_compiled"]
 

@@ -3,7 +3,7 @@
 The first call with a new signature (tensor shapes and dtypes; other
 arguments by value) traces the whole function symbolically — forward ops,
 GradientTapes, gradients, jacobians, pfor — into one Program, simplifies it
-(simplify.py) and compiles it to a Python function of numpy calls
+(compiled/passes/) and compiles it to a Python function of numpy calls
 (codegen.py). Later calls with that signature run only the generated code: no
 per-op dispatch, no tape, no re-tracing. Variables are read when the code
 runs, so updating weights needs no re-trace.
@@ -27,6 +27,7 @@ import numpy as np
 from .. import core
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
+from .passes import pass_list
 from ..program import Program
 from ..pfor import deferred_warnings
 from ..tensor import SymbolicTensor, Tensor, Variable, constant
@@ -52,7 +53,7 @@ class Function:
         1
     """
 
-    def __init__(self, fn: Callable, simplify_program: bool = True):
+    def __init__(self, fn: Callable, simplify_program: bool = True, batch_major: bool = True):
         if not callable(fn):
             raise TypeError(f"pforjac.function expects a callable, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -62,7 +63,7 @@ class Function:
             self._signature = None if isinstance(fn, np.ufunc) else inspect.signature(fn)
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
-        self._simplify = simplify_program
+        self._simplify, self._batch_major = simplify_program, batch_major
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
         self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
         self._generation = core.rules_generation   # code traced under these rules
@@ -244,7 +245,7 @@ class Function:
         name = self._name()
         with deferred_warnings(quiet_fallbacks=False) as messages:
             compiled = trace_compiled(call, avals, True, name if name.isidentifier() else
-                                      "compiled", self._simplify,
+                                      "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
         return compiled
@@ -317,7 +318,7 @@ def _new_bound(function: Function, instance, ref) -> Function:
     if function._signature is not None:       # the method's own, less `self`
         params = list(function._signature.parameters.values())[1:]
         method.__signature__ = function._signature.replace(parameters=params)
-    bound = Function(method, function._simplify)
+    bound = Function(method, function._simplify, function._batch_major)
     functools.update_wrapper(bound, function._fn)
     return bound
 
@@ -437,14 +438,22 @@ def _value_key(leaf):
     return leaf
 
 
-def function(fn: Callable | None = None, *, simplify: bool = True):
+def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: bool = True):
     """Compiles `fn` per input signature (usable as `@pforjac.function`).
 
     Tensors and numpy arrays are inputs (their shapes and dtypes form the
     signature); Variables are read at call time (passed as arguments, by shape and
     dtype too); other arguments are baked in by value. `f.trace_count` counts traces; `f.program(*args)` and
     `f.source(*args)` show what runs.
+
+    Args:
+        fn: the function to compile.
+        simplify: run the simplification passes (`pforjac.compiled.passes`) on each trace.
+        batch_major: compute the products of a per-example Jacobian batch-first, so it comes
+            out row-major without a copy (the log-softmax head of benchmarks/zoo.py in half the
+            time). BLAS may round such a product's rows otherwise in their last bits; with
+            False, results have eager code's bits, as repeated eager calls (the loop cache) do.
     """
     if fn is None:
-        return lambda f: Function(f, simplify)
-    return Function(fn, simplify)
+        return lambda f: Function(f, simplify, batch_major)
+    return Function(fn, simplify, batch_major)

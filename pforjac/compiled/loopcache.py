@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import core, hooks
 from ..hooks import NeedsValues
-from .simplify import PASSES, _param_key, batch_major_products
+from .passes import pass_list, param_key
 from ..switch import Switch
 from ..tensor import Tensor
 from ..tree import tree_flatten, tree_unflatten
@@ -39,10 +39,9 @@ _MAX_CONST_BYTES = 256 << 20         # arrays the compiled entries hold, all tog
 _MAX_ENTRY_CONST_BYTES = 64 << 20    # ... and one alone (a dense seed made while tracing)
 
 
-# every simplification but batch_major_products: computing a product's rows in another
-# order rounds them differently (BLAS blocks rows by position), and an eager call must give
-# the bits of the first, uncached one (pforjac.function does use it: README, Reliability)
-_PASSES = tuple(p for p in PASSES if p is not batch_major_products)
+# every pass but batch_major_products, which may round a product's rows otherwise: an eager
+# call gives the bits of the first, uncached one (pforjac.compiled.passes)
+_PASSES = pass_list(batch_major=False)
 
 
 class _Uncacheable:
@@ -133,7 +132,7 @@ def program_key(program, n: int) -> tuple:
     parts: list = [n, repr(program.out_tree)]
     parts += [(name(v), v.shape, v.dtype.str) for v in program.inputs]
     parts += [(name(v), v.shape, v.dtype.str) for v in program.consts]
-    parts += [(e.prim, tuple(name(v) for v in e.inputs), _param_key(e.params),
+    parts += [(e.prim, tuple(name(v) for v in e.inputs), param_key(e.params),
                tuple(name(v) for v in e.outputs)) for e in program.equations]
     parts.append(tuple(name(v) for v in program.outputs))
     return tuple(parts)
@@ -337,7 +336,7 @@ def tape_key(entries, target, sources) -> tuple[tuple, list, list]:
             tensors.append(t)
         return k
     parts = [name(target), tuple(name(s) for s in sources)]
-    parts += [(e.prim, _param_key(e.params), tuple(name(a) for a in e.inputs),
+    parts += [(e.prim, param_key(e.params), tuple(name(a) for a in e.inputs),
                tuple(name(o) for o in e.outputs)) for e in kept]
     parts.append(tuple((tuple(t.shape), t.dtype.str) for t in tensors))
     return tuple(parts), kept, tensors

@@ -1,0 +1,50 @@
+"""Simplification passes on Programs: each takes a Program and returns one that computes the
+same values (the same bits, but for `batch_major_products`, below), never changing its input.
+
+| pass | module | what it does |
+| --- | --- | --- |
+| `fold_constants` | constants | evaluates equations whose inputs are fixed constants |
+| `onehot_products` | identities | `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)` |
+| `drop_identities` | identities | products with ones; gathers of every row in order |
+| `cancel_reshapes` | reshapes | chains of reshapes and transposes as one reshape, or none |
+| `eliminate_common_subexpressions` | subexpressions | one equation per (op, inputs, params) |
+| `batch_major_products` | batch_major | products read batch-first computed batch-first |
+| `compact_constants` | layouts | large repeated constants stored once per repeated axis |
+| `broadcasts_into_ufuncs` | layouts | a C-ordered ufunc broadcasts its operands itself |
+| `eliminate_dead_code` | pforjac.program | drops equations no output needs |
+
+`PASSES` is the one pass list, in that order, for every compiled path; `pass_list` leaves
+out `batch_major_products`, the one pass that may change a product's last bits (BLAS rounds
+a row by its position in the product): the eager loop cache never runs it (a repeated eager
+call gives the first call's bits) and `pforjac.function(batch_major=False)` leaves it out.
+"""
+from __future__ import annotations
+
+from ...program import Program, eliminate_dead_code
+from .batch_major import batch_major_products
+from .constants import fold_constants
+from .identities import drop_identities, onehot_products
+from .layouts import broadcasts_into_ufuncs, compact_constants
+from .reshapes import cancel_reshapes, view_chain_in_order
+from .subexpressions import eliminate_common_subexpressions, param_key
+
+__all__ = ["PASSES", "pass_list", "simplify", "fold_constants", "onehot_products", "drop_identities",
+           "cancel_reshapes", "eliminate_common_subexpressions", "batch_major_products",
+           "compact_constants", "broadcasts_into_ufuncs", "eliminate_dead_code",
+           "view_chain_in_order", "param_key"]
+
+PASSES = (fold_constants, onehot_products, drop_identities, cancel_reshapes,
+          eliminate_common_subexpressions, batch_major_products, compact_constants,
+          broadcasts_into_ufuncs, eliminate_dead_code)
+
+
+def pass_list(batch_major: bool) -> tuple:
+    """`PASSES`, without `batch_major_products` unless `batch_major`."""
+    return PASSES if batch_major else tuple(p for p in PASSES if p is not batch_major_products)
+
+
+def simplify(program: Program, passes=PASSES) -> Program:
+    """`program` after each of `passes` in turn."""
+    for p in passes:
+        program = p(program)
+    return program
