@@ -25,12 +25,8 @@ runs once per iteration and its results are stacked, with one warning (with
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
 import threading
-import warnings
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -40,6 +36,8 @@ from .program import Program, make_program, run_program
 from .tensor import SymbolicTensor, Tensor, as_tensor, constant
 from .tree import tree_flatten, tree_map, tree_unflatten
 from . import hooks
+from .warn import (_warned, deferred_warnings, warn_at_user_line, warn_once,  # noqa: F401
+                   warn_wrong_result)                                 # (re-exported)
 from . import ops, structure
 from .diagnostics import record_fallback
 from .memory import check_results_fit, pooled_empty, working_memory_advice
@@ -98,71 +96,6 @@ def _drop_replaced_converter(name: str, replaced: bool) -> None:
             for prim in [p for p in converters if p.name == name and
                          core.primitives.get(name) is not p]:
                 del converters[prim]
-
-
-# -- warnings, once per cause ------------------------------------------------------------
-_warned: set = set()
-_warn_lock = threading.Lock()
-
-
-def warn_once(key, message: str) -> None:
-    """A RuntimeWarning per `key` (a slow path: once per cause), shown at the user's line. If
-    the warning raises (warnings turned into errors), the cause is not marked as warned: the
-    next call raises again instead of passing silently. Not while the loop cache builds
-    code (`deferred_warnings`): a fallback makes that code unusable, and the uncached path
-    that then runs warns itself."""
-    if getattr(_deferred, "messages", None) is not None and _deferred.quiet:
-        return
-    with _warn_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    try:
-        warn_at_user_line(message)
-    except BaseException:
-        with _warn_lock:
-            _warned.discard(key)
-        raise
-
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-_deferred = threading.local()
-
-
-@contextlib.contextmanager
-def deferred_warnings(quiet_fallbacks: bool = True):
-    """Collects (instead of showing) this thread's `warn_wrong_result` messages: compiled
-    code (the loop cache's, `pforjac.function`'s) is built once and replays them on every
-    call that runs it. With `quiet_fallbacks`, fallback warnings (`warn_once`) are not shown
-    at all meanwhile (the loop cache's: its code is then unusable, and the uncached path
-    that runs instead warns itself)."""
-    saved = getattr(_deferred, "messages", None), getattr(_deferred, "quiet", True)
-    messages: list[str] = []
-    _deferred.messages, _deferred.quiet = messages, quiet_fallbacks
-    try:
-        yield messages
-    finally:
-        _deferred.messages, _deferred.quiet = saved
-
-
-def warn_wrong_result(message: str) -> None:
-    """A warning that a result is not what the user asked for (on every call: Python's
-    filters decide how often it shows, by default once per line and message)."""
-    pending = getattr(_deferred, "messages", None)
-    if pending is None:
-        warn_at_user_line(message)
-    elif message not in pending:
-        pending.append(message)
-
-
-def warn_at_user_line(message: str) -> None:
-    """warnings.warn(RuntimeWarning) at the first frame outside pforjac."""
-    frame, level = sys._getframe(1), 2          # the caller's frame is stacklevel 2
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
 
 
 def _cause(reason: str) -> str:

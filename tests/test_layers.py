@@ -21,3 +21,12 @@ def test_the_graph_sees_imports_inside_functions():
     g = import_graph.graph()
     assert "pforjac.compiled.compiled_trace" in g["pforjac.compiled.loopcache"]   # a lazy one
     assert "pforjac.ops.broadcasting" in g["pforjac.ops.elementwise"]
+
+
+def test_no_module_over_500_lines_and_no_function_over_40():
+    spec = importlib.util.spec_from_file_location("sizes", _TOOL.parent / "sizes.py")
+    sizes = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sizes)
+    package = _TOOL.parent.parent / "pforjac"
+    found = [v for path in sorted(package.rglob("*.py")) for v in sizes.violations(path)]
+    assert found == [], "\n".join(found)
