@@ -26,7 +26,7 @@ An op declared here checks, on every eager call, that its forward returns what
 its shape rule promised, and that its vjp and jvp rules return tangents of the
 right shape; the pfor driver checks every converter's output the same way.
 
-A repeated eager Jacobian is compiled on its second sighting (pforjac.loopcache): its
+A repeated eager Jacobian is compiled on its second sighting (pforjac.compiled.loopcache): its
 backward pass, traced once, then runs as generated code, so a rule that reads Python
 state (a module-level setting, a counter) would keep the value it read then. An op
 declared here is therefore never cached unless `defop(..., pure_rules=True)` declares
