@@ -158,4 +158,4 @@ def test_a_wrong_converter_is_caught_on_pfor_paths_only():
     finally:
         pj.register_converter("sum", override=True)(saved)
     # (eager pfor's sum of a one-hot seed takes pforjac.structure's converter instead)
-    assert {"parallel_iterations", "fn.jacobian_vec"} <= found and "while_loop" not in found, found
+    assert "parallel_iterations" in found and "while_loop" not in found, found

@@ -20,7 +20,7 @@ import queue
 import threading
 import time
 
-from . import check, generator, interp, oracle
+from . import check, interp, oracle
 from .minimize import minimize, signature
 
 
@@ -104,7 +104,7 @@ class JaxPipe:
 
     def __init__(self, limit: int):
         self.oracle = oracle.JaxOracle()
-        self.limit, self.waiting = limit, {}
+        self.limit, self.waiting, self.dead = limit, {}, False
         self.replies: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -117,9 +117,13 @@ class JaxPipe:
             self.replies.put(reply)
 
     def offer(self, seed: int, program: dict) -> bool:
-        if len(self.waiting) >= self.limit or program.get("special"):
+        if self.dead or len(self.waiting) >= self.limit or program.get("special"):
             return False
-        self.oracle.send([check.jax_request(seed, program)])
+        try:
+            self.oracle.send([check.jax_request(seed, program)])
+        except OSError:         # the worker died: the run goes on without JAX
+            self.dead = True
+            return False
         self.waiting[seed] = None
         return True
 
@@ -143,7 +147,7 @@ def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = 
     book = Run(out_dir, minimize_seconds)
     t0 = time.time()
     for seed in range(start, start + programs):
-        program = generator.generate(seed)
+        program = check.program_for(seed)
         sent = pipe is not None and pipe.offer(seed, program)
         out = check.check_program(seed, program)
         if sent:
@@ -157,8 +161,11 @@ def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = 
             print(json.dumps({"programs": seed - start + 1, **book.counts}), flush=True)
     if pipe is not None:
         deadline = time.time() + 300
-        while pipe.waiting and time.time() < deadline:
+        while pipe.waiting and time.time() < deadline and pipe.oracle.proc.poll() is None:
             pipe.collect(book, block=5.0)
+        for out in pipe.waiting.values():       # no reply came: checked without JAX
+            if out is not None:
+                book.finish(out)
         pipe.oracle.close()
         book.counts["jax version " + pipe.oracle.version] = 1
     return book.write(time.time() - t0)

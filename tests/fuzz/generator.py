@@ -157,6 +157,10 @@ def family_args(d: Draw, op, k: int):
         if f == "binary" and not op.domain and d.coin() and isinstance(b, dict) and "v" in b:
             args.reverse()
         return args, {}
+    if f == "list":
+        if not s or not s[-1]:
+            return None
+        return [v, [float(c) for c in d.rng.uniform(-1.5, 1.5, s[-1])]], {}
     if f == "clip":
         lo = float(d.pick([-1.0, -0.5, 0.0, 0.25]))
         return [v, lo, lo + float(d.pick([0.5, 1.0, 2.0]))], {}

@@ -40,11 +40,14 @@ def special_value(name: str, dtype) -> float:
 
 def x_value(program: dict, variant: int = 0) -> np.ndarray:
     """The source, in the program's dtype: variant 0 the base point, 1 and 2 nearby points
-    (the loop cache's and compiled function's second and third calls)."""
+    (the loop cache's and compiled function's second and third calls); uniform in
+    program["domain"] (default -1.5..1.5)."""
     rng = np.random.default_rng(program["x_seed"])
-    x = rng.uniform(-1.5, 1.5, program["x_shape"])
+    lo, hi = program.get("domain") or (-1.5, 1.5)
+    x = rng.uniform(lo, hi, program["x_shape"])
     if variant:
         x = x + 0.05 * np.random.default_rng([program["x_seed"], variant]).standard_normal(x.shape)
+        x = np.clip(x, lo, hi)
     x = x.astype(program["dtype"])
     for flat, name in program.get("special") or ():
         x.reshape(-1)[flat] = special_value(name, x.dtype)
