@@ -136,7 +136,10 @@ class JaxPipe:
             out = self.waiting.pop(reply["id"], None)
             if out is not None:
                 run.counts["jax replies"] += 1
-                check.apply_jax(out, reply)
+                try:
+                    check.apply_jax(out, reply)
+                except Exception:       # noqa: BLE001
+                    run.counts["harness errors"] += 1
                 run.finish(out)
 
 
@@ -149,7 +152,11 @@ def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = 
     for seed in range(start, start + programs):
         program = check.program_for(seed)
         sent = pipe is not None and pipe.offer(seed, program)
-        out = check.check_program(seed, program)
+        try:
+            out = check.check_program(seed, program)
+        except Exception as e:      # noqa: BLE001  (the harness's fault: counted, the run goes on)
+            book.counts["harness errors"] += 1
+            out = check.Outcome(seed, program, declined=[f"harness: {type(e).__name__}: {e}"])
         if sent:
             pipe.waiting[seed] = out
         else:

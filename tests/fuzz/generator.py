@@ -139,14 +139,17 @@ def _einsum(d: Draw, k: int):
     return [f"{letters},{other}->{out}", {"v": k}, d.const(shape2)]
 
 
+# loop bodies that need rows of some rank (the rank of their argument here)
+_ROW_RANKS = {"vmap_rev_last": lambda r: r >= 2, "vmap_gather_argmax": lambda r: r == 2}
+
+
 def family_args(d: Draw, op, k: int):
     """(args, kw) for a line of `op` on value k, or None."""
     s = d.shape(k)
     v = {"v": k}
     f = op.family
     if f in ("unary", "unary_shape", "rows"):
-        two_d = op.name in ("vmap_rev_last", "vmap_gather_argmax")     # rows of rank >= 1
-        if f == "rows" and (not s or not all(s) or (two_d and len(s) < 2)):
+        if f == "rows" and (not s or not all(s) or not _ROW_RANKS.get(op.name, bool)(len(s))):
             return None
         return [v], {}
     if f in ("binary", "binary_rev"):

@@ -130,3 +130,17 @@ def _unknown_masks_mixing(record, call) -> bool:
     c = run("batch_jacobian.strict", "batch", 0, tape_batch_jacobian(program_fn(program), strict=True),
             pj.constant(interp.x_value(program)))
     return c.error is not None and "could not check" in c.error
+
+
+@known("NEW: pforjac.function around batch_jacobian is silent where eager batch_jacobian warns "
+       "(traced, a gather's computed indices are symbols: the row check says Unknown)")
+def _function_loses_row_warning(record, call) -> bool:
+    if record["what"] != "rows mix, no warning" or "function" not in record["path"]:
+        return False
+    program = record["program"]
+    from .check import ROW_WARNING
+    from .paths import call as run, program_fn, tape_batch_jacobian
+    import pforjac as pj
+    c = run("batch_jacobian", "batch", 0, tape_batch_jacobian(program_fn(program)),
+            pj.constant(interp.x_value(program)))
+    return any(ROW_WARNING in w for w in c.warnings)
