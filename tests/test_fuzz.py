@@ -24,7 +24,7 @@ from pforjac import core
 from fuzz import check, cli, generator, interp, known, ops
 from fuzz.paths import program_fn
 
-CI_PROGRAMS = 260
+CI_PROGRAMS = 500
 # every path the ci profile must have run at least once (names as Call.path, options cut)
 PATHS = ["jacobian", "while_loop", "parallel_iterations", "loopcache#2", "loopcache#3",
          "function#1", "function#2", "function#3", "fn.jacobian", "fn.jacobian_vec",
