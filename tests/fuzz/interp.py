@@ -84,16 +84,19 @@ def _tuple(v):
     return tuple(_tuple(x) for x in v) if isinstance(v, list) else v
 
 
-def run_ref(program: dict, B: Ref, x, eval_dtype=None) -> list:
-    """Every value of the program on reference backend B (x already in eval_dtype)."""
+def run_ref(program: dict, B: Ref, x, eval_dtype=None, override: dict | None = None) -> list:
+    """Every value of the program on reference backend B (x already in eval_dtype); value k
+    replaced by override[k] where given (the lines after it read the replacement)."""
     dtype = np.dtype(program["dtype"])
     eval_dtype = dtype if eval_dtype is None else np.dtype(eval_dtype)
-    values = [x]
+    override = override or {}
+    values = [override.get(0, x)]
     asarray = B.xp.asarray
     for k, line in enumerate(program["lines"]):
         B.line = k
         args = [_resolve(a, values, dtype, eval_dtype, asarray) for a in line["args"]]
-        values.append(OPS[line["op"]].ref(B, *args, **_kw(line["kw"])))
+        value = OPS[line["op"]].ref(B, *args, **_kw(line["kw"]))
+        values.append(override.get(k + 1, value))
     return values
 
 

@@ -96,19 +96,23 @@ def _candidates(program: dict):
         yield dict(program, dtype="float64")
 
 
-def minimize(record: dict, seconds: float = 30.0) -> dict:
-    """The smallest program found that still gives `record`'s signature of mismatch."""
+def minimize(record: dict, seconds: float = 30.0, trials: int = 300) -> dict:
+    """The smallest program found that still gives `record`'s signature of mismatch, within
+    `trials` candidates checked (and `seconds`, a safety cap)."""
     sig, seed = signature(record), record["seed"]
     best = record["program"]
     deadline = time.time() + seconds
     improved = True
-    while improved and time.time() < deadline:
+    while improved and time.time() < deadline and trials > 0:
         improved = False
         for candidate in _candidates(best):
             candidate = compact(candidate)
-            if time.time() > deadline:
+            if time.time() > deadline or trials <= 0:
                 break
-            if _size(candidate) < _size(best) and _reproduces(candidate, seed, sig):
+            if _size(candidate) >= _size(best):
+                continue
+            trials -= 1
+            if _reproduces(candidate, seed, sig):
                 best, improved = candidate, True
                 break
     return best

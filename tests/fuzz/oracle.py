@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 from . import interp
+from .ops import Ref
 
 MIN_MARGIN = 2e-3
 EPS64 = float(np.finfo(np.float64).eps)
@@ -176,3 +177,42 @@ def jax_available(python: str | None = None) -> bool:
         return False
     r = subprocess.run([python, "-c", "import jax"], capture_output=True, timeout=120)
     return r.returncode == 0 and sys.platform != "win32"
+
+
+# -- how large the terms of the chain rule are: what a float32/16 result's rounding scales with ---
+def chain_scale(program: dict, variant: int = 0) -> float:
+    """max over values v_j of |dv_j/dx| * max(|dy/dv_j|, |dy/dv_k| for the lines k reading
+    v_j), by central differences: a derivative computed in low precision is a sum of such
+    terms (1 - tanh(v)**2 at saturation is a difference of ones times |dv/dx|), so its
+    rounding error is eps times this, not times the result, which may cancel to ~0."""
+    x = interp.x_value(program, variant).astype(np.float64)
+    with np.errstate(all="ignore"):
+        values = [np.asarray(v, np.float64) for v in interp.run_ref(program, Ref(np), x, np.float64)]
+    out = [_slope(lambda z, k=k: _with(program, x, {0: z})[k], x) for k in range(len(values))]
+    down = [_slope(lambda v, k=k: _with(program, x, {k: v})[-1], values[k]) for k in range(len(values))]
+    scale = 0.0
+    for j in range(len(values)):
+        readers = [k for k, line in enumerate(program["lines"], 1)
+                   if any(isinstance(a, dict) and a.get("v") == j for a in line["args"])]
+        scale = max(scale, out[j] * max([down[j]] + [down[k] for k in readers]))
+    return scale
+
+
+def _with(program: dict, x, override: dict) -> list:
+    with np.errstate(all="ignore"):
+        return [np.asarray(v, np.float64) for v in
+                interp.run_ref(program, Ref(np), x, np.float64, override)]
+
+
+def _slope(f, at) -> float:
+    """max |df/dat| over entries, by central differences (0 where not finite)."""
+    at = np.asarray(at, np.float64)
+    best = 0.0
+    for j in range(at.size):
+        e = np.zeros(at.size)
+        e[j] = 1e-6 * max(1.0, abs(float(at.reshape(-1)[j])))
+        e = e.reshape(at.shape)
+        d = (f(at + e) - f(at - e)) / (2 * e.reshape(-1)[j])
+        d = np.abs(d[np.isfinite(d)])
+        best = max(best, float(d.max(initial=0.0)))
+    return best
