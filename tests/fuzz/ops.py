@@ -73,6 +73,7 @@ class Op:
     batch_mixing: bool = False   # batch programs: an op that mixes rows by construction
     zeroing: bool = False        # its derivative vanishes on open sets (a step, a selection)
     formula: bool = False        # numpy has no such function: the reference is a formula
+    eager_only: bool = False     # reads a value into Python: no trace (pforjac.function, jvp)
     extra: dict = field(default_factory=dict)
 
 
@@ -135,6 +136,9 @@ op("round", "unary", _kinked(lambda B, a: B.xp.round(a), lambda B, a: _round_hal
    lambda pj, a: pj.round(a), smooth=False)
 op("stop_gradient_mul", "unary", lambda B, a: B.stop(a) * a,
    lambda pj, a: pj.stop_gradient(a) * a, prims=("stop_gradient", "multiply"))
+op("python_scalar", "unary",          # a value read into Python: no gradient flows through it
+   lambda B, a: a * B.stop(B.xp.sum(a)), lambda pj, a: a * float(pj.sum(a).numpy()),
+   prims=("multiply", "sum"), eager_only=True)
 op("zeros_like_add", "unary", lambda B, a: a + B.xp.zeros_like(a), lambda pj, a: a + pj.zeros_like(a),
    prims=("zeros_like", "add"))
 op("ones_like_mul", "unary", lambda B, a: a * B.xp.ones_like(a), lambda pj, a: a * pj.ones_like(a),

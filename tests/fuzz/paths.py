@@ -31,6 +31,7 @@ import pforjac as pj
 from pforjac import loopcache
 
 from . import interp
+from .ops import OPS
 from .oracle import hessian_weights
 
 
@@ -43,6 +44,13 @@ class Call:
     error: str | None = None
     warnings: list = field(default_factory=list)
     vector: np.ndarray | None = None    # v of vjp / jvp / hvp
+
+
+def eager_only(program: dict) -> bool:
+    """The program reads a value into Python (float(t)): it has no trace, so the paths that
+    trace it (pforjac.function, forward mode, jvp) are not run (they raise, as tf.function's
+    would)."""
+    return any(OPS[line["op"]].eager_only for line in program["lines"])
 
 
 def program_fn(program: dict):
@@ -105,6 +113,8 @@ def jacobian_paths(program: dict, rng, n_out: int, light: bool = False) -> list[
     for variant in (1, 2):
         calls.append(call(f"loopcache#{variant + 1}", "jac", variant, tape_jacobian(f),
                           _x(program, variant)))
+    if eager_only(program):
+        return calls
     compiled = pj.function(tape_jacobian(f))
     for variant in (0, 1, 2):
         calls.append(call(f"function#{variant + 1}", "jac", variant, compiled, _x(program, variant)))
@@ -119,13 +129,15 @@ def functional_paths(program: dict, rng, n_out: int) -> list[Call]:
     tag = f"(parallel_iterations={k})" if chunk else ""
     calls = [call("fn.jacobian", "jac", 0, lambda x: pj.jacobian(f, x), x0),
              call("fn.jacobian_vec" + tag, "jac", 0,
-                  lambda x: pj.jacobian(f, x, vectorize=True, **chunk), x0),
-             call("forward_mode" + tag, "jac", 0,
-                  lambda x: pj.jacobian(f, x, strategy="forward-mode", vectorize=True, **chunk), x0)]
+                  lambda x: pj.jacobian(f, x, vectorize=True, **chunk), x0)]
     y_shape = tuple(np.shape(interp.numpy_f(program, program["dtype"])(interp.x_value(program))))
     v = np.random.default_rng(7).uniform(-1, 1, y_shape).astype(program["dtype"])
-    u = np.random.default_rng(8).uniform(-1, 1, program["x_shape"]).astype(program["dtype"])
     calls.append(call("vjp", "vjp", 0, lambda x: pj.vjp(f, x, pj.constant(v))[1], x0, vector=v))
+    if eager_only(program):
+        return calls
+    calls.append(call("forward_mode" + tag, "jac", 0,
+                      lambda x: pj.jacobian(f, x, strategy="forward-mode", vectorize=True, **chunk), x0))
+    u = np.random.default_rng(8).uniform(-1, 1, program["x_shape"]).astype(program["dtype"])
     calls.append(call("jvp", "jvp", 0, lambda x: pj.jvp(f, x, pj.constant(u))[1], x0, vector=u))
     return calls
 
@@ -136,7 +148,7 @@ def hessian_paths(program: dict, rng) -> list[Call]:
     y_shape = tuple(np.shape(interp.numpy_f(program, program["dtype"])(interp.x_value(program))))
     w = pj.constant(hessian_weights(y_shape).astype(program["dtype"]))
     s = lambda x: pj.sum(w * f(x))      # noqa: E731
-    how = int(rng.integers(3))
+    how = int(rng.integers(2 if eager_only(program) else 3))     # (forward over reverse traces)
     options = [{}, {"vectorize": True}, {"vectorize": True, "outer_jacobian_strategy": "forward-mode"}][how]
     name = ["hessian", "hessian(vectorize)", "hessian(forward-over-reverse)"][how]
     u = np.random.default_rng(9).uniform(-1, 1, program["x_shape"]).astype(program["dtype"])
@@ -159,6 +171,8 @@ def batch_paths(program: dict, rng, row_size: int) -> list[Call]:
     for variant in (1, 2):
         calls.append(call(f"batch_jacobian.loopcache#{variant + 1}", "batch", variant,
                           tape_batch_jacobian(f), _x(program, variant)))
+    if eager_only(program):
+        return calls
     compiled = pj.function(tape_batch_jacobian(f))
     for variant in (0, 1):
         calls.append(call(f"batch_jacobian.function#{variant + 1}", "batch", variant, compiled,
@@ -182,6 +196,8 @@ def special_paths(program: dict, rng, n_out: int) -> list[Call]:
     for variant in (0, 1):      # seen, built on finite values; then run on the special one
         call("loopcache(finite)", "jac", "finite", tape_jacobian(f), _x(finite, variant))
     calls.append(call("loopcache#3", "jac", "special", tape_jacobian(f), xs))
+    if eager_only(program):
+        return calls
     compiled = pj.function(tape_jacobian(f))
     call("function(finite)", "jac", "finite", compiled, _x(finite, 0))
     calls.append(call("function#2", "jac", "special", compiled, xs))
