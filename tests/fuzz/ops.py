@@ -41,7 +41,7 @@ class Ref:
 
     def kink(self, distance) -> None:
         if self.margins is not None:
-            d = np.abs(np.asarray(distance, np.float64))
+            d = np.nan_to_num(np.abs(np.asarray(distance, np.float64)), nan=0.0)   # NaN: at it
             self.margins.append(float(d.min()) if d.size else math.inf)
 
     # -- numpy has no sigmoid, softplus, logsumexp or softmax: textbook formulas
@@ -50,6 +50,20 @@ class Ref:
 
     def softplus(self, x):
         return self.xp.logaddexp(self.xp.zeros_like(x), x)
+
+    def _shifted(self, x, axis):
+        """x minus its max along axis (0 where the max is not finite)."""
+        xp = self.xp
+        m = xp.max(x, axis=axis, keepdims=True)
+        return x - xp.where(xp.isfinite(m), m, xp.zeros_like(m))
+
+    def softmax(self, x, axis):
+        e = self.xp.exp(self._shifted(x, axis))
+        return e / self.xp.sum(e, axis=axis, keepdims=True)
+
+    def log_softmax(self, x, axis):
+        z = self._shifted(x, axis)
+        return z - self.xp.log(self.xp.sum(self.xp.exp(z), axis=axis, keepdims=True))
 
     def logsumexp(self, x, axis, keepdims):
         xp = self.xp
@@ -114,8 +128,8 @@ _SAME_UNARY = {"exp": "", "log": "pos", "log1p": "pos", "expm1": "", "sin": "", 
                "arcsinh": "", "arccosh": "ge1", "arctanh": "unit", "log2": "pos", "log10": "pos"}
 # distance to the domain's edge, reported as a kink: finite differences and JAX's derivative
 # are not taken where a perturbed input (x1, x2 of the loop cache) comes near it
-_EDGE = {"": None, "pos": lambda B, a: a, "unit": lambda B, a: 1 - np.abs(a),
-         "ge1": lambda B, a: a - 1}
+_EDGE = {"": None, "pos": lambda B, a: np.maximum(a, 0),         # (outside: at the edge)
+         "unit": lambda B, a: np.maximum(1 - np.abs(a), 0), "ge1": lambda B, a: np.maximum(a - 1, 0)}
 for _name, _dom in _SAME_UNARY.items():
     _ref = (lambda n: lambda B, a: getattr(B.xp, n)(a))(_name)
     op(_name, "unary", _kinked(_ref, _EDGE[_dom]) if _dom else _ref,
@@ -148,9 +162,9 @@ op("ones_like_mul", "unary", lambda B, a: a * B.xp.ones_like(a), lambda pj, a: a
 op("add", "binary", lambda B, a, b: a + b, lambda pj, a, b: pj.add(a, b))
 op("subtract", "binary", lambda B, a, b: a - b, lambda pj, a, b: pj.subtract(a, b))
 op("multiply", "binary", lambda B, a, b: a * b, lambda pj, a, b: pj.multiply(a, b))
-op("divide", "binary", _kinked(lambda B, a, b: a / b, lambda B, a, b: b),
+op("divide", "binary", _kinked(lambda B, a, b: a / b, lambda B, a, b: np.maximum(b, 0)),
    lambda pj, a, b: pj.divide(a, b), domain="pos")
-op("power", "binary_rev", _kinked(lambda B, a, b: a ** b, lambda B, a, b: a),
+op("power", "binary_rev", _kinked(lambda B, a, b: a ** b, lambda B, a, b: np.maximum(a, 0)),
    lambda pj, a, b: pj.power(a, b), domain="pos")
 op("maximum", "binary", _kinked(lambda B, a, b: B.xp.maximum(a, b), lambda B, a, b: a - b),
    lambda pj, a, b: pj.maximum(a, b))
@@ -220,9 +234,9 @@ _reduction("std", lambda B, a, **kw: B.xp.std(a, **kw), prims=("sum", "square", 
            kinks=lambda B, a, **kw: np.std(a, **kw))      # sqrt's kink at zero variance
 op("cumsum", "axis", lambda B, a, axis: B.xp.cumsum(a, axis=axis),
    lambda pj, a, axis: pj.cumsum(a, axis=axis))
-op("softmax", "axis", lambda B, a, axis: B.xp.exp(a - B.logsumexp(a, axis, True)),
+op("softmax", "axis", lambda B, a, axis: B.softmax(a, axis),
    lambda pj, a, axis: pj.softmax(a, axis=axis), prims=("max", "exp", "sum", "divide"))
-op("log_softmax", "axis", lambda B, a, axis: a - B.logsumexp(a, axis, True),
+op("log_softmax", "axis", lambda B, a, axis: B.log_softmax(a, axis),
    lambda pj, a, axis: pj.log_softmax(a, axis=axis), prims=("max", "exp", "sum", "log"))
 for _name in ("argmax", "argmin"):     # the arg as a one-hot mask: covers one_hot too
     op(_name + "_onehot", "axis_last",
