@@ -155,8 +155,8 @@ def test_a_wrong_vjp_rule_is_caught_on_reverse_paths_only():
 
 def test_a_wrong_converter_is_caught_on_pfor_paths_only():
     converters = sys.modules["pforjac.pfor"].converters
-    saved = converters["sum"]
     sum_p = core.primitives["sum"]
+    saved = converters[sum_p]
 
     @pj.register_converter("sum", override=True)
     def _unshifted(n, args, stacked, axes, keepdims):       # forgets the stacked axis

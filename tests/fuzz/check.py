@@ -22,7 +22,8 @@ from .known import known_issue
 
 RTOL = {"float64": 0.0, "float32": 64 * 2.0 ** -23, "float16": 16 * 2.0 ** -10}
 JAX_RTOL = 1e-9
-ROW_WARNING = "batch_jacobian assumes"
+ROW_WARNING = "batch_jacobian assumes"             # rows mix
+UNCHECKED_WARNING = "batch_jacobian could not check"  # the check cannot follow the batch
 
 
 @dataclass
@@ -179,7 +180,7 @@ def check_program(seed: int, program: dict) -> Outcome:
     """Runs every path on `program` and compares (see the module docstring); the calls
     stay on the outcome for `apply_jax`."""
     from . import batch, special
-    from pforjac import loopcache
+    from pforjac.compiled import loopcache
     out = Outcome(seed, program)
     rng = np.random.default_rng([seed, 2])
     with loopcache.verifying(False):

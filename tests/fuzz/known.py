@@ -115,32 +115,3 @@ def _codegen_order(record, call) -> bool:
 @known("NEW: pj.clip(-0.0, 0.0, hi) is +0.0, np.clip's -0.0 (clip is maximum then minimum)")
 def _clip_zero(record, call) -> bool:
     return record["what"] == "forward vs numpy" and "(clip): zero sign" in record["detail"]
-
-
-@known("NEW: the row check's Unknown verdict is silent and masks a proven mix (a roll, a flip, "
-       "a max over the batch) elsewhere in the program: e.g. a gather with computed indices")
-def _unknown_masks_mixing(record, call) -> bool:
-    """Rows mix, batch_jacobian is silent, and strict=True says it could not check (the
-    verdict was Unknown): the cumsum case is the known issue above, this is any other op."""
-    if record["what"] != "rows mix, no warning":
-        return False
-    program = record["program"]
-    from .paths import call as run, program_fn, tape_batch_jacobian
-    import pforjac as pj
-    c = run("batch_jacobian.strict", "batch", 0, tape_batch_jacobian(program_fn(program), strict=True),
-            pj.constant(interp.x_value(program)))
-    return c.error is not None and "could not check" in c.error
-
-
-@known("NEW: pforjac.function around batch_jacobian is silent where eager batch_jacobian warns "
-       "(traced, a gather's computed indices are symbols: the row check says Unknown)")
-def _function_loses_row_warning(record, call) -> bool:
-    if record["what"] != "rows mix, no warning" or "function" not in record["path"]:
-        return False
-    program = record["program"]
-    from .check import ROW_WARNING
-    from .paths import call as run, program_fn, tape_batch_jacobian
-    import pforjac as pj
-    c = run("batch_jacobian", "batch", 0, tape_batch_jacobian(program_fn(program)),
-            pj.constant(interp.x_value(program)))
-    return any(ROW_WARNING in w for w in c.warnings)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import pforjac as pj
-from pforjac import loopcache
+from pforjac.compiled import loopcache
 
 from . import interp
 from .ops import OPS
