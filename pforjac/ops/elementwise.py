@@ -24,10 +24,7 @@ __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "p
            "log2", "log10", "floor", "ceil", "round", "arctan2", "clip",
            "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
            "logical_and", "logical_or", "logical_not", "stop_gradient",
-           "zeros_like", "ones_like", "zeros", "ones", "coerce", "UNARY", "BINARY"]
-
-UNARY: dict[str, core.Primitive] = {}
-BINARY: dict[str, core.Primitive] = {}
+           "zeros_like", "ones_like", "zeros", "ones", "coerce"]
 
 
 def coerce(x, y) -> tuple:
@@ -56,7 +53,6 @@ def _unary(name: str, impl, deriv=None, zero_stays_zero: tuple = (), domain: str
     TensorFlow's kernels do. `domain`: where its input's checks draw values;
     `zero_preserving`: f(0) == 0."""
     prim = declare_elementwise(name, impl, domain=(domain,), zero_preserving=zero_preserving)
-    UNARY[name] = prim
     if deriv is not None:
         vjp_scale, jvp_scale = (_no_nan_scale if mode in zero_stays_zero else _scale
                                 for mode in ("vjp", "jvp"))
@@ -201,7 +197,6 @@ def _binary(name: str, impl, vjp_x=None, vjp_y=None, differentiable=True,
             domain=("real", "real")) -> core.Primitive:
     """Declares a broadcasting binary op; rules give the unreduced cotangent."""
     prim = declare_elementwise(name, impl, differentiable, domain=domain)
-    BINARY[name] = prim
     if differentiable:
         defvjp(prim,
                lambda g, ans, x, y: unbroadcast(vjp_x(g, ans, x, y), x.shape),
