@@ -305,11 +305,14 @@ def arctan2(y, x): return arctan2_p.bind(*coerce(y, x))
 
 
 def clip(x, a_min, a_max):
-    """np.clip: `minimum(maximum(x, a_min), a_max)` (either bound may be None). The gradient
-    goes to x where a_min <= x <= a_max, bounds included (TensorFlow's clip_by_value), and to a
-    bound where it is the value."""
-    out = x if a_min is None else maximum(x, a_min)
-    return as_tensor(out) if a_max is None else minimum(out, a_max)
+    """np.clip: a_min where x < a_min, then a_max where that is > a_max (either bound may be
+    None), so x is kept bit for bit where it is in range (-0.0 stays -0.0; NaN stays NaN).
+    The gradient goes to x where a_min <= x <= a_max, bounds included (TensorFlow's
+    clip_by_value), and to a bound where it is the value."""
+    out = as_tensor(x)
+    if a_min is not None:
+        out = where(less(out, a_min), a_min, out)
+    return out if a_max is None else where(greater(out, a_max), a_max, out)
 def equal(x, y): return equal_p.bind(*coerce(x, y))
 def not_equal(x, y): return not_equal_p.bind(*coerce(x, y))
 def less(x, y): return less_p.bind(*coerce(x, y))

@@ -109,9 +109,3 @@ def _scatter_zero(record, call) -> bool:
 def _codegen_order(record, call) -> bool:
     return "function" in record["path"] and record["what"] == "raised" \
         and "order" in record["detail"]
-
-
-# -- found by this fuzzer and reported (issue 24's run); marked so that the suite passes -------
-@known("NEW: pj.clip(-0.0, 0.0, hi) is +0.0, np.clip's -0.0 (clip is maximum then minimum)")
-def _clip_zero(record, call) -> bool:
-    return record["what"] == "forward vs numpy" and "(clip): zero sign" in record["detail"]

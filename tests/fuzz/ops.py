@@ -182,7 +182,7 @@ op("logaddexp", "binary", lambda B, a, b: B.xp.logaddexp(a, b),
    lambda pj, a, b: pj.logaddexp(a, b), prims=("exp", "log"))
 op("clip", "clip", _kinked(lambda B, a, lo, hi: B.xp.clip(a, lo, hi),
                            lambda B, a, lo, hi: np.minimum(np.abs(a - lo), np.abs(a - hi))),
-   lambda pj, a, lo, hi: pj.clip(a, lo, hi), prims=("maximum", "minimum"))
+   lambda pj, a, lo, hi: pj.clip(a, lo, hi), prims=("less", "greater", "where"))
 
 # -- comparisons and where: `where(cmp(a, b), a, c)`, `cast(cmp(a, b)) * a` -------------------
 for _name in ("greater", "less", "greater_equal", "less_equal", "equal", "not_equal"):
@@ -229,8 +229,18 @@ _reduction("min", lambda B, a, **kw: B.xp.min(a, **kw), kinks=_top_gap)
 _reduction("prod", lambda B, a, **kw: B.xp.prod(a, **kw))
 _reduction("mean", lambda B, a, **kw: B.xp.mean(a, **kw), prims=("sum", "divide"))
 _reduction("logsumexp", lambda B, a, **kw: B.logsumexp(a, **kw), prims=("max", "sum", "exp", "log"))
-_reduction("var", lambda B, a, **kw: B.xp.var(a, **kw), prims=("sum", "square"))
-_reduction("std", lambda B, a, **kw: B.xp.std(a, **kw), prims=("sum", "square", "sqrt"),
+def _wide16(fn):
+    """float16 var and std computed in float32 and rounded, pforjac's convention and JAX's
+    (numpy's float16 sums lose the variance, and overflow to inf near float16's max)."""
+    def ref(B, a, **kw):
+        if a.dtype == np.float16:
+            return fn(B, a.astype(np.float32), **kw).astype(np.float16)
+        return fn(B, a, **kw)
+    return ref
+
+
+_reduction("var", _wide16(lambda B, a, **kw: B.xp.var(a, **kw)), prims=("sum", "square"))
+_reduction("std", _wide16(lambda B, a, **kw: B.xp.std(a, **kw)), prims=("sum", "square", "sqrt"),
            kinks=lambda B, a, **kw: np.std(a, **kw))      # sqrt's kink at zero variance
 op("cumsum", "axis", lambda B, a, axis: B.xp.cumsum(a, axis=axis),
    lambda pj, a, axis: pj.cumsum(a, axis=axis))
