@@ -107,12 +107,14 @@ def _in_c_order(impl):
     return reduce
 
 
-def reduction(name: str, impl, layout: str) -> core.Primitive:
+def reduction(name: str, impl, layout: str, identity: bool = True) -> core.Primitive:
+    """A reduction over `axes` (sorted non-negative ints) with `keepdims`; without an
+    `identity` (max, min) an empty axis is refused."""
     def shape_rule(x, axes, keepdims):
         for a in axes:
             if not 0 <= a < x.ndim:
                 raise ValueError(f"axis {a} is out of range for rank {x.ndim}")
-        if name in ("max", "min") and any(x.shape[a] == 0 for a in axes):
+        if not identity and any(x.shape[a] == 0 for a in axes):
             raise ValueError(f"{name} of an empty axis has no identity")
         return _reduction_shape(x.shape, axes, keepdims), _result_dtype(impl, np.dtype(x.dtype))
     prim = core.new_primitive(name, lambda x, axes, keepdims: impl(x, axis=axes, keepdims=keepdims),

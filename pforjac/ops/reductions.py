@@ -35,8 +35,8 @@ def _extremum(reduce, pairwise):
     return functools.partial(extremum, reduce, pairwise)
 
 
-max_p = reduction("max", _extremum(np.max, np.maximum), layout="following")
-min_p = reduction("min", _extremum(np.min, np.minimum), layout="following")
+max_p = reduction("max", _extremum(np.max, np.maximum), layout="following", identity=False)
+min_p = reduction("min", _extremum(np.min, np.minimum), layout="following", identity=False)
 
 
 def _extremum_jvp(ts, ans, x, axes, keepdims):
