@@ -136,6 +136,9 @@ def test_jacobian_and_batch_jacobian_agree_three_ways(program):
 
 
 # -- parallel_iterations ---------------------------------------------------------------------
+# (rows built one by one: the row check may say it cannot see their zeros; this test is
+# about chunking, and check_batch_jacobian_three_ways refuses a false "mixes rows")
+@pytest.mark.filterwarnings("ignore:batch_jacobian could not check:RuntimeWarning")
 @settings(max_examples=examples(ci=300, long=5000))
 @given(random_programs(generators=WITH_LOOPS), st.sampled_from([1, 2, 3, 1000]), st.booleans())
 def test_parallel_iterations_chunks_agree(program, chunk, batch):
