@@ -647,3 +647,18 @@ def test_prod_forward_mode_with_an_overflowed_product_of_others():
         rev = pj.jacobian(pj.prod, x, vectorize=True).numpy()
     np.testing.assert_array_equal(fwd, [1e200, 1e200, np.inf])
     np.testing.assert_array_equal(fwd, rev)
+
+
+def test_prod_hessian_with_overflowed_partial_products():
+    """Row 0 of the Hessian at [1e200, 1e200, 1, 1]: x1 x3 and x1 x2 are finite although
+    the product tree's partial products overflow; the seed's zero cotangents meet those
+    infinities (they gave NaN). Exact zeros are handled too (closed form at a zero)."""
+    x = np.array([1e200, 1e200, 1.0, 1.0])
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = pj.hessian(pj.prod, pj.constant(x), vectorize=True).numpy()
+    np.testing.assert_array_equal(h[0], [0.0, 1.0, 1e200, 1e200])
+    z = np.array([0.5, 2.0, 0.0, 3.0])
+    h = pj.hessian(pj.prod, pj.constant(z), vectorize=True).numpy()
+    want = np.array([[np.prod(np.delete(z, [i, j])) if i != j else 0.0 for j in range(4)]
+                     for i in range(4)])
+    np.testing.assert_array_equal(h, want)

@@ -16,7 +16,8 @@ from ..tensor import Tensor, as_operands, as_tensor, is_float, unchanged
 from .broadcasting import broadcast_to, unbroadcast
 from ._family import declare_elementwise, int_tuple
 
-__all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "divide", "power", "pow",
+__all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "multiply_zero_safe", "divide",
+           "power", "pow",
            "maximum", "minimum",
            "exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "sigmoid", "relu",
            "softplus", "sqrt", "square", "abs", "sign", "reciprocal", "where", "cast",
@@ -264,6 +265,12 @@ divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
                    lambda g, a, x, y: -g * a / y, domain=("real", "nonzero"))
 power_p = _binary("power", np.power, lambda g, a, x, y: multiply_no_nan(_pow_dx(x, y), g),
                   _pow_dy, domain=("positive", "real"))
+# x * y whose zero cotangents (and tangents) stay zero against an infinite factor: prod's
+# product tree, where partial products may overflow to inf and a Hessian's one-hot seeds
+# send zeros through them (TensorFlow's convention; plain multiply makes them NaN)
+multiply_zero_safe_p = _binary("multiply_zero_safe", np.multiply,
+                               lambda g, a, x, y: multiply_no_nan(y, g),
+                               lambda g, a, x, y: multiply_no_nan(x, g))
 multiply_no_nan_p = _binary("multiply_no_nan", _multiply_no_nan_impl,
                             lambda g, a, x, y: multiply_no_nan(g, y),
                             lambda g, a, x, y: multiply_no_nan(x, g))
@@ -297,6 +304,7 @@ def add(x, y): return add_p.bind(*coerce(x, y))
 def subtract(x, y): return subtract_p.bind(*coerce(x, y))
 def multiply(x, y): return multiply_p.bind(*coerce(x, y))
 def multiply_no_nan(x, y): return multiply_no_nan_p.bind(*coerce(x, y))
+def multiply_zero_safe(x, y): return multiply_zero_safe_p.bind(*coerce(x, y))
 def divide(x, y): return divide_p.bind(*coerce(x, y))
 def power(x, y): return power_p.bind(*coerce(x, y))
 def maximum(x, y): return maximum_p.bind(*coerce(x, y))

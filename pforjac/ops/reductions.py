@@ -13,8 +13,9 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import as_operands, as_tensor
-from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan, ones_like,
-                          sqrt, square, stop_gradient, where, zeros, zeros_like)
+from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan,
+                          multiply_zero_safe, ones_like, sqrt, square, stop_gradient, where,
+                          zeros, zeros_like)
 from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to,  # noqa: F401
                            reduction, reshape, restore_reduced, sum, sum_p)     # (sum opens the family)
 from .shape import flip, pad, stack, transpose
@@ -76,10 +77,11 @@ def _prod_of_others(x, axes):
         pairs = reshape(v, lead + ((m + 1) // 2, 2))
         left, right = pairs[every + (slice(None), 0)], pairs[every + (slice(None), 1)]
         levels.append((left, right, m))
-        v = left * right
+        v = multiply_zero_safe(left, right)
     others = ones_like(v)
     for left, right, m in reversed(levels):
-        both = stack([others * right, others * left], axis=-1)
+        both = stack([multiply_zero_safe(others, right), multiply_zero_safe(others, left)],
+                     axis=-1)
         others = reshape(both, lead + (2 * left.shape[-1],))
         if others.shape[-1] != m:
             others = others[every + (slice(0, m),)]

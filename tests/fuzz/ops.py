@@ -175,6 +175,8 @@ op("arctan2", "binary", lambda B, a, b: B.xp.arctan2(a, b), lambda pj, a, b: pj.
 op("multiply_no_nan", "binary",        # tf.math.multiply_no_nan: 0 where b == 0, else a * b
    lambda B, a, b: B.xp.where(b == 0, B.xp.zeros_like(a * b), a * b),
    lambda pj, a, b: pj.multiply_no_nan(a, b))
+op("multiply_zero_safe", "binary",     # a * b; its zero cotangents stay zero (prod's tree)
+   lambda B, a, b: a * b, lambda pj, a, b: pj.multiply_zero_safe(a, b))
 op("multiply_list", "list",         # a Python list operand takes the tensor's dtype (tf's)
    lambda B, a, values: a * B.xp.asarray(values, a.dtype), lambda pj, a, values: a * values,
    prims=("multiply",))
