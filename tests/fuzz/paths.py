@@ -72,22 +72,21 @@ def call(path, kind, point, fn, *args, vector=None) -> Call:
     return c
 
 
-def tape_jacobian(f, **kw):
+def _tape_call(method: str, f, **kw):
     def jac(x):
         with pj.GradientTape(persistent=kw.get("experimental_use_pfor") is False) as tape:
             tape.watch(x)
             y = f(x)
-        return tape.jacobian(y, x, unconnected_gradients="zero", **kw)
+        return getattr(tape, method)(y, x, unconnected_gradients="zero", **kw)
     return jac
+
+
+def tape_jacobian(f, **kw):
+    return _tape_call("jacobian", f, **kw)
 
 
 def tape_batch_jacobian(f, **kw):
-    def jac(x):
-        with pj.GradientTape(persistent=kw.get("experimental_use_pfor") is False) as tape:
-            tape.watch(x)
-            y = f(x)
-        return tape.batch_jacobian(y, x, unconnected_gradients="zero", **kw)
-    return jac
+    return _tape_call("batch_jacobian", f, **kw)
 
 
 def _x(program, variant):
