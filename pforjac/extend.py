@@ -248,7 +248,7 @@ def register_converter(op, override: bool = False):
         ...     (x,) = args
         ...     return op(x), True      # elementwise: the loop axis goes along
     """
-    return _register_converter(primitive_of(op), override)
+    return _register_converter(op, override)
 
 
 def declare_missing(op, rule: str, reason: str) -> None:

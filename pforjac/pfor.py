@@ -57,10 +57,10 @@ class ConversionError(ValueError):
         super().__init__(f"pfor could not vectorize op '{op}' ({detail}): {reason}")
 
 
-def register_converter(op: core.Primitive | str, override: bool = False):
+def register_converter(op, override: bool = False):
     """Registers `fn(n, args, stacked, **params) -> (out, out_stacked)` for the primitive
-    `op` (or the name of a declared one)."""
-    prim = core.primitive_named(op) if isinstance(op, str) else op
+    `op` (a Primitive, the op `extend.defop` returned, or a declared op's name)."""
+    prim = core.primitive_of(op)
 
     def register(fn: Callable) -> Callable:
         with _registry_lock:
