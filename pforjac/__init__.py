@@ -21,6 +21,7 @@ from .diagnostics import fallback_report
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
+from . import numpy  # noqa: F401  (pforjac.numpy; registers numpy-signature functions)
 
 __version__ = "0.1.0"
 

@@ -16,7 +16,7 @@ import numpy as np
 from . import ops as pj
 from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
-__all__ = ["UFUNCS", "FUNCTIONS", "install"]
+__all__ = ["UFUNCS", "FUNCTIONS", "implements", "install"]
 
 
 UFUNCS = {
@@ -304,6 +304,25 @@ FUNCTIONS = {
     np.shape: lambda a: tuple(a.shape), np.ndim: lambda a: a.ndim,
     np.size: lambda a, axis=None: a.size if axis is None else a.shape[axis],
 }
+
+
+def implements(*numpy_callables):
+    """Registers the decorated function, written with numpy's signature, as what each of
+    `numpy_callables` (a ufunc goes to UFUNCS, any other callable to FUNCTIONS) runs on
+    Tensors. A callable registered twice is refused: one implementation per numpy name.
+
+        @implements(np.linalg.solve)
+        def solve(a, b): ...
+    """
+    def register(fn):
+        for target in numpy_callables:
+            table = UFUNCS if isinstance(target, np.ufunc) else FUNCTIONS
+            if target in table:
+                raise ValueError(f"{_name(target)} already has a pforjac implementation "
+                                 f"({table[target]!r}); one per numpy function")
+            table[target] = fn
+        return fn
+    return register
 
 
 def install() -> None:

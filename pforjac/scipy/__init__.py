@@ -1,0 +1,2 @@
+"""`pforjac.scipy.special`: scipy's names and signatures on pforjac Tensors (needs scipy,
+the `pforjac[scipy]` extra)."""
