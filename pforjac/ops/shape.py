@@ -206,10 +206,14 @@ def pad(x, pad_width, constant_values=0.0):
 
 
 # -- composites -------------------------------------------------------------------------
-def expand_dims(x, axis: int):
+def expand_dims(x, axis):
+    """np.expand_dims: new axes of length 1 at `axis` (an int or a tuple, positions in the
+    result)."""
     x = as_tensor(x)
-    axis = axis_index(axis, x.ndim + 1, "expand_dims")
-    return reshape(x, tuple(x.shape[:axis]) + (1,) + tuple(x.shape[axis:]))
+    axes = normalize_axes(axis, x.ndim + len(int_tuple(axis, "expand_dims: axis")),
+                          "expand_dims")
+    rest = iter(x.shape)
+    return reshape(x, tuple(1 if k in axes else next(rest) for k in range(x.ndim + len(axes))))
 
 
 def squeeze(x, axis=None):
