@@ -14,3 +14,10 @@ __all__ = [name for family in (broadcasting, elementwise, reductions, shape, ind
            for name in family.__all__]
 
 _install()
+
+from . import products, arrays, statistics  # noqa: E402  (numpy's structure functions)
+from .products import *  # noqa: E402,F401,F403
+from .arrays import *  # noqa: E402,F401,F403
+from .statistics import *  # noqa: E402,F401,F403
+
+__all__ += products.__all__ + arrays.__all__ + statistics.__all__

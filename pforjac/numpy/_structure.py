@@ -1,0 +1,146 @@
+"""numpy's product and array-structure functions on Tensors: outer, inner, tensordot, kron,
+vdot, cross, trace, diag, diagonal, tril, triu, meshgrid, the stacks and splits, repeat, the
+flips, average, cov, corrcoef, ... (pforjac/ops/products.py, arrays.py, statistics.py).
+
+Where pforjac's function already has numpy's signature and defaults it is registered as it
+is; the others are wrapped here, refusing numpy's keywords pforjac has no use for by name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as pj
+from ..numpy_dispatch import _cast, _no_extra, implements
+from ..tensor import as_tensor
+
+# pforjac's own function has numpy's signature and defaults: registered as it is
+for _fn in ("inner", "tensordot", "kron", "vdot", "cross", "diag", "diagonal", "diagflat",
+            "tril", "triu", "atleast_1d", "atleast_2d", "atleast_3d", "dstack", "column_stack",
+            "array_split", "vsplit", "hsplit", "dsplit", "repeat", "fliplr", "flipud", "rot90",
+            "rollaxis", "append", "select", "real", "imag", "allclose", "array_equal"):
+    implements(getattr(np, _fn))(getattr(pj, _fn))
+implements(np.conjugate)(pj.conjugate)      # a ufunc (np.conj is the same object)
+
+
+@implements(np.outer)
+def outer(a, b, out=None):
+    _no_extra("outer", out)
+    return pj.outer(a, b)
+
+
+@implements(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _no_extra("trace", out)
+    return pj.trace(_cast(a, dtype), offset, axis1, axis2)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """np.meshgrid; `copy` is accepted and ignored (pforjac tensors are immutable)."""
+    return pj.meshgrid(*xi, sparse=sparse, indexing=indexing)
+
+
+def _stacked(name: str, fn):
+    def stack(tup, *, dtype=None, casting="same_kind"):
+        _no_extra(name, casting=None if casting == "same_kind" else casting)
+        return fn([_cast(a, dtype) for a in tup] if dtype is not None else tup)
+    stack.__name__ = name
+    return stack
+
+
+implements(np.vstack)(_stacked("vstack", pj.vstack))
+implements(np.hstack)(_stacked("hstack", pj.hstack))
+if hasattr(np, "row_stack") and hasattr(np.row_stack, "_implementation"):   # numpy < 2
+    implements(np.row_stack)(_stacked("row_stack", pj.vstack))
+
+
+@implements(np.broadcast_arrays)
+def broadcast_arrays(*args, subok=False):
+    return pj.broadcast_arrays(*args)
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    """np.angle of a real tensor: 0 where it is non-negative, pi (180) where negative; no
+    derivative."""
+    z = pj.real(z)
+    dtype = z.dtype if z.dtype.kind == "f" else np.dtype(np.float64)
+    half_turn = np.asarray(180.0 if deg else np.pi, dtype)
+    return pj.where(pj.less(z, 0), half_turn, np.zeros((), dtype))
+
+
+@implements(np.real_if_close)
+def real_if_close(a, tol=100):
+    return pj.real(a)
+
+
+# -- numpy.linalg's array-API forms: over the last axes -------------------------------------
+@implements(np.linalg.outer)
+def linalg_outer(x1, x2, /):
+    if np.ndim(x1) != 1 or np.ndim(x2) != 1:
+        raise ValueError(f"numpy.linalg.outer takes 1-D tensors, got ranks {np.ndim(x1)} and "
+                         f"{np.ndim(x2)}; numpy.outer flattens them")
+    return pj.outer(x1, x2)
+
+
+@implements(np.linalg.trace)
+def linalg_trace(x, /, *, offset=0, dtype=None):
+    return pj.trace(_cast(x, dtype), offset, -2, -1)
+
+
+@implements(np.linalg.diagonal)
+def linalg_diagonal(x, /, *, offset=0):
+    return pj.diagonal(x, offset, -2, -1)
+
+
+@implements(np.linalg.cross)
+def linalg_cross(x1, x2, /, *, axis=-1):
+    sizes = [np.shape(x)[axis] for x in (x1, x2)]
+    if sizes != [3, 3]:
+        raise ValueError(f"numpy.linalg.cross takes 3-vectors along axis {axis}, got lengths "
+                         f"{sizes}; numpy.cross also takes 2-vectors")
+    return pj.cross(x1, x2, axis=axis)
+
+
+@implements(np.linalg.tensordot)
+def linalg_tensordot(x1, x2, /, *, axes=2):
+    return pj.tensordot(x1, x2, axes)
+
+
+@implements(np.linalg.vecdot, *([np.vecdot] if hasattr(np, "vecdot") else []))
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot products of the vectors along `axis` (real tensors), broadcast."""
+    return pj.sum(pj.multiply(x1, x2), axis=axis)
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
+    return pj.average(a, axis, weights, returned, keepdims is True)
+
+
+@implements(np.cov)
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *,
+        dtype=None):
+    if dtype is not None:
+        m, y = _cast(m, dtype), None if y is None else _cast(y, dtype)
+    return pj.cov(m, y, rowvar, bias, ddof, fweights, aweights)
+
+
+@implements(np.corrcoef)
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    if dtype is not None:
+        x, y = _cast(x, dtype), None if y is None else _cast(y, dtype)
+    return pj.corrcoef(x, y, rowvar)
+
+
+@implements(np.ptp)
+def ptp(a, axis=None, out=None, keepdims=np._NoValue):
+    _no_extra("ptp", out)
+    return pj.ptp(a, axis, keepdims is True)
+
+
+@implements(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    result = pj.count_nonzero(as_tensor(a), axis, keepdims)
+    eager = result._trace is None
+    return int(result) if axis is None and not keepdims and eager else result

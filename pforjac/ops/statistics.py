@@ -1,0 +1,131 @@
+"""Statistics and comparisons, as numpy's functions: average (weighted), cov, corrcoef, ptp,
+and the value-only count_nonzero, allclose, array_equal.
+
+average, cov, corrcoef and ptp are composites (sums, products, matmul, max and min), so
+they get every rule; the value-only ones have no derivative to give.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor, as_operands, as_tensor
+from ._family import axis_index, int_arg, normalize_axes
+from .broadcasting import broadcast_to, reshape, sum as _sum
+from .elementwise import cast, clip, divide, multiply, not_equal, sqrt, stop_gradient
+from .linalg import matmul
+from .products import diagonal
+from .reductions import max as _max, mean, min as _min
+from .shape import concat, squeeze, transpose
+from .arrays import atleast_2d
+
+__all__ = ["average", "cov", "corrcoef", "ptp", "count_nonzero", "allclose", "array_equal"]
+
+
+def _weights_along(w: Tensor, a: Tensor, axis) -> Tensor:
+    """Weights of `a`'s shape: as given, or a 1-D one laid along the int `axis`."""
+    if tuple(w.shape) == tuple(a.shape):
+        return w
+    if axis is None or w.ndim != 1 or isinstance(axis, tuple) and len(axis) != 1:
+        raise ValueError(f"average: weights of shape {tuple(w.shape)} differ from a's "
+                         f"{tuple(a.shape)}; then they must be 1-D along one given axis")
+    k = normalize_axes(axis, a.ndim, "average")[0]
+    if w.shape[0] != a.shape[k]:
+        raise ValueError(f"average: {w.shape[0]} weights for axis {k} of length {a.shape[k]}")
+    return reshape(w, tuple(-1 if j == k else 1 for j in range(a.ndim)))
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    """np.average: the mean over `axis`, weighted by `weights` (a's shape, or 1-D along
+    `axis`) when given; `returned=True` also gives the sum of the weights."""
+    a = as_tensor(a)
+    if weights is None:
+        avg = mean(a, axis, keepdims)
+        scale = np.prod([a.shape[k] for k in normalize_axes(axis, a.ndim, "average")])
+        total = broadcast_to(as_tensor(np.asarray(scale, avg.dtype)), avg.shape)
+    else:
+        w = _weights_along(as_tensor(weights), a, axis)
+        total = _sum(broadcast_to(w, a.shape), axis, keepdims)
+        avg = divide(_sum(multiply(a, w), axis, keepdims), total)
+        total = broadcast_to(total, avg.shape)
+    return (avg, total) if returned else avg
+
+
+def _observations(m, y, rowvar: bool) -> Tensor:
+    """cov's data: one variable a row, y's rows after m's."""
+    x = atleast_2d(m)
+    if not rowvar and x.shape[0] != 1:
+        x = transpose(x)
+    if y is not None:
+        y = atleast_2d(y)
+        if not rowvar and y.shape[0] != 1:
+            y = transpose(y)
+        x = concat([x, y], 0)
+    return x
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
+    """np.cov: the covariance matrix of the variables (rows, or columns if not `rowvar`) of
+    `m` (and `y`), normalized by N - 1 (N with `bias`, N - ddof with `ddof`), the
+    observations weighted by integer `fweights` and real `aweights` when given."""
+    x = _observations(m, y, rowvar)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    ddof = int_arg(ddof, "cov: ddof")
+    w = None
+    for given in (fweights, aweights):
+        if given is not None:
+            given = cast(as_tensor(given), x.dtype)
+            w = given if w is None else multiply(w, given)
+    avg, w_sum = average(x, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    if w is None:
+        fact = x.shape[1] - ddof
+    elif ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = w_sum - ddof
+    else:
+        fact = w_sum - ddof * _sum(multiply(w, cast(as_tensor(aweights), x.dtype))) / w_sum
+    centered = x - reshape(avg, (-1, 1))
+    weighted = centered if w is None else multiply(centered, w)
+    return squeeze(divide(matmul(centered, transpose(weighted)), fact))
+
+
+def corrcoef(x, y=None, rowvar=True):
+    """np.corrcoef: the covariance matrix scaled to unit diagonal, clipped to [-1, 1]."""
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return divide(c, c)
+    d = sqrt(diagonal(c))
+    return clip(divide(divide(c, reshape(d, (-1, 1))), reshape(d, (1, -1))), -1.0, 1.0)
+
+
+def ptp(a, axis=None, keepdims=False):
+    """np.ptp: the range (max - min) over `axis`."""
+    a = as_tensor(a)
+    return _max(a, axis, keepdims) - _min(a, axis, keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """np.count_nonzero: how many entries differ from zero over `axis` (an integer tensor,
+    with no derivative)."""
+    a = as_tensor(a)
+    if axis is not None:
+        axis = tuple(axis_index(k, a.ndim, "count_nonzero") for k in np.atleast_1d(axis))
+    return _sum(cast(not_equal(a, 0), np.int64), axis, keepdims)
+
+
+def _value(v) -> np.ndarray:
+    """A value to compare: a comparison has no derivative, so reading it drops nothing."""
+    return stop_gradient(v).numpy() if isinstance(v, Tensor) else np.asarray(v)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """np.allclose on the values (a Python bool: no derivative)."""
+    a, b = as_operands((a, b))
+    return bool(np.allclose(_value(a), _value(b), rtol, atol, equal_nan))
+
+
+def array_equal(a1, a2, equal_nan=False) -> bool:
+    """np.array_equal on the values (a Python bool: no derivative)."""
+    return bool(np.array_equal(_value(a1), _value(a2), equal_nan=equal_nan))
