@@ -211,6 +211,25 @@ def test_in_a_compiled_function(name):
         _assert_same(compiled(*(pj.constant(a) for a in args)), _quiet(f, *args), name)
 
 
+@pytest.mark.parametrize("name", ["cross", "trace", "diagonal", "diag_vector", "tril", "kron",
+                                  "cov_weights", "repeat_counts", "corrcoef", "meshgrid_xy"])
+def test_jacobian_inside_a_compiled_function(name):
+    f, (x, *rest) = CASES[name]
+    g = _flattened(f, rest)
+
+    def jac(v):
+        with pj.GradientTape() as tape:
+            tape.watch(v)
+            y = g(v)
+        return tape.jacobian(y, v)
+    compiled = pj.function(jac)
+    want = _numerical_jacobian(g, x)
+    for _ in range(2):
+        got = compiled(pj.constant(x)).numpy()
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-7,
+                                   err_msg=name)
+
+
 @no_fallback
 @pytest.mark.parametrize("name", sorted(BATCHED))
 @pytest.mark.parametrize("use_pfor", [True, False])
@@ -226,6 +245,26 @@ def test_batch_jacobian(name, use_pfor):
             [X3[:b], r[None], X3[b + 1:]]))[b], X3[b])
         np.testing.assert_allclose(got[b].reshape(row.shape), row, rtol=1e-6, atol=1e-7,
                                    err_msg=name)
+
+
+def _weighted_square(f, rest, u):
+    """x -> sum(u * f(x, *rest)^2) over every output entry: a scalar with a Hessian."""
+    g = _flattened(f, rest)
+    return lambda x: pj.sum(u * pj.square(g(x)))
+
+
+@no_fallback
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hessian_by_pfor_against_differences_of_the_gradient(name):
+    f, (x, *rest) = CASES[name]
+    u = RNG.normal(size=_flat(_quiet(f, x, *rest)).shape)
+    s = _weighted_square(f, rest, u)
+    hess = pj.hessian(s, pj.constant(x), vectorize=True).numpy().reshape(x.size, x.size)
+
+    def gradient(v):
+        return pj.vjp(s, pj.constant(v))[1].numpy()
+    np.testing.assert_allclose(hess, _numerical_jacobian(gradient, x).T, rtol=1e-6, atol=1e-6,
+                               err_msg=name)
 
 
 def test_hessians_against_closed_forms():
