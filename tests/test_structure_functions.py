@@ -78,6 +78,13 @@ CASES = {
     "rollaxis_start": (lambda a: np.rollaxis(a, 0, 3), (C,)),
     "append_flat": (lambda a, b: np.append(a, b), (A, V)),
     "append_axis": (lambda a, b: np.append(a, b, axis=0), (A, B.T)),
+    "unstack": (lambda a: np.unstack(a, axis=1), (C,)),
+    "delete_indices": (lambda a: np.delete(a, [0, 2], axis=1), (A,)),
+    "delete_mask_flat": (lambda a: np.delete(a, np.arange(12) % 5 == 0), (A,)),
+    "delete_slice": (lambda a: np.delete(a, slice(1, None, 2), axis=-1), (C,)),
+    "resize": (lambda a: np.resize(a, (5, 3)), (B[:2],)),
+    "block": (lambda a, b: np.block([[a, b[:3]], [np.ones((1, 4)), b[3:]]]), (A, B)),
+    "block_flat": (lambda a, b: np.block([a, 2.0, b]), (V, W)),
     "select": (lambda a, b: np.select([MASK_HI, MASK_LO], [a, b * 2], default=-1.0), (A, A ** 2)),
     "broadcast_arrays": (lambda a, b: np.broadcast_arrays(a, b), (A, V[:, None])),
     "linalg_outer": (lambda a, b: np.linalg.outer(a, b), (V, A[0])),
@@ -322,6 +329,9 @@ def test_value_only_functions_read_watched_tensors_without_a_derivative():
     (lambda x: np.vsplit(x[0], 2), "rank 2 or more"),
     (lambda x: np.real(x * 1j), "real tensors"),
     (lambda x: np.meshgrid(x, indexing="yx"), "'xy' or 'ij'"),
+    (lambda x: np.block([[x], x]), "different depths"),
+    (lambda x: np.block([x, []]), "empty"),
+    (lambda x: np.resize(x, (2, -1)), "negative length"),
     (lambda x: np.average(x, weights=x[0]), "1-D along one given axis"),
 ])
 def test_errors_name_the_function_and_the_argument(call, message):

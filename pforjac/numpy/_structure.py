@@ -17,7 +17,8 @@ from ..tensor import as_tensor
 for _fn in ("inner", "tensordot", "kron", "vdot", "cross", "diag", "diagonal", "diagflat",
             "tril", "triu", "atleast_1d", "atleast_2d", "atleast_3d", "dstack", "column_stack",
             "array_split", "vsplit", "hsplit", "dsplit", "repeat", "fliplr", "flipud", "rot90",
-            "rollaxis", "append", "select", "real", "imag", "allclose", "array_equal"):
+            "rollaxis", "append", "select", "real", "imag", "allclose", "array_equal", "delete",
+            "resize", "block"):
     implements(getattr(np, _fn))(getattr(pj, _fn))
 implements(np.conjugate)(pj.conjugate)      # a ufunc (np.conj is the same object)
 
@@ -52,6 +53,12 @@ implements(np.vstack)(_stacked("vstack", pj.vstack))
 implements(np.hstack)(_stacked("hstack", pj.hstack))
 if hasattr(np, "row_stack") and hasattr(np.row_stack, "_implementation"):   # numpy < 2
     implements(np.row_stack)(_stacked("row_stack", pj.vstack))
+
+
+if hasattr(np, "unstack"):     # numpy >= 2.1
+    @implements(np.unstack)
+    def unstack(x, /, *, axis=0):
+        return pj.unstack(x, axis)
 
 
 @implements(np.broadcast_arrays)

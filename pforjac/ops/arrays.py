@@ -1,6 +1,6 @@
-"""Array structure, as numpy's functions: atleast_*d, the stacks and splits, repeat, the
-flips and rotations, rollaxis, append, select, broadcast_arrays, meshgrid, and
-real / imag / conj for real tensors.
+"""Array structure, as numpy's functions: atleast_*d, the stacks and splits, unstack, delete,
+resize, block, repeat, the flips and rotations, rollaxis, append, select, broadcast_arrays,
+meshgrid, and real / imag / conj for real tensors.
 
 All are composites of reshape, broadcast_to, concat, split, gather, getitem, transpose and
 where, so each gets every rule from those primitives.
@@ -19,7 +19,7 @@ from .shape import concat, flip, moveaxis, split, swapaxes
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack",
            "column_stack", "row_stack", "array_split", "vsplit", "hsplit", "dsplit", "repeat",
            "fliplr", "flipud", "rot90", "rollaxis", "append", "select", "broadcast_arrays",
-           "meshgrid", "real", "imag", "conj", "conjugate"]
+           "meshgrid", "unstack", "delete", "resize", "block", "real", "imag", "conj", "conjugate"]
 
 
 # -- rank -------------------------------------------------------------------------------
@@ -202,6 +202,79 @@ def append(arr, values, axis=None):
     if axis is None:
         return concat([reshape(arr, (-1,)), reshape(values, (-1,))], 0)
     return concat([arr, values], axis)
+
+
+def unstack(x, axis=0) -> tuple:
+    """np.unstack: the slices of `x` along `axis`, as a tuple."""
+    x = as_tensor(x)
+    axis = axis_index(axis, x.ndim, "unstack")
+    if x.shape[axis] == 0:
+        return ()
+    shape = tuple(d for k, d in enumerate(x.shape) if k != axis)
+    return tuple(reshape(p, shape) for p in split(x, x.shape[axis], axis))
+
+
+def delete(arr, obj, axis=None):
+    """np.delete: `arr` without the entries `obj` (an int, a slice, indices or a boolean
+    mask) along `axis` (of the flattened tensor for None)."""
+    x = as_tensor(arr)
+    if axis is None:
+        x, axis = reshape(x, (-1,)), 0
+    axis = axis_index(axis, x.ndim, "delete")
+    if isinstance(obj, Tensor):
+        obj = obj.numpy()           # indices or a mask: no derivative to lose
+    kept = np.delete(np.arange(x.shape[axis]), obj)
+    return gather(x, kept, axis)
+
+
+def resize(a, new_shape):
+    """np.resize: the flattened `a` repeated cyclically to fill `new_shape`."""
+    x = reshape(as_tensor(a), (-1,))
+    shape = tuple(int_arg(d, "resize: new_shape") for d in np.atleast_1d(new_shape))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"resize: new_shape {shape} has a negative length")
+    size = int(np.prod(shape))
+    if x.shape[0] == 0 or size == 0:        # (numpy's zeros: nothing to differentiate)
+        return as_tensor(np.zeros(shape, x.dtype))
+    return reshape(gather(x, np.arange(size) % x.shape[0], 0), shape)
+
+
+def _block_depth(arrays, where: str) -> int:
+    """How deep `arrays`' lists nest (0 for a tensor); they must nest equally everywhere."""
+    if isinstance(arrays, tuple):
+        raise TypeError(f"block: {where} is a tuple; np.block takes nested lists")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise ValueError(f"block: the list at {where} is empty")
+    depths = {_block_depth(a, f"{where}[{k}]") for k, a in enumerate(arrays)}
+    if len(depths) != 1:
+        raise ValueError(f"block: the lists inside {where} nest to different depths")
+    return 1 + depths.pop()
+
+
+def _block_leaves(arrays):
+    if isinstance(arrays, list):
+        for a in arrays:
+            yield from _block_leaves(a)
+    else:
+        yield as_tensor(arrays)
+
+
+def _joined_blocks(arrays, level: int, depth: int, ndim: int):
+    if not isinstance(arrays, list):
+        t = as_tensor(arrays)
+        return reshape(t, (1,) * (ndim - t.ndim) + tuple(t.shape))
+    return concat([_joined_blocks(a, level + 1, depth, ndim) for a in arrays],
+                  axis=ndim - depth + level)
+
+
+def block(arrays):
+    """np.block: a tensor assembled from nested lists of blocks, the innermost lists joined
+    along the last axis, the next ones along the one before, ..."""
+    depth = _block_depth(arrays, "arrays")
+    ndim = max([depth] + [t.ndim for t in _block_leaves(arrays)])
+    return _joined_blocks(arrays, 0, depth, ndim)
 
 
 # -- choices and broadcasting ---------------------------------------------------------------
