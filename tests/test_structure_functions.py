@@ -237,6 +237,18 @@ def test_jacobian_inside_a_compiled_function(name):
                                    err_msg=name)
 
 
+@pytest.mark.parametrize("name", ["cross", "diag_vector", "repeat_counts", "delete_indices",
+                                  "cov", "diagonal"])
+def test_repeated_eager_jacobians_stay_right_through_the_loop_cache(name):
+    f, (x, *rest) = CASES[name]
+    g = _flattened(f, rest)
+    want = _numerical_jacobian(g, x)
+    for k in range(5):           # the loop cache compiles the backward pass after a few
+        by_pfor, _ = pfor_and_loop_jacobians(g, x + k)
+        np.testing.assert_allclose(by_pfor.reshape(want.shape), _numerical_jacobian(g, x + k),
+                                   rtol=1e-6, atol=1e-7, err_msg=f"{name}, call {k}")
+
+
 @no_fallback
 @pytest.mark.parametrize("name", sorted(BATCHED))
 @pytest.mark.parametrize("use_pfor", [True, False])
