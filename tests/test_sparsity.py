@@ -504,6 +504,18 @@ def test_an_op_without_a_rule_is_conservative_and_warns_once():
         named = [w for w in caught if "sparsity_test_running_max" in str(w.message)]
         assert len(named) == 1 and "no sparsity rule" in str(named[0].message)
         np.testing.assert_array_equal(p.toarray(), np.arange(5)[None, :].repeat(3, 0) < 3)
+        h = hessian_sparsity(lambda x: pj.sum(running_max(x[1:3])) + x[0], np.zeros(4))
+        np.testing.assert_array_equal(h.toarray(), np.pad(np.ones((2, 2), bool), ((1, 1), (1, 1))))
+
+
+def test_a_primitive_declared_again_loses_its_old_rules():
+    with isolated_registries():
+        old = core.new_primitive("sparsity_test_again", np.negative, lambda x: (x.shape, x.dtype))
+        pattern_rules.defsparsity(old, curvature="linear")(pattern_rules.elementwise_rule)
+        new = core.new_primitive("sparsity_test_again", np.negative,
+                                 lambda x: (x.shape, x.dtype), override=True)
+        assert old not in pattern_rules.sparsity_rules and old not in pattern_rules.curvatures
+        assert pattern_rules.sparsity_rule_for(new) is None
 
 
 def test_the_batched_matrix_rule_keeps_batches_apart():
