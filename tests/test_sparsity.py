@@ -373,6 +373,17 @@ def exp_of_a_sum(x):
     return pj.exp(pj.sum(x[:3])) + pj.sum(x[3:])
 
 
+def dot_of_residuals(x):
+    """0.5 r @ r, r a chained residual: each product pairs r_k with itself only."""
+    r = x[1:] - x[:-1] ** 2
+    return 0.5 * (r @ r)
+
+
+def gram(x):
+    X = pj.reshape(x, (2, 3))
+    return pj.sum(X @ pj.transpose(X)) + pj.einsum("i,i->", x[:2], x[4:])
+
+
 def _corners() -> np.ndarray:
     out = _banded(10, (-1, 1))
     for i, j in ((0, 8), (1, 9)):
@@ -397,6 +408,10 @@ HESSIANS = [
              lambda: np.ones((6, 6), bool), structural="a dense constant's zeros are not read"),
     Workload("quotients", quotients, 8, _quotient_truth),
     Workload("piecewise", piecewise, 6, lambda: np.eye(6, dtype=bool)),
+    Workload("dot_of_residuals", dot_of_residuals, 8, lambda: _banded(8, (-1, 0, 1))),
+    Workload("gram", gram, 6,           # X[i, j] X[k, j]: the same column; x0 x4, x1 x5
+             lambda: np.kron(np.ones((2, 2), bool), np.eye(3, dtype=bool))
+             | _banded(6, (-4, 4))),
     Workload("exp_of_a_sum", exp_of_a_sum, 6,
              lambda: np.pad(np.ones((3, 3), bool), ((0, 3), (0, 3)))),
 ]

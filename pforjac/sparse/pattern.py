@@ -5,7 +5,8 @@ equations: every element of every value holds the set of input elements it can d
 on (a row of a boolean CSR matrix), and each primitive's sparsity rule (`pattern_rules`)
 says how its outputs' sets follow from its inputs'. `hessian_sparsity` carries, besides,
 each element's set of input pairs that can have a non-zero second derivative, which the
-primitives' curvature (linear, bilinear, nonlinear, ...) says how to extend.
+primitives' curvature (linear, bilinear, nonlinear, ...) says how to extend: a nonlinear
+op adds every pair of what its element reads, a product the pairs across its factors.
 
 The patterns are global and structural: an entry is in them when it can be non-zero for
 some x (both branches of a `where`, both sides of a `maximum`), whatever the values at
@@ -24,7 +25,7 @@ from ..tensor import Tensor
 from ..warn import warn_once
 from . import _sets
 from ._sets import ALL, sp
-from .pattern_rules import curvature_of, sparsity_rule_for
+from .pattern_rules import curvature_of, product_terms, sparsity_rule_for
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "program_jacobian_sparsity",
            "program_hessian_sparsity"]
@@ -175,19 +176,21 @@ def _equation(eqn, ins: list, n: int, hessian: bool, fixed: dict) -> list:
                     _sets.compose(r, p.hess, size) if hessian else None)
                    for k, (r, p) in enumerate(zip(rels, ins)) if p is not None and r is not None]
         grad = _sets.union([g for _, g, _ in aligned], size, n)
-        hess = _second_order(eqn, aligned, grad, n) if hessian else None
+        hess = _second_order(eqn, ins, aligned, grad, n) if hessian else None
         empty = grad.nnz == 0 and (hess is None or hess.nnz == 0)
         patterns.append(None if empty else _Pattern(grad, hess))
     return patterns
 
 
-def _second_order(eqn, aligned: list, grad, n: int):
+def _second_order(eqn, ins: list, aligned: list, grad, n: int):
     """The output elements' pairs: those their inputs carry, and the ones the op adds."""
     size, op = grad.shape[0], eqn.prim.name
     terms = [h for _, _, h in aligned]
     curvature = curvature_of(eqn.prim)
     if curvature == "nonlinear":
         terms.append(_sets.pairs(grad, grad, n, op))
+    elif curvature == "bilinear" and eqn.prim in product_terms and len(aligned) == 2:
+        terms.append(_product_pairs(eqn, ins, n))
     elif curvature == "bilinear":
         terms += [_sets.pairs(a, b, n, op) for i, (_, a, _) in enumerate(aligned)
                   for (_, b, _) in aligned[i + 1:]]
@@ -198,3 +201,13 @@ def _second_order(eqn, aligned: list, grad, n: int):
             if 0 in by_input:
                 terms.append(_sets.pairs(by_input[0], by_input[1], n, op))
     return _sets.union(terms, size, n * n)
+
+
+def _product_pairs(eqn, ins: list, n: int):
+    """A contraction's cross pairs: each product's two factors' pairs, summed into the
+    output element the product adds to."""
+    out, factors = product_terms[eqn.prim](eqn)
+    a, b = (_sets.compose(_sets.Select(f), p.grad, len(f)) for f, p in zip(factors, ins))
+    per_product = _sets.pairs(a, b, n, eqn.prim.name)
+    size = int(np.prod(eqn.outputs[0].shape))
+    return _sets.compose(_sets.scatter_relation(out, size), per_product, size)

@@ -12,6 +12,8 @@ function's input decides: the pattern holds for every x.
     curvatures[prim]       what the op does to second derivatives (CURVATURES); default
                            "constant" for a primitive that is not differentiable, else
                            "nonlinear" (the safe answer)
+    product_terms[prim]    for a contraction (matmul, einsum of two operands): its products'
+                           factors, so that its second-order pairs are exact
 
 An op with no rule (and not elementwise) is handled conservatively: every output element
 reads every element of every input, with one warning naming it.
@@ -28,13 +30,15 @@ from ..ops._einsum_plan import parse_einsum
 from ._sets import IDENTITY, Select, from_parts, kron_relation, ranges, scatter_relation
 
 __all__ = ["sparsity_rules", "curvatures", "CURVATURES", "defsparsity", "defcurvature",
-           "sparsity_rule_for", "curvature_of", "batched_matrix_rule", "elementwise_rule"]
+           "sparsity_rule_for", "curvature_of", "batched_matrix_rule", "elementwise_rule",
+           "product_terms"]
 
 CURVATURES = {
     "constant": "zero derivative (comparisons, floor, stop_gradient): no dependency at all",
     "linear": "outputs are linear in the inputs: second-order sets pass through",
     "piecewise_linear": "linear almost everywhere (abs, maximum, where): as linear",
-    "bilinear": "linear in each input (multiply, matmul): adds the pairs across inputs",
+    "bilinear": "linear in each input (multiply, matmul): adds the pairs across the factors "
+                "of each product (`product_terms`; else across the inputs an element reads)",
     "quotient": "x / y: the pairs across x and y, and y's pairs with itself",
     "nonlinear": "adds every pair of the inputs an output element reads",
 }
@@ -47,7 +51,7 @@ curvatures: dict[core.Primitive, str] = {}
 def _drop_replaced(name: str, replaced: bool) -> None:
     """A primitive declared again is a new op: the old one's rules go."""
     if replaced:
-        for table in (sparsity_rules, curvatures):
+        for table in (sparsity_rules, curvatures, product_terms):
             for prim in [p for p in table if p.name == name]:
                 del table[prim]
 
@@ -283,6 +287,44 @@ def _matmul_subscripts(nx: int, ny: int, nout: int) -> tuple:
     return x, y, batch + ("m" if nx > 1 else "") + ("n" if ny > 1 else "")
 
 
+# The products a contraction sums, for its second-order pairs: a bilinear op's cross pairs
+# are those of each product's two factors (x_ik y_kj for the same k), not of everything its
+# output element reads (which would pair x_i1 with y_2j, and make x @ x's Hessian dense).
+# `terms(eqn) -> (out, factors)`: per product, the output element it adds into and, per
+# input, the element that is its factor. Elementwise products need none (one product each).
+product_terms: dict[core.Primitive, Callable] = {}
+
+
+def _iteration_space(operands: list, out: str, shapes: list, out_shape: tuple) -> tuple:
+    """For every point of a contraction's iteration space (one axis per letter), the flat
+    index of the output element and of each operand's element (a broadcast axis, size 1,
+    at 0)."""
+    size: dict = {}
+    for subs, shape in zip(operands + [out], shapes + [out_shape]):
+        for c, d in zip(subs, shape):
+            size[c] = max(size.get(c, 1), d)
+    full = tuple(size.values())
+    coord = dict(zip(size, np.indices(full, sparse=True)))
+
+    def flat(subs: str, shape: tuple) -> np.ndarray:
+        index = np.zeros((1,) * len(full), np.int64)
+        for c, d in zip(subs, shape):
+            index = index * d + (coord[c] if d > 1 else 0)
+        return np.broadcast_to(index, full).ravel()
+    return flat(out, out_shape), [flat(s, shape) for s, shape in zip(operands, shapes)]
+
+
+def _matmul_terms(eqn):
+    x, y, out = (_shape(v) for v in (*eqn.inputs, eqn.outputs[0]))
+    subs = _matmul_subscripts(len(x), len(y), len(out))
+    return _iteration_space(list(subs[:2]), subs[2], [x, y], out)
+
+
+def _einsum_terms(eqn):
+    ins, out = parse_einsum(eqn.params["subscripts"], [len(v.shape) for v in eqn.inputs])
+    return _iteration_space(ins, out, [_shape(v) for v in eqn.inputs], _shape(eqn.outputs[0]))
+
+
 @defsparsity(ops.linalg.matmul_p, curvature="bilinear")
 def _matmul(eqn, ctx):
     x, y, out = (_shape(v) for v in (*eqn.inputs, eqn.outputs[0]))
@@ -296,6 +338,10 @@ def _einsum(eqn, ctx):
     ins, out = parse_einsum(eqn.params["subscripts"], [len(v.shape) for v in eqn.inputs])
     return [_contraction(s, out, _shape(v), _shape(eqn.outputs[0])) if live else None
             for s, v, live in zip(ins, eqn.inputs, ctx.live)]
+
+
+product_terms[ops.linalg.matmul_p] = _matmul_terms
+product_terms[ops.linalg.einsum_p] = _einsum_terms
 
 
 # -- linear algebra: whole trailing matrices ------------------------------------------------
