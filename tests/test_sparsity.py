@@ -467,6 +467,9 @@ def test_a_hessian_step_that_would_be_too_large_says_so(monkeypatch):
     monkeypatch.setattr(_sets, "PAIR_LIMIT", 10)
     with pytest.raises(MemoryError, match="op 'exp' would form 25 index pairs"):
         hessian_sparsity(lambda x: pj.exp(pj.sum(x)), np.zeros(5))
+    with pytest.raises(MemoryError, match=r"mk,kn->mn of shapes \[\(2, 3\), \(3, 2\)\] sums 12"):
+        hessian_sparsity(lambda x: pj.sum(pj.reshape(x, (2, 3)) @ pj.reshape(x, (3, 2))),
+                         np.zeros(6))
 
 
 def test_hessian_sparsity_wants_a_scalar():

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import core, ops
 from ..ops._einsum_plan import parse_einsum
+from . import _sets
 from ._sets import IDENTITY, Select, from_parts, kron_relation, ranges, scatter_relation
 
 __all__ = ["sparsity_rules", "curvatures", "CURVATURES", "defsparsity", "defcurvature",
@@ -304,6 +305,11 @@ def _iteration_space(operands: list, out: str, shapes: list, out_shape: tuple) -
         for c, d in zip(subs, shape):
             size[c] = max(size.get(c, 1), d)
     full = tuple(size.values())
+    if math.prod(full) > _sets.PAIR_LIMIT:
+        raise MemoryError(f"pforjac.sparse.hessian_sparsity: the contraction "
+                          f"{','.join(operands)}->{out} of shapes {shapes} sums "
+                          f"{math.prod(full):,} products; its Hessian is nearly dense: "
+                          f"compute it densely instead")
     coord = dict(zip(size, np.indices(full, sparse=True)))
 
     def flat(subs: str, shape: tuple) -> np.ndarray:
