@@ -13,4 +13,6 @@ __all__ = [name for family in (broadcasting, elementwise, reductions, shape, ind
                                            linalg, nn)
            for name in family.__all__]
 
+from . import special, bessel  # noqa: E402,F401  (scipy.special's primitives; names in pforjac.scipy)
+
 _install()
