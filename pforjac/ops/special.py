@@ -98,7 +98,7 @@ def _no_derivative(name: str, k: int):
         f"pforjac.stop_gradient of the tensor) and differentiate the others")
 
 
-def safe_div(x, y):
+def _safe_div(x, y):
     """x / y, and 0 where x == 0 (even where y == 0): the y-derivative of x log y."""
     zero = equal(x, 0.0)
     return where(zero, 0.0, x / where(zero, 1.0, y))
@@ -155,15 +155,15 @@ defjvp(betainc_p, lambda t, ans, a, b, x: _no_derivative("betainc", 0),
        lambda t, ans, a, b, x: _fit(t * _betainc_dx(ans, a, b, x), ans.shape))
 
 # -- information theory -------------------------------------------------------------------------
-xlogy_p = _binary_special("xlogy", lambda ans, x, y: log(y), lambda ans, x, y: safe_div(x, y),
+xlogy_p = _binary_special("xlogy", lambda ans, x, y: log(y), lambda ans, x, y: _safe_div(x, y),
                           domain=("real", "positive"))
 xlog1py_p = _binary_special("xlog1py", lambda ans, x, y: log1p(y),
-                            lambda ans, x, y: safe_div(x, y + 1.0), domain=("real", "positive"))
+                            lambda ans, x, y: _safe_div(x, y + 1.0), domain=("real", "positive"))
 entr_p = unary("entr", lambda ans, x: -(log(x) + 1.0), domain="positive", zero_preserving=True)
 rel_entr_p = _binary_special("rel_entr", lambda ans, x, y: log(x) - log(y) + 1.0,
-                             lambda ans, x, y: -safe_div(x, y))
+                             lambda ans, x, y: -_safe_div(x, y))
 kl_div_p = _binary_special("kl_div", lambda ans, x, y: log(x) - log(y),   # rel_entr - x + y
-                           lambda ans, x, y: 1.0 - safe_div(x, y))
+                           lambda ans, x, y: 1.0 - _safe_div(x, y))
 
 
 def erf(x): return erf_p.bind(x)
@@ -190,24 +190,20 @@ def polygamma(n, x):
     return digamma(x) if n == 0 else polygamma_p.bind(x, order=n)
 
 
-def betaln(a, b): return betaln_p.bind(*_coerce(a, b))
-def beta(a, b): return beta_p.bind(*_coerce(a, b))
-def gammainc(a, x): return gammainc_p.bind(*_coerce(a, x))
-def gammaincc(a, x): return gammaincc_p.bind(*_coerce(a, x))
-def xlogy(x, y): return xlogy_p.bind(*_coerce(x, y))
-def xlog1py(x, y): return xlog1py_p.bind(*_coerce(x, y))
-def rel_entr(x, y): return rel_entr_p.bind(*_coerce(x, y))
-def kl_div(x, y): return kl_div_p.bind(*_coerce(x, y))
+def betaln(a, b): return betaln_p.bind(*coerce(a, b))
+def beta(a, b): return beta_p.bind(*coerce(a, b))
+def gammainc(a, x): return gammainc_p.bind(*coerce(a, x))
+def gammaincc(a, x): return gammaincc_p.bind(*coerce(a, x))
+def xlogy(x, y): return xlogy_p.bind(*coerce(x, y))
+def xlog1py(x, y): return xlog1py_p.bind(*coerce(x, y))
+def rel_entr(x, y): return rel_entr_p.bind(*coerce(x, y))
+def kl_div(x, y): return kl_div_p.bind(*coerce(x, y))
 def betainc(a, b, x): return betainc_p.bind(*_coerce3(a, b, x))
 
 
-def _coerce(x, y):
-    return coerce(x, y)
-
-
 def _coerce3(a, b, x):
-    a, x = _coerce(a, x)
-    b, x = _coerce(b, x)
+    a, x = coerce(a, x)
+    b, x = coerce(b, x)
     return a, b, x
 
 

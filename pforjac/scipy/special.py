@@ -18,6 +18,7 @@ the functions that call it raise an ImportError naming `pip install pforjac[scip
 from __future__ import annotations
 
 import sys
+import threading
 
 import numpy as np
 
@@ -113,16 +114,20 @@ _UFUNCS = {"erf": erf, "erfc": erfc, "erfinv": erfinv, "erfcinv": erfcinv, "ndtr
            "i0e": i0e, "i1e": i1e, "iv": iv, "ive": ive}
 
 
+_registering = threading.Lock()
+
+
 def register_ufuncs() -> bool:
     """Registers scipy.special's ufuncs (digamma is psi, jn is jv) with numpy_dispatch once
     scipy.special is loaded; False (nothing done) while it is not: it is never imported here."""
     module = sys.modules.get("scipy.special")
     if module is None:
         return False
-    for name, fn in _UFUNCS.items():
-        ufunc = getattr(module, name)
-        if ufunc not in numpy_dispatch.UFUNCS:
-            numpy_dispatch.implements(ufunc)(fn)
+    with _registering:                  # two threads meeting their first scipy ufunc at once
+        for name, fn in _UFUNCS.items():
+            ufunc = getattr(module, name)
+            if ufunc not in numpy_dispatch.UFUNCS:
+                numpy_dispatch.implements(ufunc)(fn)
     return True
 
 
