@@ -43,12 +43,18 @@ def scipy_special():
     return scipy.special
 
 
+@functools.lru_cache(maxsize=None)
+def _scipy_function(name: str):
+    return getattr(scipy_special(), name)
+
+
+_NARROW = frozenset({np.dtype(np.float16), np.dtype(np.float32)})
+
+
 def _narrow(args) -> np.dtype | None:
     """float16 or float32 when every argument is one of them (their result type), else None."""
-    dtypes = [np.asarray(a).dtype for a in args]
-    if dtypes and all(d in (np.float16, np.float32) for d in dtypes):
-        return np.result_type(*dtypes)
-    return None
+    dtypes = {np.asarray(a).dtype for a in args}
+    return np.result_type(*dtypes) if dtypes and dtypes <= _NARROW else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -57,12 +63,13 @@ def forward(name: str, order_param: str | None = None):
     argument, jv's v). float16 is computed in float32 and rounded back; float32 stays
     float32 (scipy's polygamma, a Python function, would widen it)."""
     def impl(*args, **params):
-        fn = getattr(scipy_special(), name)
+        fn = _scipy_function(name)
+        lead = (params[order_param],) if order_param else ()
         narrow = _narrow(args)
-        if narrow is not None:
-            args = [np.asarray(a, np.float32) for a in args]
-        out = fn(*((params[order_param],) if order_param else ()), *args)
-        return out if narrow is None else np.asarray(out).astype(narrow, copy=False)
+        if narrow is None:
+            return fn(*lead, *args)
+        out = fn(*lead, *(np.asarray(a, np.float32) for a in args))
+        return np.asarray(out).astype(narrow, copy=False)
     impl.__name__ = f"scipy_special_{name}"
     return impl
 
