@@ -247,13 +247,22 @@ def test_shape_parameters_without_a_derivative_raise_naming_the_op():
         tape.gradient(y, a)
 
 
-def test_orders_must_be_constants():
+def test_constant_orders_and_arrays_of_orders():
     with pytest.raises(TypeError, match="polygamma: n"):
         psp.polygamma(1.5, pj.constant(X))
-    with pytest.raises(TypeError, match="jv: the order must be a constant"):
-        psp.jv(np.array([1.0, 2.0]), pj.constant(X))
     with pytest.raises(ValueError, match=r"multigammaln: every a must be > \(d - 1\) / 2"):
         psp.multigammaln(pj.constant(X), 4)
+    v = np.array([0.5, 1.0, 2.5])                      # broadcast against x, as scipy's
+    np.testing.assert_allclose(psp.jv(v, pj.constant(X)).numpy(), sc.jv(v, X), rtol=1e-13)
+    jac = pj.jacobian(lambda z: sc.iv(v, z), pj.constant(X), vectorize=True).numpy()
+    np.testing.assert_allclose(np.diag(jac.reshape(X.size, X.size)), sc.ivp(v, X).ravel(),
+                               rtol=1e-10)
+    order = pj.constant(v)
+    with pj.GradientTape() as tape:
+        tape.watch(order)
+        y = sc.jv(order, X)
+    with pytest.raises(NotImplementedError, match="jv: no derivative with respect to argument 0"):
+        tape.gradient(y, order)
 
 
 def _run(code: str) -> str:
