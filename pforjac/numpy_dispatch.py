@@ -11,12 +11,14 @@ it returns (plain arrays), as before dispatch existed: nothing is dropped that a
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import ops as pj
 from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
-__all__ = ["UFUNCS", "FUNCTIONS", "implements", "install"]
+__all__ = ["UFUNCS", "FUNCTIONS", "PENDING", "implements", "install"]
 
 
 UFUNCS = {
@@ -88,9 +90,29 @@ _UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "where": True, "subok":
                    "dtype": None, "signature": None}
 
 
+# registrations waiting for a module pforjac does not import itself (pforjac.scipy.special's,
+# for scipy.special): each is retried on a ufunc UFUNCS lacks, and dropped once it returns True
+PENDING: list = []
+
+
+def _lookup(ufunc):
+    fn = UFUNCS.get(ufunc)
+    if fn is None and PENDING:
+        PENDING[:] = [register for register in PENDING if not register()]
+        fn = UFUNCS.get(ufunc)
+    return fn
+
+
+def _ufunc_name(ufunc) -> str:
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, ufunc.__name__, None) is ufunc:
+        return f"scipy.special.{ufunc.__name__}"
+    return f"numpy.{ufunc.__name__}"
+
+
 def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     """A ufunc call the fast path can't take: a method, keywords, or no pforjac op."""
-    what = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    what = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     out = kwargs.get("out")
     if out is not None and any(isinstance(o, Tensor) for o in _leaves(out)):
         raise TypeError(f"{what}(..., out=<Tensor>): pforjac tensors are immutable; use the "
@@ -98,7 +120,7 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     if method == "at" and isinstance(inputs[0], Tensor):
         raise TypeError(f"{what} writes into its first argument, and pforjac tensors are "
                         f"immutable; compute the new tensor with pforjac ops instead")
-    fn = UFUNCS.get(ufunc)
+    fn = _lookup(ufunc)
     extra = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if method != "__call__":
         reason = f"pforjac has no {ufunc.__name__}.{method}"

@@ -13,6 +13,8 @@ __all__ = [name for family in (broadcasting, elementwise, reductions, shape, ind
                                            linalg, nn)
            for name in family.__all__]
 
+from . import special, bessel  # noqa: E402,F401  (scipy.special's primitives; names in pforjac.scipy)
+
 _install()
 
 from . import products, arrays, statistics  # noqa: E402  (numpy's structure functions)

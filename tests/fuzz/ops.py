@@ -383,3 +383,6 @@ INTERNAL = {
 
 # -- not drawn: the minimizer and the known-issue tests put it in place of a line ---------------
 op("identity", "none", lambda B, a, *rest, **kw: a, lambda pj, a, *rest, **kw: a, prims=())
+
+
+from . import ops_scipy  # noqa: E402,F401  (scipy.special's ops, appended to OPS)
