@@ -89,7 +89,7 @@ def test_numpy_code_on_tensors(name):
 
 
 @pytest.mark.parametrize("name", sorted(NUMPY_PATH_RAISES))
-def test_np_array_of_tensors_raises_naming_pforjac_numpy(name):
+def test_calls_the_protocols_never_see_raise(name):
     with pytest.raises(TypeError, match="pforjac"):
         _check(CASES[name], name, hessian=False)
 
