@@ -72,7 +72,6 @@ PENDING = {
     'np_gradient_0': 'np.gradient',
     'np_gradient_1': 'np.gradient',
     'np_gradient_2': 'np.gradient',
-    'np_index_mixed': 'mixed basic and advanced indexing, x[3, 2:, [1, 3]]',
     'np_linspace_0': 'np.linspace with Tensor endpoints (branch namespace)',
     'np_linspace_1': 'np.linspace with Tensor endpoints (branch namespace)',
     'np_linspace_2': 'np.linspace with Tensor endpoints (branch namespace)',
