@@ -293,3 +293,24 @@ def test_var_and_std_without_degrees_of_freedom_are_numpys_nan_or_inf(x, ddof):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             np.testing.assert_array_equal(got, getattr(np, name)(x, ddof=ddof))
+
+
+@pytest.mark.parametrize("reduce, axis", [(np.max, None), (np.max, 1), (np.min, 0), (np.max, (0, 1))])
+def test_extremum_ties_share_the_derivative_evenly_in_every_mode(reduce, axis):
+    """JAX's and autograd's convention: each of k tied extrema gets 1/k of the derivative,
+    in reverse mode (pfor and loop), forward mode and jvp alike."""
+    x = np.array([[1.0, 3.0, 3.0], [3.0, 0.5, 3.0], [0.5, 0.5, 0.5]])
+    ans = reduce(x, axis=axis, keepdims=True)
+    tied = (x == ans) / (x == ans).sum(axis=axis, keepdims=True)
+    out_shape = reduce(x, axis=axis).shape
+    want = np.zeros(out_shape + x.shape)
+    for k in np.ndindex(x.shape):
+        out_k = tuple(i for a, i in enumerate(k) if axis is not None and a not in np.atleast_1d(axis))
+        want[out_k + k] = tied[k]
+    f = lambda t: reduce(t, axis=axis)
+    for jac in (pj.jacobian(f, pj.constant(x), vectorize=True),
+                pj.jacobian(f, pj.constant(x), vectorize=False),
+                pj.jacobian(f, pj.constant(x), strategy="forward-mode", vectorize=True)):
+        np.testing.assert_allclose(jac.numpy(), want, rtol=1e-15)
+    np.testing.assert_allclose(pj.jvp(f, x, np.ones_like(x))[1].numpy(), want.reshape(
+        out_shape + (-1,)).sum(-1), rtol=1e-15)

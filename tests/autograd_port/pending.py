@@ -75,14 +75,6 @@ PENDING = {
     'np_linspace_0': 'np.linspace with Tensor endpoints (branch namespace)',
     'np_linspace_1': 'np.linspace with Tensor endpoints (branch namespace)',
     'np_linspace_2': 'np.linspace with Tensor endpoints (branch namespace)',
-    'np_max_equal_values': 'ties in max/min/maximum: the split of the gradient',
-    'np_max_equal_values_2d_-1.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_max_equal_values_2d_1.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_maximum_equal_values_2d_-1.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_maximum_equal_values_2d_1.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_maximum_equal_values_2d_2.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_min_3_way_equality_-1.0': 'ties in max/min/maximum: the split of the gradient',
-    'np_min_3_way_equality_1.0': 'ties in max/min/maximum: the split of the gradient',
     'np_nan_to_num': 'numpy function or ufunc not yet implemented (branch arrayops)',
     'np_ravel_method': 'Tensor.ravel() (branch namespace)',
     'sp_beta-0': 'scipy.special functions (branch special)',
@@ -426,4 +418,7 @@ PENDING = {
 
 # np.array of Tensors: numpy's protocols never see it (numpy converts each element), so on the
 # numpy path these raise the conversion TypeError by design; pforjac.numpy.array runs them.
-NUMPY_PATH_RAISES = {'np_1d_array', 'np_1d_array_fanout', 'np_2d_array', 'np_array_from_arrays', 'np_array_from_arrays_2', 'np_array_from_scalar', 'np_mean_list', 'np_std_list', 'np_var_list', 'np_multi_index2'}
+# (The np_max/min ties build their input with np.array too: their ties themselves already
+# match autograd's split, tests/test_reductions.py.)
+NUMPY_PATH_RAISES = {'np_1d_array', 'np_1d_array_fanout', 'np_2d_array', 'np_array_from_arrays', 'np_array_from_arrays_2', 'np_array_from_scalar', 'np_mean_list', 'np_std_list', 'np_var_list', 'np_multi_index2',
+                     'np_max_equal_values', 'np_max_equal_values_2d_-1.0', 'np_max_equal_values_2d_1.0', 'np_maximum_equal_values_2d_-1.0', 'np_maximum_equal_values_2d_1.0', 'np_maximum_equal_values_2d_2.0', 'np_min_3_way_equality_-1.0', 'np_min_3_way_equality_1.0'}
