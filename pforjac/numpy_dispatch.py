@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from . import ops as pj
+from .ops._einsum_forms import from_sublists
 from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
 __all__ = ["UFUNCS", "FUNCTIONS", "PENDING", "implements", "install"]
@@ -257,13 +258,15 @@ def _ndim(v) -> int:
     return v.ndim if isinstance(v, (Tensor, np.ndarray)) else np.ndim(v)
 
 
-def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
-            optimize=False):
+def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """np.einsum; `optimize` is accepted and ignored (pforjac picks its own contraction order)."""
     _no_extra("einsum", out, order=None if order == "K" else order,
               casting=None if casting == "safe" else casting)
-    operands = [_cast(o, dtype) for o in operands] if dtype is not None else operands
-    return pj.einsum(subscripts, *operands)
+    if dtype is None:
+        return pj.einsum(*operands)
+    subscripts, operands = (operands[0], operands[1:]) if isinstance(operands[0], str) \
+        else from_sublists(operands)
+    return pj.einsum(subscripts, *[_cast(o, dtype) for o in operands])
 
 
 def _like(fn, name: str):
