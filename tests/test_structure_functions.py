@@ -350,3 +350,15 @@ def test_errors_name_the_function_and_the_argument(call, message):
     x = pj.constant(A[:, :3])
     with pytest.raises((ValueError, TypeError), match=message):
         _quiet(call, x)
+
+
+def test_cov_with_no_degrees_of_freedom_left_is_inf_as_numpy():
+    """N - ddof <= 0 (also with weights) divides by 0 as numpy does, not by a negative
+    count (cov of 3 observations with ddof=4 was -4.67 in every entry)."""
+    m = np.array([[1.0, 2.0, 4.0], [0.0, 1.0, 3.0]])
+    for kw in (dict(ddof=3), dict(ddof=4), dict(aweights=[1.0, 1.0, 1.0], ddof=4),
+               dict(fweights=[1, 1, 1], ddof=5), dict(ddof=2)):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_array_equal(np.cov(pj.constant(m), **kw).numpy(), np.cov(m, **kw))
+

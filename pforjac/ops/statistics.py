@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import Tensor, as_operands, as_tensor
 from ._family import axis_index, int_arg, normalize_axes
 from .broadcasting import broadcast_to, reshape, sum as _sum
-from .elementwise import cast, clip, divide, multiply, not_equal, sqrt, stop_gradient
+from .elementwise import cast, clip, divide, maximum, multiply, not_equal, sqrt, stop_gradient
 from .linalg import matmul
 from .products import diagonal
 from .reductions import max as _max, mean, min as _min
@@ -88,6 +88,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = w_sum - ddof * _sum(multiply(w, cast(as_tensor(aweights), x.dtype))) / w_sum
     centered = x - reshape(avg, (-1, 1))
     weighted = centered if w is None else multiply(centered, w)
+    # numpy's: no degrees of freedom left divide by 0 (inf, NaN), not by a negative count
+    fact = max(fact, 0) if isinstance(fact, int) else maximum(fact, 0.0)
     return squeeze(divide(matmul(centered, transpose(weighted)), fact))
 
 
