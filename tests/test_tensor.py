@@ -389,3 +389,15 @@ def test_shape_errors_under_a_tape_too():
 def test_shape_op_errors_are_clear(op, match):
     with pytest.raises(ValueError, match=match):
         op(pj.constant(np.ones((2, 3))))
+
+
+def test_all_python_operands_of_mixed_kinds_take_one_default_dtype():
+    """Python floats next to Python ints: float32 for both (TensorFlow's default and JAX's
+    weak float), not float32 values promoted with an int32 to a float64 that holds them
+    rounded (np.select([c], [[0.1, 0.2]]) was float64 0.10000000149)."""
+    c = pj.constant([True, False])
+    for got in (pj.where(c, [0.1, 0.2], 0), pj.add(1, 2.5), pj.concat([[0.1], [1]], 0),
+                np.select([c], [[0.1, 0.2]])):
+        assert got.dtype == np.float32
+    assert pj.where(c, [0.1, 0.2], 0).numpy()[0] == np.float32(0.1)
+    assert pj.add(True, 2).dtype == np.int32 and pj.add(2 ** 40, 1).dtype == np.int64
