@@ -93,7 +93,9 @@ def _reduction(fn, cast=None):
             raise TypeError(f"{name}: pforjac tensors are immutable and {name} takes axis and "
                             f"keepdims{', dtype' if cast is not None else ''} only (got "
                             f"{', '.join(given)}); use the tensor it returns")
-        return fn(self if dtype is None else cast(self, dtype), axis, keepdims)
+        if dtype is None:
+            return fn(self, axis, keepdims)
+        return cast(fn(cast(self, dtype), axis, keepdims), dtype)  # (int8 sums: int64)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__
     return method
