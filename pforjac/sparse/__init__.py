@@ -1,0 +1,1 @@
+"""Sparse Jacobians and Hessians (placeholder: the pattern detection is `pattern`)."""
