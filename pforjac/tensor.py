@@ -245,6 +245,13 @@ class Tensor:
             raise TypeError("len() of a scalar tensor")
         return self.shape[0]
 
+    def __copy__(self):
+        """Immutable, so its copy is itself: a tape tracking it still does (a new object
+        dropped out of the derivative: deepcopy of state gave a zero Jacobian)."""
+        return self
+
+    __deepcopy__ = lambda self, memo: self      # noqa: E731  (as __copy__)
+
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a scalar tensor")
@@ -335,6 +342,7 @@ class Variable(Tensor):
     """
 
     __slots__ = ("trainable", "name", "_snapshot")
+    __copy__ = __deepcopy__ = None      # mutable: copy's default, a new Variable of its value
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
