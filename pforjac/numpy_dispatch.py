@@ -202,7 +202,7 @@ def _arg(fn, name: str):
 
 def _cumsum(a, axis=None, dtype=None, out=None):
     _no_extra("cumsum", out)
-    return pj.cumsum(_cast(a, dtype), axis)
+    return _cast(pj.cumsum(_cast(a, dtype), axis), dtype)
 
 
 def _joined(fn, name: str):
@@ -286,8 +286,11 @@ def _clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
 
 
 def _round(a, decimals=0, out=None):
+    """np.round: integers come back as they are, in their dtype (np.rint would make them
+    floats)."""
     _no_extra("round", out, decimals=decimals or None)
-    return pj.round(a)
+    a = as_tensor(a)
+    return a if a.dtype.kind in "iu" else pj.round(a)
 
 
 def _swapaxes(a, axis1, axis2):

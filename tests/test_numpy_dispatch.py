@@ -348,3 +348,18 @@ def test_dispatch_in_tape_jacobian_with_pfor_and_in_compiled_functions():
     np.testing.assert_allclose(f(X0).numpy(), np.sin(X0).sum() + X0 @ Y0)
     g = pj.function(lambda x: pj.jacobian(reproducer, x, vectorize=True))
     np.testing.assert_allclose(g(pj.constant(X0)).numpy(), 2 * X0 + Y0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.round(a), lambda a: np.around(a), lambda a: np.sum(a, dtype=np.int8),
+    lambda a: np.prod(a, dtype=np.int16), lambda a: np.cumsum(a, dtype=np.int8),
+    lambda a: np.mean(a, dtype=np.float32), lambda a: np.sum(a, dtype=np.float32),
+])
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.float64])
+def test_round_of_integers_and_dtype_keywords_give_numpys_dtype(call, dtype):
+    """np.round of integers keeps them (it was np.rint: float64); `dtype=` is the result's
+    dtype, as numpy's (np.sum(ints, dtype=np.int8) was int64)."""
+    a = np.array([3, -2, 0, 5]).astype(dtype)
+    got, want = call(pj.constant(a)).numpy(), call(a)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

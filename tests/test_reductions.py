@@ -314,3 +314,17 @@ def test_extremum_ties_share_the_derivative_evenly_in_every_mode(reduce, axis):
         np.testing.assert_allclose(jac.numpy(), want, rtol=1e-15)
     np.testing.assert_allclose(pj.jvp(f, x, np.ones_like(x))[1].numpy(), want.reshape(
         out_shape + (-1,)).sum(-1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("ddof", [2, 3, 5])
+def test_var_and_std_past_their_degrees_of_freedom_are_inf_or_nan_as_numpy(ddof):
+    """ddof >= the count divides by 0, as numpy's max(count - ddof, 0): inf (NaN for no
+    values), never the negative variance count - ddof < 0 gave (var([1, 2], ddof=3) was
+    -0.5)."""
+    for x in (np.array([1.0, 2.0]), np.array([1.5]), np.zeros(0), np.arange(6.0).reshape(2, 3)):
+        for dtype in (np.float64, np.float16):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for fn, ref in ((pj.var, np.var), (pj.std, np.std)):
+                    got = fn(pj.constant(x.astype(dtype)), 0, False, ddof).numpy()
+                    np.testing.assert_array_equal(got, ref(x.astype(dtype), 0, ddof=ddof))

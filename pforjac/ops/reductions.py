@@ -163,9 +163,10 @@ def logaddexp(x, y):
 
 def var(x, axis=None, keepdims=False, ddof=0):
     """np.var: the mean squared deviation from the mean over `axis`, divided by
-    `count - ddof` instead of `count` when `ddof` is given. float16 is computed in float32
-    and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for 10000
-    values near 3 whose variance is 0.0009)."""
+    `count - ddof` instead of `count` when `ddof` is given (by 0 where `ddof >= count`, as
+    numpy's: inf, or NaN for no values, never a negative variance). float16 is computed in
+    float32 and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for
+    10000 values near 3 whose variance is 0.0009)."""
     x = as_tensor(x)
     if x.dtype == np.float16:
         return cast(var(cast(x, np.float32), axis, keepdims, ddof), np.float16)
