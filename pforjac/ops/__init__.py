@@ -7,10 +7,13 @@ from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from . import broadcasting, elementwise, reductions, shape, indexing, linalg, nn
+from .dense_linalg import *  # noqa: F401,F403
+from . import dense_linalg
 from ._methods import install as _install
 
 __all__ = [name for family in (broadcasting, elementwise, reductions, shape, indexing,
                                            linalg, nn)
            for name in family.__all__]
+__all__ += dense_linalg.__all__
 
 _install()
