@@ -8,12 +8,13 @@ from .linalg import *  # noqa: F401,F403
 from .nn import *  # noqa: F401,F403
 from . import broadcasting, elementwise, reductions, shape, indexing, linalg, nn
 from .dense_linalg import *  # noqa: F401,F403
-from . import dense_linalg
+from .matrix_functions import *  # noqa: F401,F403
+from . import dense_linalg, matrix_functions
 from ._methods import install as _install
 
 __all__ = [name for family in (broadcasting, elementwise, reductions, shape, indexing,
                                            linalg, nn)
            for name in family.__all__]
-__all__ += dense_linalg.__all__
+__all__ += dense_linalg.__all__ + matrix_functions.__all__
 
 _install()

@@ -28,8 +28,7 @@ from .elementwise import cast, divide, equal
 from .linalg import matmul
 from .shape import expand_dims, swapaxes
 
-__all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet",
-           "EighResult", "SVDResult", "QRResult", "SlogdetResult"]
+__all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet"]
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
