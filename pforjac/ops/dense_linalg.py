@@ -23,10 +23,13 @@ import numpy as np
 from .. import core
 from ..core import defjvp_all, defvjp_all
 from ..tensor import as_tensor
+from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
+                      from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
+                      result_dtype, spd_example, tril)
 from .broadcasting import broadcast_to, reshape, sum, unbroadcast
-from .elementwise import cast, divide, equal
 from .linalg import matmul
-from .shape import expand_dims, swapaxes
+from .shape import expand_dims
+from .triangular import triangular_solve
 
 __all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet"]
 
@@ -34,87 +37,6 @@ EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
 QRResult = namedtuple("QRResult", "Q R")
 SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
-
-
-# -- dtypes, shapes, triangles ---------------------------------------------------------------
-def result_dtype(op: str, *dtypes) -> np.dtype:
-    """The dtype numpy.linalg returns: a float dtype kept, integers and bools as float64."""
-    out = []
-    for d in map(np.dtype, dtypes):
-        if d.kind not in "biuf":
-            raise TypeError(f"{op}: pforjac's linear algebra takes real matrices (float, int or "
-                            f"bool), got {d}; complex matrices are not supported")
-        out.append(d if d.kind == "f" else np.dtype(np.float64))
-    return np.result_type(*out)
-
-
-def _lapack(fn, name: str):
-    """numpy's forward in a dtype LAPACK takes, its results in `result_dtype`."""
-    def impl(*xs, **params):
-        dtype = result_dtype(name, *(x.dtype for x in xs))
-        work = np.float32 if dtype == np.float16 else dtype
-        outs = fn(*(np.asarray(x, work) for x in xs), **params)
-        if isinstance(outs, tuple):
-            return tuple(np.asarray(o, dtype) for o in outs)
-        return np.asarray(outs, dtype)
-    impl.__name__ = name
-    return impl
-
-
-def check_square(op: str, x) -> None:
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"{op}: needs a square matrix or a stack of them, shape (..., n, n); "
-                         f"got shape {tuple(x.shape)}")
-
-
-def check_matrix(op: str, x) -> None:
-    if x.ndim < 2:
-        raise ValueError(f"{op}: needs a matrix or a stack of them, shape (..., m, n); got "
-                         f"shape {tuple(x.shape)}")
-
-
-def mT(x):
-    """The transpose of each matrix of a stack."""
-    return swapaxes(x, -1, -2)
-
-
-def tril(x, k: int = 0):
-    return x * np.tril(np.ones(x.shape[-2:], x.dtype), k)
-
-
-def triu(x, k: int = 0):
-    return x * np.triu(np.ones(x.shape[-2:], x.dtype), k)
-
-
-def _eye_like(x):
-    return np.eye(x.shape[-2], x.shape[-1], dtype=x.dtype)
-
-
-def _diag_part(x):
-    return sum(x * _eye_like(x), axis=-1)
-
-
-def _diag_embed(v):
-    return expand_dims(v, -1) * np.eye(v.shape[-1], dtype=v.dtype)
-
-
-def _from_triangle(a, lower: bool):
-    """The symmetric matrix numpy reads from a's lower (or upper) triangle."""
-    return tril(a) + mT(tril(a, -1)) if lower else triu(a) + mT(triu(a, 1))
-
-
-def _onto_triangle(g, lower: bool):
-    """The adjoint of `_from_triangle`: the cotangent of the triangle that was read."""
-    both = g + mT(g)
-    return (tril(both) if lower else triu(both)) - g * _eye_like(g)
-
-
-def _inverse_gaps(w):
-    """F[..., i, j] = 1 / (w_j - w_i), 0 where w_j == w_i (the diagonal; exact ties, where
-    only gauge-invariant functions, whose cotangents do not reach F, have a derivative)."""
-    gaps = expand_dims(w, -2) - expand_dims(w, -1)
-    tie = cast(equal(gaps, 0.0), w.dtype)
-    return divide(1.0 - tie, gaps + tie)
 
 
 def inverse(a):
@@ -132,7 +54,7 @@ def _solve_shape(a, b):
     return tuple(batch) + tuple(b.shape[-2:]), result_dtype("solve", a.dtype, b.dtype)
 
 
-solve_p = core.new_primitive("solve", _lapack(np.linalg.solve, "solve"), _solve_shape)
+solve_p = core.new_primitive("solve", lapack(np.linalg.solve, "solve"), _solve_shape)
 
 
 def _solve_vjp(g, x, a, b):
@@ -170,25 +92,24 @@ def solve(a, b):
 
 # -- cholesky: the lower factor of the matrix a's lower triangle defines -------------------------
 cholesky_p = core.new_primitive(
-    "cholesky", _lapack(np.linalg.cholesky, "cholesky"),
+    "cholesky", lapack(np.linalg.cholesky, "cholesky"),
     lambda a: (check_square("cholesky", a), (a.shape, result_dtype("cholesky", a.dtype)))[1])
 
 
 def _phi(x):
     """The lower triangle with half the diagonal."""
-    return tril(x) - 0.5 * (x * _eye_like(x))
+    return tril(x) - 0.5 * (x * eye_like(x))
 
 
 def _cholesky_vjp(g, L, a):
     p = _phi(matmul(mT(L), tril(g)))
-    s = mT(solve_p.bind(mT(L), mT(solve_p.bind(mT(L), p))))          # L^-T p L^-1
-    return [_onto_triangle(s, lower=True)]
+    y = triangular_solve(L, p, lower=True, transpose=True)                  # L^-T p
+    return [onto_triangle(mT(triangular_solve(L, mT(y), lower=True, transpose=True)), True)]
 
 
 def _cholesky_jvp(ts, L, a):
-    ds = _from_triangle(ts[0], lower=True)
-    w = mT(solve_p.bind(L, mT(solve_p.bind(L, ds))))                 # L^-1 ds L^-T
-    return matmul(L, _phi(w))
+    z = triangular_solve(L, from_triangle(ts[0], lower=True), lower=True)   # L^-1 ds
+    return matmul(L, _phi(mT(triangular_solve(L, mT(z), lower=True))))      # L phi(L^-1 ds L^-T)
 
 
 defvjp_all(cholesky_p, _cholesky_vjp)
@@ -216,19 +137,19 @@ def _eigh_shape(a, lower):
     return [(a.shape[:-1], dtype), (a.shape, dtype)]
 
 
-eigh_p = core.new_primitive("eigh", _lapack(_eigh_impl, "eigh"), _eigh_shape, multiple_results=True)
+eigh_p = core.new_primitive("eigh", lapack(_eigh_impl, "eigh"), _eigh_shape, multiple_results=True)
 
 
 def _eigh_vjp(g, ans, a, lower):
     (gw, gv), (w, v) = g, ans
-    inner = _diag_embed(gw) + _inverse_gaps(w) * matmul(mT(v), gv)
-    return [_onto_triangle(matmul(v, matmul(inner, mT(v))), lower)]
+    inner = diag_embed(gw) + inverse_gaps(w) * matmul(mT(v), gv)
+    return [onto_triangle(matmul(v, matmul(inner, mT(v))), lower)]
 
 
 def _eigh_jvp(ts, ans, a, lower):
     w, v = ans
-    m = matmul(mT(v), matmul(_from_triangle(ts[0], lower), v))
-    return [_diag_part(m), matmul(v, _inverse_gaps(w) * m)]
+    m = matmul(mT(v), matmul(from_triangle(ts[0], lower), v))
+    return [diag_part(m), matmul(v, inverse_gaps(w) * m)]
 
 
 defvjp_all(eigh_p, _eigh_vjp)
@@ -258,15 +179,15 @@ def _svd_shape(a):
     return [(batch + (m, k), dtype), (batch + (k,), dtype), (batch + (k, n), dtype)]
 
 
-svd_p = core.new_primitive("svd", _lapack(_svd_impl, "svd"), _svd_shape, multiple_results=True)
+svd_p = core.new_primitive("svd", lapack(_svd_impl, "svd"), _svd_shape, multiple_results=True)
 
 
 def _svd_vjp(g, ans, a):
     (gu, gs, gvh), (u, s, vh) = g, ans
     v, gv = mT(vh), mT(gvh)
-    f, row, col = _inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
     j, k = matmul(mT(u), gu), matmul(vh, gv)
-    inner = _diag_embed(gs) + (f * (j - mT(j))) * row + col * (f * (k - mT(k)))
+    inner = diag_embed(gs) + (f * (j - mT(j))) * row + col * (f * (k - mT(k)))
     ga = matmul(u, matmul(inner, vh))
     if u.shape[-2] > u.shape[-1]:             # U not square: the part of gu outside its span
         ga = ga + matmul((gu - matmul(u, j)) / row, vh)
@@ -278,7 +199,7 @@ def _svd_vjp(g, ans, a):
 def _svd_jvp(ts, ans, a):
     (u, s, vh), da = ans, ts[0]
     v = mT(vh)
-    f, row, col = _inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
     da_v = matmul(da, v)
     dp = matmul(mT(u), da_v)
     du = matmul(u, f * (dp * row + col * mT(dp)))
@@ -287,7 +208,7 @@ def _svd_jvp(ts, ans, a):
         du = du + (da_v - matmul(u, dp)) / row
     if v.shape[-2] > v.shape[-1]:
         dv = dv + (matmul(mT(da), u) - matmul(v, mT(dp))) / row
-    return [du, _diag_part(dp), mT(dv)]
+    return [du, diag_part(dp), mT(dv)]
 
 
 defvjp_all(svd_p, _svd_vjp)
@@ -321,7 +242,7 @@ def _qr_shape(a):
     return [(batch + (m, k), dtype), (batch + (k, n), dtype)]
 
 
-qr_p = core.new_primitive("qr", _lapack(lambda a: tuple(np.linalg.qr(a, mode="reduced")), "qr"),
+qr_p = core.new_primitive("qr", lapack(lambda a: tuple(np.linalg.qr(a, mode="reduced")), "qr"),
                           _qr_shape, multiple_results=True)
 
 
@@ -337,13 +258,13 @@ def _qr_vjp(g, ans, a):
     (gq, gr), (q, r) = g, ans
     m = matmul(gr, mT(r)) - matmul(mT(q), gq)
     c = m - tril(m - mT(m), -1)                 # m's lower triangle copied onto its upper
-    return [mT(solve_p.bind(r, mT(gq + matmul(q, c))))]          # (gq + q c) R^-T
+    return [mT(triangular_solve(r, mT(gq + matmul(q, c)), lower=False))]     # (gq + q c) R^-T
 
 
 def _qr_jvp(ts, ans, a):
     _tall(a)
     (q, r), da = ans, ts[0]
-    b = mT(solve_p.bind(mT(r), mT(da)))                          # da R^-1
+    b = mT(triangular_solve(r, mT(da), lower=False, transpose=True))        # da R^-1
     c = matmul(mT(q), b)
     low = tril(c, -1)
     upper = c - (low - mT(low))                  # dR R^-1: c less its antisymmetric part
@@ -377,7 +298,7 @@ def _slogdet_shape(a):
     return [(a.shape[:-2], dtype), (a.shape[:-2], dtype)]
 
 
-slogdet_p = core.new_primitive("slogdet", _lapack(lambda a: tuple(np.linalg.slogdet(a)), "slogdet"),
+slogdet_p = core.new_primitive("slogdet", lapack(lambda a: tuple(np.linalg.slogdet(a)), "slogdet"),
                                _slogdet_shape, multiple_results=True)
 defvjp_all(slogdet_p, lambda g, ans, a: [expand_dims(expand_dims(g[1], -1), -1)
                                          * mT(inverse(a))])
@@ -393,32 +314,17 @@ def slogdet(a):
 
 
 # -- examples for the generated checks ------------------------------------------------------------
-def _spd(rng, *shape):
-    """Well-conditioned symmetric positive definite matrices: x x^T + n I."""
-    x = rng.uniform(-1, 1, shape)
-    return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
-
-
-def _invertible(rng, *shape, signs=(1, -1, 1)):
-    """Far from singular, and its rolled copies too (permutations of its diagonal)."""
-    return rng.uniform(-1, 1, shape) + 3 * np.eye(*shape[-2:]) * np.array(signs[:shape[-1]])
-
-
-def _spd_example(rng, *shape):
-    return core.Example(_spd(rng, *shape), iterations=[[_spd(rng, *shape) for _ in range(3)]])
-
-
 core.defexamples(solve_p)(lambda rng: [
-    core.Example(_invertible(rng, 3, 3), rng.uniform(-1, 1, (3, 2))),
-    core.Example(_invertible(rng, 2, 3, 3), rng.uniform(-1, 1, (3, 1))),
-    core.Example(_invertible(rng, 3, 3), rng.uniform(-1, 1, (2, 3, 2)))])
-core.defexamples(cholesky_p)(lambda rng: [_spd_example(rng, 3, 3), _spd_example(rng, 2, 3, 3)])
+    core.Example(invertible(rng, 3, 3), rng.uniform(-1, 1, (3, 2))),
+    core.Example(invertible(rng, 2, 3, 3), rng.uniform(-1, 1, (3, 1))),
+    core.Example(invertible(rng, 3, 3), rng.uniform(-1, 1, (2, 3, 2)))])
+core.defexamples(cholesky_p)(lambda rng: [spd_example(rng, 3, 3), spd_example(rng, 2, 3, 3)])
 core.defexamples(eigh_p)(lambda rng: [
     core.Example(rng.uniform(-1.5, 1.5, (3, 3)), lower=True),
     core.Example(rng.uniform(-1.5, 1.5, (2, 3, 3)), lower=False)])
 core.defexamples(svd_p)(lambda rng: [
     core.Example(rng.uniform(-1.5, 1.5, s)) for s in ((3, 2), (2, 3), (2, 3, 3))])
 core.defexamples(qr_p)(lambda rng: [
-    core.Example(_invertible(rng, *s)) for s in ((3, 2), (3, 3), (2, 3, 2))])
+    core.Example(invertible(rng, *s)) for s in ((3, 2), (3, 3), (2, 3, 2))])
 core.defexamples(slogdet_p)(lambda rng: [
-    core.Example(_invertible(rng, 3, 3)), core.Example(_invertible(rng, 2, 3, 3, signs=(1, 1, 1)))])
+    core.Example(invertible(rng, 3, 3)), core.Example(invertible(rng, 2, 3, 3, signs=(1, 1, 1)))])

@@ -4,7 +4,7 @@ and of elementwise ops and reductions: every rule comes from theirs.
 inv solves against the identity; det is sign * exp(log|det|); pinv and lstsq go through
 the svd (singular values under rcond times the largest are cut, as numpy does); norm is
 sums, abs, sqrt and maxima, or singular values for the spectral and nuclear norms;
-matrix_power squares repeatedly; solve_triangular solves with the triangle it reads.
+matrix_power squares repeatedly.
 """
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import numpy as np
 
 from ..tensor import as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
-from .dense_linalg import (check_square, eigh, inverse, mT, result_dtype, slogdet_p, solve,
-                           svd_p, tril, triu)
+from ._matrix import check_square, mT, result_dtype
+from .dense_linalg import eigh, inverse, slogdet_p, svd_p
 from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
 from .linalg import matmul
@@ -24,7 +24,7 @@ from .reductions import max, min
 from .shape import expand_dims, transpose
 
 __all__ = ["inv", "det", "pinv", "norm", "matrix_power", "lstsq", "multi_dot", "eigvalsh",
-           "matrix_rank", "solve_triangular"]
+           "matrix_rank"]
 
 
 def inv(a):
@@ -107,24 +107,6 @@ def matrix_power(a, n):
         if n:
             square = matmul(square, square)
     return result
-
-
-def solve_triangular(a, b, trans=0, lower: bool = False, unit_diagonal: bool = False):
-    """x with T x = b (or T^T x = b, `trans` 1/'T' or 2/'C'), T the lower or upper triangle
-    of a (the other is not read; with `unit_diagonal`, neither is the diagonal: ones), as
-    `scipy.linalg.solve_triangular`; `b` a vector when 1-D, else (..., n, k). Solved by
-    LU on T (numpy has no triangular solver): O(n^3) even for one right-hand side."""
-    a = as_tensor(a)
-    check_square("solve_triangular", a)
-    t = tril(a) if lower else triu(a)
-    if unit_diagonal:
-        eye = np.eye(a.shape[-1], dtype=t.dtype)
-        t = t - t * eye + eye
-    if trans in (1, 2, "T", "C"):
-        t = mT(t)
-    elif trans not in (0, "N"):
-        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
-    return solve(t, b)
 
 
 # -- norm ------------------------------------------------------------------------------------

@@ -370,6 +370,18 @@ op("svd", "unary_shape",
        *pj.svd(_gram(pj, a, True))))
 op("qr", "unary_shape", lambda B, a: (lambda q, r: q * q + r * r)(*_lin(B, "qr", _gram(B.xp, a))),
    lambda pj, a: (lambda q, r: q * q + r * r)(*pj.qr(_gram(pj, a))))
+def _solve_lower(B, t, b):
+    """scipy's (or JAX's) triangular solve with t's lower triangle; float16 in float32."""
+    if B.jax:
+        import jax.scipy.linalg
+        return jax.scipy.linalg.solve_triangular(t, b, lower=True)
+    import scipy.linalg
+    wide = np.float32 if t.dtype == np.float16 else t.dtype
+    return scipy.linalg.solve_triangular(t.astype(wide), b.astype(wide), lower=True).astype(t.dtype)
+
+
+op("solve_triangular", "unary_shape", lambda B, a: _solve_lower(B, _gram(B.xp, a), a),
+   lambda pj, a: pj.solve_triangular(_gram(pj, a), a, lower=True), prims=("triangular_solve",))
 op("slogdet", "unary_shape", lambda B, a: (lambda s, l: s * l)(*_lin(B, "slogdet", _gram(B.xp, a))),
    lambda pj, a: (lambda s, l: s * l)(*pj.slogdet(_gram(pj, a))))
 
