@@ -26,6 +26,8 @@ TOL = dict(rtol=1e-6, atol=1e-6)
 
 def _namespace_cases():
     import pforjac.numpy as pnp
+    if not hasattr(pnp, "sum"):
+        pytest.skip("pforjac.numpy's namespace is not built yet")
     special = pytest.importorskip("pforjac.scipy.special")
     linalg = pytest.importorskip("pforjac.scipy.linalg")
     return build(Deferred(pnp), Deferred(special), Deferred(linalg))
