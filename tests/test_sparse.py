@@ -159,6 +159,23 @@ def test_colourings_are_proper_and_no_worse_than_natural_greedy(seed):
         assert c.max() + 1 <= natural_greedy(d).max() + 1
 
 
+def test_columns_sharing_256_rows_conflict():
+    dense = np.zeros((256, 3), bool)       # (an int8 count of shared rows wraps to 0 here)
+    dense[:, :2] = True
+    colors = coloring.column_coloring(dense)
+    assert colors[0] != colors[1] and coloring.check_column_coloring(dense, colors)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_recolouring_by_classes_never_adds_colours(seed):
+    rng = np.random.default_rng(200 + seed)
+    dense = rng.random((70, 60)) < 0.08
+    graph = coloring._column_conflicts(coloring.as_pattern(dense))
+    first = coloring.greedy_coloring(graph, rng.permutation(60).tolist())
+    again = coloring.recolor_by_classes(graph, first)
+    assert coloring.check_column_coloring(dense, again) and again.max() <= first.max()
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_star_colourings_allow_direct_recovery(seed):
     rng = np.random.default_rng(100 + seed)
