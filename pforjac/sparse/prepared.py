@@ -126,13 +126,15 @@ class _Assembler:
 class _Prepared(ColoredPattern):
     """A coloured pattern with its compiled compressed pass; call it at new points."""
 
-    def __init__(self, pattern, colors, mode, compiled, fmt, shape, dtype, args, name):
+    def __init__(self, pattern, colors, mode, compiled, fmt, shape, dtype, args, name,
+                 out_dtype=None):
         super().__init__(pattern, colors, mode)
         self.input_shape, self.dtype, self.format = tuple(shape), np.dtype(dtype), fmt
         self._nargs, self._arg_dtypes = len(args), [a.dtype for a in args]
         self._compiled, self._name = compiled, name
         self._assemble = _Assembler(pattern, _take_indices(pattern, self.colors, mode), fmt)
-        self._out_dtype = dtype
+        self._out_dtype = np.dtype(out_dtype or dtype)      # (f may cast: the result's dtype)
+        self._time_first = False
 
     def _warm(self, x: np.ndarray, args: tuple) -> None:
         """Traces and compiles the pass now (at preparation), on the sample point."""
@@ -163,11 +165,6 @@ class _Prepared(ColoredPattern):
 
 class PreparedJacobian(_Prepared):
     """`prepare_jacobian`'s result: `p(x)` is the sparse Jacobian (m x n) at x."""
-
-    def __init__(self, *a, time_first: bool = False, out_dtype=None, **kw):
-        super().__init__(*a, **kw)
-        self._time_first = time_first
-        self._out_dtype = out_dtype or self.dtype
 
     def scipy_jac(self) -> Callable:
         """The Jacobian as scipy's solvers call it: `jac(t, y, *args)` for a right-hand side
