@@ -95,6 +95,27 @@ def solve_ivp_rows(N: int, t_end: float) -> dict:
     return out
 
 
+def check_small_instances() -> str:
+    """Each workload at a small size: the sparse result equals the dense one (1e-10) and the
+    given pattern is the dense result's non-zeros at a random point (the true pattern)."""
+    cases = [("brusselator N=8", *_bruss_case(8), pjs.prepare_jacobian, pj.jacobian),
+             ("heat n=50", w.heat(pj), w.points(50), w.tridiagonal(50), pjs.prepare_jacobian,
+              pj.jacobian),
+             ("rosenbrock n=50", w.rosenbrock(pj), w.points(50), w.rosenbrock_pattern(50),
+              pjs.prepare_hessian, pj.hessian)]
+    for name, f, x, pattern, prepare, dense_fn in cases:
+        dense = dense_fn(f, pj.constant(x)).numpy().reshape(x.size, x.size)
+        sparse = prepare(f, x, sparsity=pattern)(x).toarray()
+        assert np.abs(sparse - dense).max() <= 1e-10 * max(1.0, np.abs(dense).max()), name
+        assert np.array_equal(dense != 0, pattern.toarray()), name
+    return "checked at small sizes: sparse == dense (1e-10), pattern == dense non-zeros"
+
+
+def _bruss_case(N):
+    rhs, y0 = w.brusselator(pj, N)
+    return (lambda y: rhs(0.0, y)), w.points(y0.size, 1), w.brusselator_pattern(N)
+
+
 def jax_side(rounds: int, t_end: float) -> dict:
     if not os.path.exists(JAX_PYTHON):
         print(f"(no {JAX_PYTHON}: JAX, asdex and sparsejac columns left empty)")
@@ -135,6 +156,8 @@ def main():
                         help="solve_ivp's end time (0: no solve_ivp rows)")
     args = parser.parse_args()
     header = machine_header()
+    checked = check_small_instances()
+    print(checked)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     ours = {}
     for N in (32, 64):
@@ -158,7 +181,7 @@ def main():
             f"--rounds {args.rounds} --t-end {args.t_end:g}`\n\n{header}\n\n"
             f"uptime before: {uptime}\n\nuptime after: {uptime_end}\n\n"
             f"JAX side: JAX {theirs.get('jax', '-')}, asdex, sparsejac ({JAX_PYTHON})\n\n"
-            f"Medians; ms unless marked.\n\n{table(ours, theirs)}\n\n"
+            f"{checked}. Medians; ms unless marked.\n\n{table(ours, theirs)}\n\n"
             f"Brusselator N=32, 2,048 states:\n\n{ivp_table}\n\n"
             + "\n".join(f"- {k}: pforjac {v['repr']}; asdex "
                         f"{theirs.get(k, {}).get('asdex_repr', '-')}" for k, v in ours.items())
