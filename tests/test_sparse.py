@@ -189,6 +189,12 @@ def test_star_colourings_allow_direct_recovery(seed):
     # adjacent vertices differ
     i, j = np.nonzero(sym & ~np.eye(n, dtype=bool))
     assert np.all(colors[i] != colors[j])
+    hubs = sym.copy()           # two dense rows and columns: hub_coloring's case
+    hubs[:2] = hubs[:, :2] = True
+    hub_colors = coloring.hub_coloring(coloring.as_pattern(hubs))
+    if hub_colors is not None:
+        assert coloring.check_star_coloring(hubs, hub_colors)
+    assert coloring.check_star_coloring(hubs, coloring.star_coloring(hubs))
 
 
 def test_reuse_at_new_points_and_no_shared_memory():
@@ -290,6 +296,20 @@ def test_hessian_symmetric_and_equal_to_dense(name):
     dense = pj.hessian(f, pj.constant(x)).numpy()
     np.testing.assert_allclose(H.toarray(), dense, rtol=1e-10, atol=1e-10)
     assert abs(H - H.T).max() == 0
+
+
+def test_large_arrowhead_hessian_gets_two_colours():
+    n = 5000                    # the greedy star colouring would visit n**2 neighbours
+    x = np.random.default_rng(6).normal(size=n) / 2
+    p = pjs.prepare_hessian(arrow, x, sparsity=arrow_pattern(n))
+    assert p.ncolors == 2
+    H = p(x)                    # the closed form: 2 x0 I + exp(x) I, 2 x in row and column 0
+    diagonal = 2 * x[0] + np.exp(x)
+    diagonal[0] += 4 * x[0]
+    np.testing.assert_allclose(H.diagonal(), diagonal, rtol=1e-12)
+    np.testing.assert_allclose(H[[0], 1:].toarray().ravel(), 2 * x[1:], rtol=1e-12)
+    np.testing.assert_allclose(H[1:, [0]].toarray().ravel(), 2 * x[1:], rtol=1e-12)
+    assert H.nnz == 3 * n - 2
 
 
 # -- automatic pattern detection (pforjac.sparse.pattern) ---------------------------------------

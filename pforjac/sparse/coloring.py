@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_pattern", "band_coloring", "column_coloring", "row_coloring", "star_coloring",
+__all__ = ["as_pattern", "band_coloring", "column_coloring", "hub_coloring", "row_coloring", "star_coloring",
            "greedy_coloring", "recolor_by_classes", "check_column_coloring", "check_star_coloring"]
 
 # a star colouring visits about sum(degree**2) neighbours in Python: above this it is skipped
@@ -190,20 +190,37 @@ def _neighbours(pattern):
 
 def star_coloring(pattern) -> np.ndarray:
     """Colours of a symmetric pattern's columns from which every entry can be read directly
-    (see `check_star_coloring`): the fewer-coloured of a greedy star colouring (largest
-    degree first) and the distance-2 column colouring (which is one too)."""
+    (see `check_star_coloring`): the fewest-coloured of the distance-2 column colouring
+    (which is one), `hub_coloring`, and a greedy star colouring (largest degree first)."""
     pattern = as_pattern(pattern)
     if pattern.shape[0] != pattern.shape[1]:
         raise ValueError(f"a Hessian pattern must be square, got shape {tuple(pattern.shape)}")
-    sym = (pattern + pattern.T).astype(bool).tocsr()
-    best = column_coloring(sym)
+    sym = as_pattern(pattern + pattern.T)
+    candidates = [column_coloring(sym), hub_coloring(sym)]
     adjacency = _neighbours(sym)
     degrees = np.diff(adjacency.indptr)
+    best = min((c for c in candidates if c is not None), key=_count)
     if _count(best) <= _star_lower_bound(adjacency, degrees) \
             or int((degrees.astype(np.int64) ** 2).sum()) > _STAR_WORK_LIMIT:
         return best
     star = _greedy_star(adjacency, np.argsort(-degrees, kind="stable").tolist())
     return star if _count(star) < _count(best) else best
+
+
+def hub_coloring(sym) -> np.ndarray | None:
+    """A colour of its own for each hub (a row far longer than the median), and the
+    distance-2 colouring of the rest without the hubs: an entry between two others is
+    alone in its row among the others, and the hubs' colours are alone everywhere. Two
+    colours for an arrowhead, which a distance-2 colouring gives n. None without hubs."""
+    counts = np.diff(sym.indptr)
+    hubs = counts > max(8, 4 * np.median(counts)) if counts.size else counts.astype(bool)
+    if not hubs.any():
+        return None
+    rest = np.flatnonzero(~hubs)
+    colors = np.empty(sym.shape[0], np.intp)
+    colors[rest] = column_coloring(sym[rest][:, rest]) if rest.size else []
+    colors[hubs] = _count(colors[rest]) + np.arange(int(hubs.sum()))
+    return colors
 
 
 def _star_lower_bound(adjacency, degrees: np.ndarray) -> int:
