@@ -38,12 +38,11 @@ def ready(f):
     return lambda *a: jax.block_until_ready(f(*a))
 
 
-def jacobian_rows(name, f, x, pattern, rounds, dense_ok):
+def jacobian_rows(f, x, pattern, rounds, dense_ok):
     out = {}
-    t0 = time.perf_counter()
     col = asdex.jacobian_coloring(f, x)
-    out["asdex_prepare"] = min(time.perf_counter() - t0, _again(lambda: asdex.jacobian_coloring(f, x)))
-    out["asdex_colours"] = int(col.num_colors) if hasattr(col, "num_colors") else repr(col)
+    out["asdex_prepare"] = median_time(lambda: asdex.jacobian_coloring(f, x), rounds, reps=1)
+    out["asdex_colours"] = int(col.num_colors)
     out["asdex_repr"] = repr(col)
     jit_fn = ready(jax.jit(asdex.jacobian_from_coloring(f, col)))
     out["asdex_jit"] = median_time(lambda: jit_fn(x), rounds)
@@ -57,23 +56,18 @@ def jacobian_rows(name, f, x, pattern, rounds, dense_ok):
     return out
 
 
-def _again(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def hessian_rows(f, x, pattern, rounds):
     out = {}
-    t0 = time.perf_counter()
     col = asdex.hessian_coloring(f, x)
-    out["asdex_prepare"] = min(time.perf_counter() - t0, _again(lambda: asdex.hessian_coloring(f, x)))
+    out["asdex_prepare"] = median_time(lambda: asdex.hessian_coloring(f, x), rounds, reps=1)
+    out["asdex_colours"] = int(col.num_colors)
     out["asdex_repr"] = repr(col)
     jit_fn = ready(jax.jit(asdex.hessian_from_coloring(f, col)))
     out["asdex_jit"] = median_time(lambda: jit_fn(x), rounds)
     csr_fn = asdex.hessian_from_coloring(f, col, "scipy_csr")
     out["asdex_csr"] = median_time(lambda: csr_fn(x), rounds)
-    sj = ready(jax.jit(sparsejac.jacfwd(jax.grad(f), sparsity=jsparse.BCOO.from_scipy_sparse(pattern))))
+    sparsity = jsparse.BCOO.from_scipy_sparse(pattern)
+    sj = ready(jax.jit(sparsejac.jacfwd(jax.grad(f), sparsity=sparsity)))
     out["sparsejac"] = median_time(lambda: sj(x), rounds)
     return out
 
@@ -93,14 +87,16 @@ def solve_ivp_brusselator(N: int, t_end: float) -> float:
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     t_end = float(sys.argv[2]) if len(sys.argv) > 2 else 11.5
-    results = {"jax": jax.__version__, "asdex": getattr(asdex, "__version__", "?")}
+    from importlib.metadata import version
+    results = {"jax": jax.__version__, "asdex": version("asdex"),
+               "sparsejac": version("sparsejac")}
     for N in (32, 64):
         rhs, y0 = w.brusselator(jnp, N)
         results[f"brusselator_{N}"] = jacobian_rows(
-            "bruss", lambda y: rhs(0.0, y), jnp.asarray(y0), w.brusselator_pattern(N), rounds,
+            lambda y: rhs(0.0, y), jnp.asarray(y0), w.brusselator_pattern(N), rounds,
             dense_ok=N == 32)
     n = 10_000
-    results["heat"] = jacobian_rows("heat", w.heat(jnp), jnp.asarray(w.points(n)),
+    results["heat"] = jacobian_rows(w.heat(jnp), jnp.asarray(w.points(n)),
                                     w.tridiagonal(n), rounds, dense_ok=False)
     results["rosenbrock"] = hessian_rows(w.rosenbrock(jnp), jnp.asarray(w.points(n)),
                                          w.rosenbrock_pattern(n), rounds)

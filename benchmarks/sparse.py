@@ -15,6 +15,7 @@ as a subprocess; without one its columns are empty.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,7 +29,8 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
-from _common import fmt_ms, machine_header, markdown_table, time_in_rounds, write_result  # noqa: E402
+from _common import (fmt_ms, machine_header, markdown_table, time_in_rounds,  # noqa: E402
+                     write_result)
 import _sparse_workloads as w  # noqa: E402
 
 import pforjac as pj  # noqa: E402
@@ -36,6 +38,7 @@ import pforjac.sparse as pjs  # noqa: E402
 from scipy.integrate import solve_ivp  # noqa: E402
 from scipy.optimize._numdiff import approx_derivative, group_columns  # noqa: E402
 
+DETECTION = importlib.util.find_spec("pforjac.sparse.pattern") is not None
 JAX_PYTHON = os.environ.get("PFORJAC_SPARSE_JAX", "/tmp/sp312/bin/python")
 
 
@@ -43,7 +46,7 @@ def median(rounds: list[list[float]]) -> float:
     return float(np.median([t for r in rounds for t in r]))
 
 
-def jacobian_row(name, f, x, pattern, rounds, dense_ok):
+def jacobian_row(f, x, pattern, rounds, dense_ok):
     """pforjac's preparation, colouring and evaluation, dense pforjac, scipy's sparse FD."""
     p = pjs.prepare_jacobian(f, x, sparsity=pattern)
     dense = pj.jacobian(f, pj.constant(x)).numpy().reshape(x.size, x.size) if dense_ok else None
@@ -56,9 +59,12 @@ def jacobian_row(name, f, x, pattern, rounds, dense_ok):
     if dense_ok:
         fns.append(lambda: pj.jacobian(f, pj.constant(x), vectorize=True,
                                        strategy="forward-mode"))
+    if DETECTION:
+        fns.append(lambda: pjs.prepare_jacobian(f, x))
     times = [median(t) for t in time_in_rounds(fns, rounds, reps_per_round=3, min_time=0.05)]
     return {"prepare": times[0], "eval": times[1], "fd": times[2],
             "dense": times[3] if dense_ok else None, "colours": p.ncolors,
+            "detected": times[-1] if DETECTION else None,
             "fd_groups": int(groups.max()) + 1, "repr": repr(p)}
 
 
@@ -74,8 +80,11 @@ def hessian_row(f, x, pattern, rounds):
     groups = group_columns(pattern)
     fns = [lambda: pjs.prepare_hessian(f, x, sparsity=pattern), lambda: p(x),
            lambda: approx_derivative(lambda v: grad(v).numpy(), x, sparsity=(pattern, groups))]
+    if DETECTION:
+        fns.append(lambda: pjs.prepare_hessian(f, x))
     times = [median(t) for t in time_in_rounds(fns, rounds, reps_per_round=3, min_time=0.05)]
     return {"prepare": times[0], "eval": times[1], "fd": times[2], "dense": None,
+            "detected": times[-1] if DETECTION else None,
             "colours": p.ncolors, "fd_groups": int(groups.max()) + 1, "repr": repr(p)}
 
 
@@ -88,7 +97,8 @@ def solve_ivp_rows(N: int, t_end: float) -> dict:
     def fun(t, y):
         return rhs_c(np.asarray(t), y).numpy()
     out = {}
-    for source, kw in [("pforjac", {"jac": p.scipy_jac()}), ("scipy FD", {"jac_sparsity": pattern})]:
+    sources = [("pforjac", {"jac": p.scipy_jac()}), ("scipy FD", {"jac_sparsity": pattern})]
+    for source, kw in sources:
         t0 = time.perf_counter()
         sol = solve_ivp(fun, (0, t_end), y0, method="BDF", rtol=1e-6, atol=1e-6, **kw)
         out[source] = (time.perf_counter() - t0, int(sol.njev), bool(sol.success))
@@ -134,15 +144,16 @@ def ms(v) -> str:
 
 def table(ours: dict, theirs: dict) -> str:
     header = ["workload", "colours (pforjac / asdex / scipy groups)", "pforjac prepare",
+              "pforjac prepare, pattern detected",
               "asdex prepare", "pforjac eval", "asdex jit", "asdex scipy CSR", "sparsejac",
               "scipy sparse FD", "pforjac dense", "JAX jit(jacfwd) dense"]
     rows = []
     for key, row in ours.items():
         other = theirs.get(key, {})
-        asdex_colours = other.get("asdex_colours", other.get("asdex_repr", "").split(", ")[-1:][0]
-                                  .split(" ")[0] if other else "")
-        rows.append([key, f"{row['colours']} / {asdex_colours} / {row['fd_groups']}",
-                     ms(row["prepare"]), ms(other.get("asdex_prepare")), ms(row["eval"]),
+        rows.append([key, f"{row['colours']} / {other.get('asdex_colours', '-')} / "
+                          f"{row['fd_groups']}",
+                     ms(row["prepare"]), ms(row["detected"]), ms(other.get("asdex_prepare")),
+                     ms(row["eval"]),
                      ms(other.get("asdex_jit")), ms(other.get("asdex_csr")),
                      ms(other.get("sparsejac")), ms(row["fd"]), ms(row["dense"]),
                      ms(other.get("jax_dense"))])
@@ -162,10 +173,10 @@ def main():
     ours = {}
     for N in (32, 64):
         rhs, y0 = w.brusselator(pj, N)
-        ours[f"brusselator_{N}"] = jacobian_row(f"brusselator_{N}", lambda y: rhs(0.0, y), y0,
+        ours[f"brusselator_{N}"] = jacobian_row(lambda y: rhs(0.0, y), y0,
                                                 w.brusselator_pattern(N), args.rounds, N == 32)
     n = 10_000
-    ours["heat"] = jacobian_row("heat", w.heat(pj), w.points(n), w.tridiagonal(n), args.rounds,
+    ours["heat"] = jacobian_row(w.heat(pj), w.points(n), w.tridiagonal(n), args.rounds,
                                 False)
     ours["rosenbrock"] = hessian_row(w.rosenbrock(pj), w.points(n), w.rosenbrock_pattern(n),
                                      args.rounds)
@@ -180,7 +191,8 @@ def main():
     text = (f"# Sparse Jacobians and Hessians (issue 25)\n\n`python benchmarks/sparse.py "
             f"--rounds {args.rounds} --t-end {args.t_end:g}`\n\n{header}\n\n"
             f"uptime before: {uptime}\n\nuptime after: {uptime_end}\n\n"
-            f"JAX side: JAX {theirs.get('jax', '-')}, asdex, sparsejac ({JAX_PYTHON})\n\n"
+            f"JAX side: JAX {theirs.get('jax', '-')}, asdex {theirs.get('asdex', '-')}, sparsejac "
+            f"{theirs.get('sparsejac', '-')} ({JAX_PYTHON})\n\n"
             f"{checked}. Medians; ms unless marked.\n\n{table(ours, theirs)}\n\n"
             f"Brusselator N=32, 2,048 states:\n\n{ivp_table}\n\n"
             + "\n".join(f"- {k}: pforjac {v['repr']}; asdex "

@@ -11,8 +11,9 @@ sp = pytest.importorskip("scipy.sparse")
 import pforjac.sparse as pjs  # noqa: E402
 from pforjac.sparse import coloring  # noqa: E402
 
-needs_detection = pytest.mark.skipif(importlib.util.find_spec("pforjac.sparse.pattern") is None,
-                                     reason="pattern detection (pforjac.sparse.pattern) not here yet")
+needs_detection = pytest.mark.skipif(
+    importlib.util.find_spec("pforjac.sparse.pattern") is None,
+    reason="pattern detection (pforjac.sparse.pattern) not here yet")
 
 
 # -- workloads with patterns known by construction ---------------------------------------------

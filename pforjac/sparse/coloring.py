@@ -11,8 +11,10 @@ Manne and Pothen, "What color is your Jacobian?", SIAM Review 2005).
 
 The greedy first-fit colouring is sequential by nature (a vertex's colour depends on its
 predecessors', and along a band that chain is as long as the matrix), so it is one tight
-loop over Python lists of the CSR arrays (about 1 us a vertex); the conflict graphs, the
-orders, the lower bounds and the checks are numpy/scipy.sparse.
+loop over Python lists of the CSR arrays (about 1 us a vertex). Everything else is
+numpy/scipy.sparse: the conflict graphs, the orders, the lower bounds, the band colouring
+(`j mod width`, which covers banded patterns without a greedy pass), Culberson's
+recolouring by whole colour classes (one vectorized step a class) and the checks.
 
 Example:
     >>> import numpy as np, scipy.sparse as sp
@@ -24,11 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["as_pattern", "band_coloring", "column_coloring", "hub_coloring", "row_coloring", "star_coloring",
-           "greedy_coloring", "recolor_by_classes", "check_column_coloring", "check_star_coloring"]
+__all__ = ["as_pattern", "band_coloring", "column_coloring", "hub_coloring", "row_coloring",
+           "star_coloring", "greedy_coloring", "recolor_by_classes", "check_column_coloring",
+           "check_star_coloring"]
 
-# a star colouring visits about sum(degree**2) neighbours in Python: above this it is skipped
-# (the distance-2 colouring, always valid for a symmetric matrix, is used alone)
+# the greedy star colouring visits about sum(degree**2) neighbours in Python: above this it
+# is skipped (the distance-2 and hub colourings, valid for a symmetric matrix, remain)
 _STAR_WORK_LIMIT = 20_000_000
 
 
