@@ -314,6 +314,13 @@ def test_large_arrowhead_hessian_gets_two_colours():
 
 
 # -- automatic pattern detection (pforjac.sparse.pattern) ---------------------------------------
+@pytest.mark.skipif(importlib.util.find_spec("pforjac.sparse.pattern") is not None,
+                    reason="pattern detection is here")
+def test_without_detection_the_error_asks_for_the_pattern():
+    with pytest.raises(ImportError, match="pass the pattern as sparsity="):
+        pjs.jacobian(heat, np.ones(5))
+
+
 @needs_detection
 @pytest.mark.parametrize("name", sorted(JACOBIANS))
 def test_detected_pattern_gives_the_same_jacobian(name):

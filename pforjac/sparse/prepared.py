@@ -51,10 +51,16 @@ def _check_choice(value, choices, name: str, fn_name: str) -> None:
 # -- patterns and colourings -------------------------------------------------------------------
 def _detected(which: str, f: Callable, x: np.ndarray, args: tuple):
     """The pattern from pforjac.sparse.pattern (traced from the Program), for `sparsity=None`."""
-    if which == "jacobian_sparsity":      # (imported lazily: only when no pattern was given)
-        from .pattern import jacobian_sparsity as detect
-    else:
-        from .pattern import hessian_sparsity as detect
+    try:                                  # (imported lazily: only when no pattern was given)
+        if which == "jacobian_sparsity":
+            from .pattern import jacobian_sparsity as detect
+        else:
+            from .pattern import hessian_sparsity as detect
+    except ModuleNotFoundError as e:
+        if e.name != __package__ + ".pattern":
+            raise
+        raise ImportError(f"{which}: this pforjac has no pattern detection "
+                          f"(pforjac.sparse.pattern); pass the pattern as sparsity=") from e
     return detect(lambda v: f(v, *args), x)
 
 
