@@ -5,8 +5,9 @@ tables when read, so a method exists exactly when pforjac implements the functio
 namespace's AttributeError). Methods the ops define already (sum, reshape, transpose, ...)
 are kept as they are.
 
-Tensors are immutable: `t.sort()` RETURNS the sorted tensor, as a JAX array's does (numpy's
-sorts in place and returns None); `fill`, `put`, `resize`, `itemset` and `setflags` refuse.
+Tensors are immutable: `t.sort()` and `t.partition(k)` RETURN the new tensor, as a JAX
+array's do (numpy's work in place and return None); `fill`, `put`, `resize`, `itemset` and
+`setflags` refuse.
 """
 from __future__ import annotations
 
