@@ -188,6 +188,8 @@ class Tensor:
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
         t._value, t._handed = _read_only(arr), None
+        if _state.tapes:
+            _seen_made(t)
         return t
 
     def __init__(self, value, dtype=None):
@@ -222,23 +224,31 @@ class Tensor:
     def __bool__(self) -> bool:
         return bool(self.numpy())
 
-    def __float__(self) -> float:
+    def _value_read(self, what: str) -> np.ndarray:
+        """The value, for `what` (float(), item(), ...): refused where a derivative needs it."""
         if _state.tapes and needed_by(self):
-            raise conversion_error(self, "float()")
-        return float(self.numpy())
+            raise conversion_error(self, what)
+        return self.numpy()
+
+    def __float__(self) -> float:
+        return float(self._value_read("float()"))
 
     def __int__(self) -> int:
-        if _state.tapes and needed_by(self):
-            raise conversion_error(self, "int()")
-        return int(self.numpy())
+        return int(self._value_read("int()"))
 
     def __complex__(self) -> complex:
-        if _state.tapes and needed_by(self):
-            raise conversion_error(self, "complex()")
-        return complex(self.numpy())
+        return complex(self._value_read("complex()"))
 
     def __index__(self) -> int:
         return int(self.numpy().__index__())
+
+    def item(self, *args):
+        """One element as a Python number (numpy's `item`); refused as float() is."""
+        return self._value_read("Tensor.item()").item(*args)
+
+    def tolist(self):
+        """The value as nested Python lists (numpy's `tolist`); refused as float() is."""
+        return self._value_read("Tensor.tolist()").tolist()
 
     def __len__(self) -> int:
         if not self.shape:
@@ -475,6 +485,14 @@ def constant(value: Any, dtype=None) -> Tensor:
             return value
         return _ops.cast(value, dtype)
     return Tensor._from_array(_own_array(value, dtype))
+
+
+def _seen_made(t: Tensor) -> None:
+    """Tells the recording tapes that `t` was made inside their blocks (so a gradient of it
+    asked for after the block, if they did not record it, is unconnected: a constant, not
+    a target computed outside the block; see GradientTape._check_recorded)."""
+    for tape in _state.tapes:
+        tape._made.add(id(t))
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:

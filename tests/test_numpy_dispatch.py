@@ -165,6 +165,8 @@ NOT_CALLED = {"test", "info", "seterr", "seterrcall", "setbufsize", "set_printop
               "savetxt", "load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap"}
 # These read a protocol Tensor does not offer (a buffer, DLPack, array flags, an iterator
 # that writes back), so they raise an error of their own: never a value.
+# numpy leaves these values undefined (pforjac's are zeros): only their shapes compare.
+UNDEFINED_VALUES = {"np.empty_like"}
 OWN_ERRORS = {"np.from_dlpack": AttributeError, "np.frombuffer": TypeError,
               "np.isfortran": AttributeError, "np.nditer": TypeError}
 
@@ -209,7 +211,7 @@ def _outcome(name, fn, pattern):
     if error is None:
         leaves = list(_leaves(result))
         if any(isinstance(v, pj.Tensor) for v in leaves):
-            if reference_error is None:
+            if reference_error is None and name not in UNDEFINED_VALUES:
                 for got, want in zip(leaves, _leaves(reference)):
                     np.testing.assert_allclose(np.asarray(got.numpy() if isinstance(
                         got, pj.Tensor) else got, float), np.asarray(want, float), err_msg=name,
