@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .conversion import conversion_error, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -141,33 +142,6 @@ def _handed_out(arr):
     if not isinstance(arr, np.ndarray):
         return arr
     return np.asarray(memoryview(arr))
-
-
-def needed_by(t) -> str | None:
-    """Why converting `t` to numpy now would drop it from a derivative, or None if it would
-    not: a recording GradientTape tracks it (or would watch it on this read), or it is a
-    symbolic value of a trace (a pfor or jacobian body, pforjac.function, the loop cache)."""
-    if t._trace is not None:
-        return "it is a symbolic value of a trace, with no data until the traced program runs"
-    for tape in _state.tapes:
-        if id(t) in tape._tracked or tape._watches_on_read(t):
-            return "a recording GradientTape tracks it"
-    return None
-
-
-def conversion_error(t, what: str) -> TypeError:
-    """The TypeError for `what` (a conversion of `t` to numpy, or a numpy function that would
-    make one) refused because `t` is needed (see needed_by); one message for every case."""
-    value = "keep value reads outside the traced function" if t._trace is not None else \
-        "pforjac.stop_gradient(t).numpy() for its value on purpose"
-    return TypeError(f"{what}: converting the Tensor {_described(t)} to numpy would drop it "
-                     f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
-                     f"functions pforjac dispatches: docs/user-guide.md, 'numpy code'), or "
-                     f"{value}")
-
-
-def _described(t) -> str:
-    return t.describe() if isinstance(t, SymbolicTensor) else f"{t.dtype.name}{list(t.shape)}"
 
 
 class Tensor:
