@@ -14,3 +14,9 @@ __all__ = [name for family in (broadcasting, elementwise, reductions, shape, ind
            for name in family.__all__]
 
 _install()
+from .ufuncs import *  # noqa: F401,F403,E402  (numpy's array functions and other ufuncs)
+from .sorting import *  # noqa: F401,F403,E402
+from .scans import *  # noqa: F401,F403,E402
+from .arrays import *  # noqa: F401,F403,E402
+from . import ufuncs, sorting, scans, arrays  # noqa: E402
+__all__ += [name for family in (ufuncs, sorting, scans, arrays) for name in family.__all__]

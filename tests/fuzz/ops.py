@@ -383,3 +383,5 @@ INTERNAL = {
 
 # -- not drawn: the minimizer and the known-issue tests put it in place of a line ---------------
 op("identity", "none", lambda B, a, *rest, **kw: a, lambda pj, a, *rest, **kw: a, prims=())
+from . import ops_arrays  # noqa: E402  (numpy array functions and ufuncs)
+INTERNAL.update(ops_arrays.INTERNAL_ARRAYS)
