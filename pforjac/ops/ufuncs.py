@@ -102,8 +102,13 @@ def _sign_product(x, y):
     return 2.0 * cast(same, x.dtype) - 1.0
 
 
-hypot_p = _binary("hypot", np.hypot, lambda g, a, x, y: g * x / a, lambda g, a, x, y: g * y / a,
-                  domain=("nonzero", "nonzero"))
+def _over_hypot(v, a):
+    """v / hypot, 0 at the origin (where v is 0 too): JAX's subgradient there, as abs's."""
+    return v / where(equal(a, 0.0), ones_like(a), a)
+
+
+hypot_p = _binary("hypot", np.hypot, lambda g, a, x, y: g * _over_hypot(x, a),
+                  lambda g, a, x, y: g * _over_hypot(y, a), domain=("nonzero", "nonzero"))
 logaddexp2_p = _binary("logaddexp2", np.logaddexp2, lambda g, a, x, y: g * exp2(x - a),
                        lambda g, a, x, y: g * exp2(y - a))
 fmax_p = _binary("fmax", np.fmax, lambda g, a, x, y: _mask(_fmax_keeps_x(x, y), g),
