@@ -44,6 +44,13 @@ CASES = {
     "take_along_broadcast": (lambda x: np.take_along_axis(x, np.array([[2, 0, 1, 1]]), 0), True),
     "cumprod_zeros": (lambda x: np.cumprod(_with_zeros(x), axis=1), True),
     "cumprod_flat": (lambda x: np.cumprod(_with_zeros(x)), True),
+    "cumulative_prod": (lambda x: np.cumulative_prod(_with_zeros(x), axis=0, include_initial=True),
+                        True),
+    "median_even": (lambda x: np.median(x, axis=1), True),
+    "median_odd_keepdims": (lambda x: np.median(x, axis=0, keepdims=True), True),
+    "median_all": (lambda x: np.median(x), True),
+    "quantile": (lambda x: np.quantile(x, [0.1, 0.5, 0.95], axis=1), True),
+    "percentile": (lambda x: np.percentile(x, 40.0, axis=(0, 1), keepdims=True), True),
     "diff": (lambda x: np.diff(x), True),
     "diff_n2_axis0": (lambda x: np.diff(x, n=2, axis=0, prepend=0.5, append=x[:1]), True),
     "ediff1d": (lambda x: np.ediff1d(x, to_end=[1.0, 2.0], to_begin=-3.0), True),
@@ -157,6 +164,7 @@ ROWWISE = {
     "diff": lambda x: np.diff(x, axis=1, append=1.0),
     "nanstd": lambda x: np.nanstd(np.where(NAN_MASK, np.nan, x), axis=1, keepdims=True),
     "interp": lambda x: np.interp(x, XP, FP),
+    "median": lambda x: np.median(x, axis=1, keepdims=True),
     "ufuncs": lambda x: np.hypot(np.exp2(x), np.sinc(x)) + np.fmod(x, 0.7),
 }
 
@@ -269,6 +277,13 @@ def test_sinc_in_float32_has_float64_accurate_derivatives():
     want = (np.cos(np.pi * x64) - np.sinc(x64)) / x64
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_quantile_gradient_in_q_and_nan_slices():
+    check_grads(lambda q: np.quantile(X, q, axis=1), np.array([0.3, 0.61]))
+    xn = np.where(NAN_MASK, np.nan, X)
+    for fn in (lambda a: np.median(a, axis=1), lambda a: np.quantile(a, [0.2, 0.7], axis=0)):
+        np.testing.assert_array_equal(fn(pj.constant(xn)).numpy(), fn(xn))
 
 
 def test_interp_outside_and_at_the_knots():

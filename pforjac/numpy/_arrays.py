@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _cast, _no_extra, implements
+from ..tensor import as_tensor
 
 _NO = np._NoValue
 
@@ -91,6 +92,42 @@ def searchsorted(a, v, side="left", sorter=None):
 def cumprod(a, axis=None, dtype=None, out=None):
     _no_extra("cumprod", out)
     return pj.cumprod(_cast(a, dtype), axis)
+
+
+@implements(np.cumulative_prod)
+def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=False):
+    _no_extra("cumulative_prod", out)
+    x = _cast(as_tensor(x), dtype)
+    if axis is None and x.ndim > 1:
+        raise ValueError(f"numpy.cumulative_prod: axis must be given for a tensor of rank "
+                         f"{x.ndim} (numpy refuses it too)")
+    axis = 0 if axis is None else axis
+    out = pj.cumprod(x, axis)
+    if not include_initial:
+        return out
+    shape = list(x.shape)
+    shape[axis] = 1
+    return pj.concat([pj.ones(tuple(shape), out.dtype), out], axis)
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """`overwrite_input` is accepted and ignored (tensors are immutable)."""
+    _no_extra("median", out)
+    return pj.median(a, axis, keepdims)
+
+
+def _order_statistic(name, fn):
+    def statistic(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None):
+        _no_extra(name, out, method=None if method == "linear" else method, weights=weights)
+        return fn(a, q, axis, keepdims)
+    statistic.__name__ = name
+    return statistic
+
+
+implements(np.quantile)(_order_statistic("quantile", pj.quantile))
+implements(np.percentile)(_order_statistic("percentile", pj.percentile))
 
 
 @implements(np.diff)

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import as_tensor, is_float
-from ._family import axis_index, int_arg
+from ..tensor import Tensor, as_tensor, constant, is_float
+from ._family import axis_index, int_arg, normalize_axes
 from .broadcasting import broadcast_to, reshape, sum
-from .elementwise import (cast, clip, equal, greater, less, logical_and, logical_not,
-                          not_equal, sqrt, square, subtract, where, zeros_like)
+from .elementwise import (cast, clip, equal, floor, greater, greater_equal, less, logical_and,
+                          logical_not, minimum, not_equal, sqrt, square, subtract, where, zeros_like)
 from .indexing import gather
 from .linalg import matmul
 from .reductions import argmax, argmin, cumsum, max, min, prod
 from .scans import cumprod
-from .shape import concat, flip, pad
-from .sorting import searchsorted
+from .shape import concat, flip, pad, transpose
+from .sorting import searchsorted, sort
 from .ufuncs import isinf, isnan
 
-__all__ = ["diff", "ediff1d", "convolve", "correlate", "interp", "polyval",
+__all__ = ["diff", "ediff1d", "convolve", "correlate", "interp", "polyval", "median", "quantile",
+           "percentile",
            "nansum", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanprod",
            "nancumsum", "nancumprod", "nanargmax", "nanargmin", "nan_to_num"]
 
@@ -149,6 +150,70 @@ def polyval(p, x):
     for k in range(p.shape[0] if p.ndim else 1):
         y = y * x + (p[k] if p.ndim else p)
     return y
+
+
+# -- order statistics ------------------------------------------------------------------------
+def _sorted_last(x, axis, op: str):
+    """x (as a float) sorted along `axis` (None: all, a tuple: merged), those axes moved last
+    and merged into one; and the normalized axes."""
+    x = as_tensor(x)
+    x = x if is_float(x.dtype) else cast(x, np.float64)
+    axes = normalize_axes(axis, x.ndim, op)
+    keep = tuple(a for a in range(x.ndim) if a not in axes)
+    if keep + axes != tuple(range(x.ndim)):
+        x = transpose(x, keep + axes)
+    return sort(reshape(x, tuple(x.shape[:len(keep)]) + (-1,)), -1), axes
+
+
+def _reduced_shape(shape, axes, keepdims):
+    return tuple(1 if k in axes else d for k, d in enumerate(shape) if keepdims or k not in axes)
+
+
+def _nan_if_any(out, ordered):
+    """NaN where the slice holds one (sorted last), as numpy's median and quantile give."""
+    last = ordered[..., -1:]
+    return where(isnan(last) if out.ndim == last.ndim else isnan(ordered[..., -1]), np.nan, out)
+
+
+def median(x, axis=None, keepdims=False):
+    """np.median: the middle of the sorted entries over `axis` (the mean of the two middle
+    ones for an even count), numpy's values; NaN if the slice holds one. The gradient goes to
+    the middle entries (halved between two)."""
+    shape = as_tensor(x).shape
+    ordered, axes = _sorted_last(x, axis, "median")
+    n = ordered.shape[-1]
+    if n == 0:
+        raise ValueError("median of an empty slice: numpy gives NaN with a warning; check sizes")
+    middle = ordered[..., (n - 1) // 2:n // 2 + 1]
+    out = _nan_if_any(sum(middle, -1) / middle.shape[-1], ordered)
+    return reshape(out, _reduced_shape(shape, axes, keepdims))
+
+
+def quantile(x, q, axis=None, keepdims=False):
+    """np.quantile, numpy's default method ("linear": q (n - 1) between the sorted entries):
+    its shape is q's followed by x's reduced one. Differentiable in x (through the sort) and
+    in q (the slope between the two entries); NaN where the slice holds one."""
+    shape = as_tensor(x).shape
+    ordered, axes = _sorted_last(x, axis, "quantile")
+    n, lead = ordered.shape[-1], ordered.ndim - 1
+    q = cast(q, ordered.dtype) if isinstance(q, Tensor) else constant(np.asarray(q, ordered.dtype))
+    virtual = q * float(n - 1)
+    below = clip(floor(virtual), 0.0, float(n - 1))
+    index = cast(below, np.int64)
+    a = gather(ordered, index, lead)
+    b = gather(ordered, minimum(index + 1, n - 1), lead)
+    gamma, step = virtual - below, b - a
+    out = where(greater_equal(gamma, 0.5), b - step * (1.0 - gamma), a + step * gamma)
+    out = where(reshape(isnan(ordered[..., -1]), tuple(ordered.shape[:-1]) + (1,) * q.ndim),
+                np.nan, out)
+    out = transpose(out, tuple(range(lead, out.ndim)) + tuple(range(lead))) if q.ndim else out
+    return reshape(out, tuple(q.shape) + _reduced_shape(shape, axes, keepdims))
+
+
+def percentile(x, q, axis=None, keepdims=False):
+    """np.percentile: quantile at q / 100."""
+    return quantile(x, q / 100.0 if isinstance(q, Tensor) else np.asarray(q, np.float64) / 100,
+                    axis, keepdims)
 
 
 # -- nan-ignoring reductions ---------------------------------------------------------------
