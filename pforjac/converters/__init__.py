@@ -3,4 +3,4 @@
 Importing this package registers every built-in converter.
 """
 from . import elementwise, reductions, shape, indexing, linalg  # noqa: F401
-from . import sorting, scans  # noqa: F401
+from . import sorting, scans, convolution  # noqa: F401

@@ -17,6 +17,8 @@ _install()
 from .ufuncs import *  # noqa: F401,F403,E402  (numpy's array functions and other ufuncs)
 from .sorting import *  # noqa: F401,F403,E402
 from .scans import *  # noqa: F401,F403,E402
+from .convolution import *  # noqa: F401,F403,E402
 from .arrays import *  # noqa: F401,F403,E402
-from . import ufuncs, sorting, scans, arrays  # noqa: E402
-__all__ += [name for family in (ufuncs, sorting, scans, arrays) for name in family.__all__]
+from . import ufuncs, sorting, scans, convolution, arrays  # noqa: E402
+__all__ += [name for family in (ufuncs, sorting, scans, convolution, arrays)
+            for name in family.__all__]

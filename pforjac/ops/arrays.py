@@ -1,5 +1,5 @@
 """numpy array functions as composites of pforjac's primitives (every rule comes with them):
-diff, ediff1d, convolve, correlate, interp, polyval, the nan-ignoring reductions
+diff, ediff1d, interp, polyval, the nan-ignoring reductions
 and nan_to_num.
 """
 from __future__ import annotations
@@ -12,14 +12,13 @@ from .broadcasting import broadcast_to, reshape, sum
 from .elementwise import (cast, clip, equal, floor, greater, greater_equal, less, logical_and,
                           logical_not, minimum, not_equal, sqrt, square, subtract, where, zeros_like)
 from .indexing import gather
-from .linalg import matmul
 from .reductions import argmax, argmin, cumsum, max, min, prod
 from .scans import cumprod
-from .shape import concat, flip, pad, transpose
+from .shape import concat, transpose
 from .sorting import searchsorted, sort
 from .ufuncs import isinf, isnan
 
-__all__ = ["diff", "ediff1d", "convolve", "correlate", "interp", "polyval", "median", "quantile",
+__all__ = ["diff", "ediff1d", "interp", "polyval", "median", "quantile",
            "percentile",
            "nansum", "nanmean", "nanvar", "nanstd", "nanmax", "nanmin", "nanprod",
            "nancumsum", "nancumprod", "nanargmax", "nanargmin", "nan_to_num"]
@@ -70,48 +69,6 @@ def ediff1d(x, to_end=None, to_begin=None):
     if to_end is not None:
         parts.append(reshape(cast(as_tensor(to_end), x.dtype), (-1,)))
     return parts[0] if len(parts) == 1 else concat(parts, 0)
-
-
-_MODES = ("full", "same", "valid")
-
-
-def _convolve_1d(a, v, mode: str, op: str):
-    """Convolution of the longer of two 1-D operands with the shorter, as numpy's: windows
-    of the zero-padded longer one gathered into a (length, M) matrix, times the reversed
-    shorter one (a matrix product: O(N M) work and memory, as numpy's direct sum)."""
-    a, v = as_tensor(a), as_tensor(v)
-    if a.ndim != 1 or v.ndim != 1:
-        raise ValueError(f"{op}: both operands must be 1-D, got shapes {tuple(a.shape)} and "
-                         f"{tuple(v.shape)}")
-    if mode not in _MODES:
-        raise ValueError(f"{op}: mode must be one of {_MODES}, got {mode!r}")
-    if a.shape[0] == 0 or v.shape[0] == 0:
-        raise ValueError(f"{op}: an operand is empty (shapes {tuple(a.shape)}, {tuple(v.shape)})")
-    if v.shape[0] > a.shape[0]:
-        a, v = v, a
-    big, small = a.shape[0], v.shape[0]
-    start, length = {"full": (0, big + small - 1), "same": ((small - 1) // 2, big),
-                     "valid": (small - 1, big - small + 1)}[mode]
-    padded = pad(a, [(small - 1, small - 1)])
-    windows = (start + np.arange(length))[:, None] + np.arange(small)[None, :]
-    return matmul(gather(padded, windows.astype(np.int64), 0), flip(v, 0))
-
-
-def convolve(a, v, mode="full"):
-    """np.convolve of two 1-D operands (`mode` "full", "same" or "valid")."""
-    return _convolve_1d(a, v, mode, "convolve")
-
-
-def correlate(a, v, mode="valid"):
-    """np.correlate of two real 1-D operands: sum_n a[n + k] v[n], as convolve with v
-    reversed (and, as numpy's, reversed when v is the longer)."""
-    a, v = as_tensor(a), as_tensor(v)
-    if a.dtype.kind == "c" or v.dtype.kind == "c":
-        raise TypeError("correlate: complex operands are not supported yet (numpy conjugates "
-                        "v); split real and imaginary parts")
-    if v.ndim == 1 and a.ndim == 1 and v.shape[0] > a.shape[0]:
-        return flip(_convolve_1d(v, flip(a, 0), mode, "correlate"), 0)
-    return _convolve_1d(a, flip(v, 0) if v.ndim == 1 else v, mode, "correlate")
 
 
 def interp(x, xp, fp, left=None, right=None):

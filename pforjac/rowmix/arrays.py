@@ -1,6 +1,8 @@
-"""The row check's rules for numpy's array functions (pforjac.ops.sorting, .scans)."""
+"""The row check's rules for numpy's array functions (pforjac.ops.sorting, .scans,
+.convolution)."""
 from __future__ import annotations
 
+from ..ops.convolution import convolve_p
 from ..ops.scans import cumprod_p
 from ..ops.sorting import (argpartition_p, argsort_p, put_along_axis_add_p, searchsorted_p,
                            sort_p, take_along_axis_p)
@@ -28,3 +30,9 @@ def _searchsorted(eqn: Equation, ins, ctx):
     """Positions of v's entries in a sorted array the seed does not reach: v's rows stay."""
     a, v = ins
     return _axis(v.axis, v) if a is None and isinstance(v, _Axis) else None
+
+
+@_rules(convolve_p)
+def _convolve(eqn: Equation, ins, ctx):
+    """A 1-D operand's one axis is the batch axis: its rows are summed together (no rule)."""
+    return None

@@ -79,3 +79,27 @@ op("cumprod", "axis", lambda B, a, axis: B.xp.cumprod(a, axis=axis),
 
 INTERNAL_ARRAYS = {"put_along_axis_add": "the gradient of sort and take_along_axis: every program "
                                         "with a sort, partition_min or take_along_argsort line"}
+
+# -- convolution, row by row (vectorized_map: the converter's stacked-operand paths) -----------
+_KERNEL, _SIGNAL = np.array([0.5, -1.0, 0.25]), np.array([1.0, -0.5, 2.0, 0.75, -1.5])
+
+
+def _flat_rows(B, fn, a):
+    return B.xp.stack([fn(B, B.xp.reshape(a[k], (-1,))) for k in range(a.shape[0])])
+
+
+op("vmap_convolve_same", "rows",
+   lambda B, a: _flat_rows(B, lambda B, r: B.xp.convolve(r, B.xp.asarray(_KERNEL, a.dtype), "same"), a),
+   lambda pj, a: pj.vectorized_map(
+       lambda r: pj.convolve(pj.reshape(r, (-1,)), _KERNEL.astype(a.dtype), "same"), a),
+   prims=())
+op("vmap_correlate_full", "rows",
+   lambda B, a: _flat_rows(B, lambda B, r: B.xp.correlate(B.xp.asarray(_SIGNAL, a.dtype), r, "full"), a),
+   lambda pj, a: pj.vectorized_map(
+       lambda r: pj.correlate(_SIGNAL.astype(a.dtype), pj.reshape(r, (-1,)), "full"), a),
+   prims=())
+op("rows_convolve_valid", "rows",        # a loop over the rows: convolve itself in the program
+   lambda B, a: _flat_rows(B, lambda B, r: B.xp.convolve(B.xp.asarray(_SIGNAL, a.dtype), r, "valid"), a),
+   lambda pj, a: pj.stack([pj.convolve(_SIGNAL.astype(a.dtype), pj.reshape(a[k], (-1,)), "valid")
+                           for k in range(a.shape[0])]),
+   prims=("convolve",))
