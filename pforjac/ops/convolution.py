@@ -80,8 +80,10 @@ def correlate(a, v, mode="valid"):
 def _examples(rng):
     def x(n):
         return rng.uniform(-1.5, 1.5, n)
+    long = 33            # both operands past the converter's SHIFT_SUM_MAX: its matrix paths
     return [core.Example(x(5), x(3), mode=m) for m in MODES] + \
-        [core.Example(x(2), x(4), mode=m) for m in MODES] + [core.Example(x(1), x(1), mode="same")]
+        [core.Example(x(2), x(4), mode=m) for m in MODES] + [core.Example(x(1), x(1), mode="same")] + \
+        [core.Example(x(long + 2), x(long), mode=m) for m in MODES]
 
 
 core.defexamples(convolve_p)(_examples)
