@@ -1,5 +1,5 @@
 """numpy's array functions and remaining ufuncs on pforjac Tensors (pforjac.ops.sorting,
-.scans, .arrays, .ufuncs; registered in pforjac/numpy/_arrays.py).
+.scans, .convolution, .numeric, .ufuncs; registered in pforjac/numpy/_arrays.py).
 
 Each case is a function written in plain numpy. Run on arrays it is numpy; run on Tensors it
 dispatches to pforjac. The oracles: numpy's own values (bit for bit where pforjac runs

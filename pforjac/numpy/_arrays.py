@@ -1,6 +1,6 @@
 """numpy's array functions (sorting, scans, differences, convolution, interpolation,
 polynomials, the nan-ignoring reductions) and its remaining differentiable ufuncs, with
-numpy's signatures and defaults, on pforjac's ops (`pforjac.ops.sorting`, `.arrays`,
+numpy's signatures and defaults, on pforjac's ops (`pforjac.ops.sorting`, `.numeric`,
 `.ufuncs`). Keywords the ops do not take are refused by name.
 """
 from __future__ import annotations

@@ -18,7 +18,7 @@ from .ufuncs import *  # noqa: F401,F403,E402  (numpy's array functions and othe
 from .sorting import *  # noqa: F401,F403,E402
 from .scans import *  # noqa: F401,F403,E402
 from .convolution import *  # noqa: F401,F403,E402
-from .arrays import *  # noqa: F401,F403,E402
-from . import ufuncs, sorting, scans, convolution, arrays  # noqa: E402
-__all__ += [name for family in (ufuncs, sorting, scans, convolution, arrays)
+from .numeric import *  # noqa: F401,F403,E402
+from . import ufuncs, sorting, scans, convolution, numeric  # noqa: E402
+__all__ += [name for family in (ufuncs, sorting, scans, convolution, numeric)
             for name in family.__all__]

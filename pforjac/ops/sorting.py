@@ -57,11 +57,12 @@ searchsorted_p = core.new_primitive(
     _searchsorted_shape, differentiable=False)
 
 
-def _flat(x, axis):
+def _flat(x, axis, op: str):
+    """x and a non-negative axis (None: x flattened, axis 0); errors name `op`."""
     x = as_tensor(x)
     if axis is None:
         return reshape(x, (-1,)), 0
-    return x, axis_index(axis, x.ndim, "sort")
+    return x, axis_index(axis, x.ndim, op)
 
 
 def _kind(kind, stable) -> str:
@@ -75,7 +76,7 @@ def argsort(x, axis=-1, kind=None, stable=None):
     """np.argsort: the permutation that sorts `x` along `axis` (None: flattened), int64.
     `stable=True` or `kind="stable"` keeps ties in their order (numpy's default quicksort
     need not)."""
-    x, axis = _flat(x, axis)
+    x, axis = _flat(x, axis, "argsort")
     return argsort_p.bind(x, axis=axis, kind=_kind(kind, stable))
 
 
@@ -191,7 +192,7 @@ def sort(x, axis=-1, kind=None, stable=None):
     """np.sort: `x` sorted along `axis` (None: flattened), NaNs last: numpy's forward. Its
     gradient goes back through the sorting permutation (found only when differentiating),
     ties in numpy's stable order: the first of equal entries takes the first sorted slot."""
-    x, axis = _flat(x, axis)
+    x, axis = _flat(x, axis, "sort")
     return sort_p.bind(x, axis=axis, kind=_kind(kind, stable))
 
 
@@ -202,14 +203,14 @@ def _kth(kth) -> tuple:
 def argpartition(x, kth, axis=-1):
     """np.argpartition: an order putting the `kth` entries (an int or a sequence) where a
     sort would, smaller ones before and larger ones after, int64."""
-    x, axis = _flat(x, axis)
+    x, axis = _flat(x, axis, "argpartition")
     return argpartition_p.bind(x, axis=axis, kth=_kth(kth))
 
 
 def partition(x, kth, axis=-1):
     """np.partition: `x` gathered by its argpartition (numpy's values: the same introselect
     orders both); the gradient goes back through that permutation."""
-    x, axis = _flat(x, axis)
+    x, axis = _flat(x, axis, "partition")
     return take_along_axis_p.bind(x, argpartition_p.bind(x, axis=axis, kth=_kth(kth)), axis=axis)
 
 

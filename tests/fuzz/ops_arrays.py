@@ -1,5 +1,6 @@
 """The fuzzer's entries for numpy's array functions and remaining ufuncs (pforjac.ops.sorting,
-.arrays, .ufuncs), appended to `ops.OPS`: references from numpy's / JAX's own functions."""
+.scans, .convolution, .numeric, .ufuncs), appended to `ops.OPS`: references from numpy's /
+JAX's own functions."""
 from __future__ import annotations
 
 import numpy as np
