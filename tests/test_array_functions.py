@@ -83,6 +83,7 @@ CASES = {
     "logaddexp2": (lambda x: np.logaddexp2(x, C), True),
     "fmax_fmin": (lambda x: np.fmax(x, C_NAN) * np.fmin(C_NAN, x), True),
     "fmod_mod": (lambda x: np.fmod(x, C) + np.mod(x, C), True),
+    "mod_operator": (lambda x: x % C + 3.5 % (np.abs(x) + 0.5), True),
     "copysign": (lambda x: np.copysign(x, C), True),
     "heaviside": (lambda x: np.heaviside(_with_zeros(C), x), True),
     "float_power": (lambda x: np.float_power(np.abs(x) + 0.5, 2.5), False),   # (np.power's loop)
