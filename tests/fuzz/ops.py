@@ -440,3 +440,6 @@ op("identity", "none", lambda B, a, *rest, **kw: a, lambda pj, a, *rest, **kw: a
 
 
 from . import ops_scipy  # noqa: E402,F401  (scipy.special's ops, appended to OPS)
+
+from . import ops_arrays  # noqa: E402  (numpy array functions and ufuncs)
+INTERNAL.update(ops_arrays.INTERNAL_ARRAYS)
