@@ -345,6 +345,10 @@ def test_value_only_functions_read_watched_tensors_without_a_derivative():
     (lambda x: np.block([x, []]), "empty"),
     (lambda x: np.resize(x, (2, -1)), "negative length"),
     (lambda x: np.average(x, weights=x[0]), "1-D along one given axis"),
+    (lambda x: np.trace(x, axis1=2, axis2=1), r"trace \(axis1\): axis 2 is out of range"),
+    (lambda x: np.cov(x, fweights=[1, 2, 3.5]), "fweights are frequencies"),
+    (lambda x: np.cov(x, aweights=[1.0, -1.0, 1.0]), "aweights cannot be negative"),
+    (lambda x: np.cov(x, fweights=[1, 2]), "one weight for each of the 3 observations"),
 ])
 def test_errors_name_the_function_and_the_argument(call, message):
     x = pj.constant(A[:, :3])
