@@ -3,6 +3,7 @@ and nothing a derivative needs is ever converted to an array silently."""
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -368,3 +369,20 @@ def test_round_of_integers_and_dtype_keywords_give_numpys_dtype(call, dtype):
     got, want = call(pj.constant(a)).numpy(), call(a)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def _parameters(fn) -> list:
+    return [(p.name, p.kind == p.VAR_POSITIONAL, p.default) for p in
+            inspect.signature(fn).parameters.values()]
+
+
+def test_pforjac_functions_registered_as_they_are_have_numpys_signature():
+    """A pforjac function registered for a numpy one without a wrapper (pforjac/numpy/
+    _structure.py's loop) gets numpy's arguments as they were passed: its parameters after
+    the first (the tensor, whose name may differ), their order and defaults must be numpy's,
+    or `np.rot90(t, 1, (1, 0))` would land in the wrong parameter."""
+    own = [(f, fn) for f, fn in FUNCTIONS.items()
+           if getattr(pj, getattr(f, "__name__", ""), None) is fn]
+    assert len(own) > 30
+    for target, fn in own:
+        assert _parameters(fn)[1:] == _parameters(target)[1:], target.__name__
