@@ -139,6 +139,28 @@ def test_batch_jacobian_block_by_block(client, dtype):
     assert np.array_equal(split.compute(), np.concatenate(blocks))
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("mode", ["forward", "reverse"])
+def test_sparse_jacobian_by_colour_groups(client, dtype, mode):
+    pjs = pytest.importorskip("pforjac.sparse", reason="pforjac.sparse is not on this branch")
+    rng = np.random.default_rng(8)
+    n, width = 96, 8
+    w = pj.constant(rng.standard_normal((width, width)).astype(dtype))
+    x = rng.standard_normal(n).astype(dtype)
+
+    def f(v):                       # block-diagonal, plus a dense column of v[0]
+        return pj.reshape(pj.tanh(pj.reshape(v, (n // width, width)) @ w), (-1,)) * pj.exp(v[0])
+    pattern = np.kron(np.eye(n // width), np.ones((width, width))) > 0
+    pattern[:, 0] = True
+    prepared = pjs.prepare_jacobian(f, x, mode=mode, sparsity=pattern)
+    want = prepared(x)
+    for k in (1, 3):
+        got = pjd.sparse_jacobian(prepared, x, f, chunk_size=k)
+        assert got.format == want.format and got.dtype == want.dtype
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+        assert np.array_equal(got.data, want.data)
+
+
 def test_a_chunk_too_large_for_a_worker_names_the_chunk_size_to_use(client):
     rng = np.random.default_rng(4)
     w = pj.constant(rng.standard_normal((3000, 8)))

@@ -3,7 +3,8 @@
 - `jacobian(f, x, chunk_size=k, mode="reverse"|"forward")`: one task per chunk of k output
   rows (or input columns), each running the chunk's compiled numpy code;
 - `batch_jacobian(f, x)`: per-example Jacobians block by block along the batch axis;
-- `sparse_jacobian(prepared, x)`: the colour groups of a prepared sparse Jacobian as tasks.
+- `sparse_jacobian(prepared, x, f)`: the colour groups of a prepared sparse Jacobian as tasks,
+  assembled into one scipy.sparse matrix on the client.
 
 The chunk programs are traced and compiled once, on the client, and are one key of the
 graph: each worker receives them once and compiles their source once. Whatever scheduler
@@ -18,5 +19,6 @@ except ImportError as e:          # (pforjac itself does not need dask)
 
 from .arrays import batch_jacobian, jacobian
 from .artifact import compile_count
+from .sparse import sparse_jacobian
 
-__all__ = ["jacobian", "batch_jacobian", "compile_count"]
+__all__ = ["jacobian", "batch_jacobian", "sparse_jacobian", "compile_count"]

@@ -47,8 +47,7 @@ def jacobian(f, x, chunk_size: int = 256, mode: str = "reverse") -> da.Array:
         raise TypeError("pforjac.dask.jacobian: x is a dask array; pass its value (x.compute()): "
                         "the chunks split the Jacobian's rows or columns, not x")
     plan = _MODES[mode](f, x, chunk_size)
-    n = math.prod(plan.out_shape) if mode == "reverse" else math.prod(plan.in_shape)
-    lengths = chunk_lengths(n, chunk_size)
+    lengths = chunk_lengths(plan.iterations, chunk_size)
     full = plan.out_shape + plan.in_shape
     if not lengths or 0 in full:
         return da.zeros(full, plan.dtype)

@@ -24,23 +24,41 @@ from ..jacobians import _gradients
 from ..pfor import vectorize_stacked
 from ..program import make_program
 from ..tape import GradientTape
-from ..tensor import Tensor, as_tensor, is_float
+from ..tensor import Tensor, as_tensor, constant, is_float
 from .artifact import ChunkProgram
 
-__all__ = ["JacobianPlan", "chunk_lengths", "reverse_plan", "forward_plan", "batch_program"]
+__all__ = ["JacobianPlan", "basis_seeds", "colour_seeds", "chunk_lengths", "reverse_plan",
+           "forward_plan", "batch_program"]
 
 
 class JacobianPlan:
     """What every task of one Jacobian reads (one key of the graph): the chunk programs by
-    chunk length."""
+    chunk length, over `iterations` seeds (rows, columns or colours)."""
 
-    def __init__(self, mode: str, out_shape: tuple, in_shape: tuple, dtype, programs: dict):
+    def __init__(self, mode: str, out_shape: tuple, in_shape: tuple, dtype, programs: dict,
+                 iterations: int):
         self.mode, self.out_shape, self.in_shape = mode, out_shape, in_shape
-        self.dtype, self.programs = np.dtype(dtype), programs
+        self.dtype, self.programs, self.iterations = np.dtype(dtype), programs, iterations
 
     @property
     def nbytes(self) -> int:
         return sum(p.nbytes for p in self.programs.values())
+
+
+def basis_seeds(size: int):
+    """(how many seeds, seed i shaped like `like`): the one-hot basis of `size` entries."""
+    return size, lambda i, like: ops.reshape(ops.one_hot(i, size, like.dtype), like.shape)
+
+
+def colour_seeds(colors: np.ndarray):
+    """The seeds of a colouring: seed k is 1 at the entries of colour k (0 elsewhere)."""
+    colors = np.asarray(colors, np.int32)
+    ncolors = int(colors.max()) + 1 if colors.size else 0
+    c = constant(colors)
+
+    def seed(i, like):
+        return ops.reshape(ops.cast(ops.equal(c, i), like.dtype), like.shape)
+    return lambda size: (ncolors, seed)
 
 
 def chunk_lengths(n: int, k: int) -> list[int]:
@@ -67,18 +85,18 @@ def _one_output(y, what: str) -> Tensor:
     return as_tensor(y, f"{what}: f(x)")
 
 
-def reverse_plan(f, x, k: int) -> JacobianPlan:
-    """The row programs of J = df/dx, k rows a chunk (and the remainder's)."""
+def reverse_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
+    """The row programs of J = df/dx, k rows a chunk (and the remainder's): the vjps of
+    `seeds(f(x).size)` (the basis; a colouring's for a compressed sparse Jacobian)."""
     xt = _check_input(x, "pforjac.dask.jacobian")
     with GradientTape(persistent=True) as tape:
         (xa,), y = _watched_call(tape, f, (xt,))
     y = _one_output(y, "pforjac.dask.jacobian")
-    n = y.size
+    n, seed = seeds(y.size)
 
     def rows(indices):
         def body(i):
-            seed = ops.reshape(ops.one_hot(i, n, y.dtype), y.shape)
-            return _gradients(tape._entries, y, seed, [xa])
+            return _gradients(tape._entries, y, seed(i, y), [xa])
         (g,) = vectorize_stacked(make_program(body, [((), np.int32)]), indices, (0, n))
         shape = (int(indices.shape[0]), xt.size)
         return ops.zeros(shape, xt.dtype) if g is None else ops.reshape(g, shape)
@@ -88,21 +106,21 @@ def reverse_plan(f, x, k: int) -> JacobianPlan:
                         f"flows through it; return a floating-point output")
     programs = {m: _compile(rows, [((m,), np.dtype(np.int32))], "rows")
                 for m in sorted(set(chunk_lengths(n, k)))}
-    return JacobianPlan("reverse", tuple(y.shape), tuple(xt.shape), xt.dtype, programs)
+    return JacobianPlan("reverse", tuple(y.shape), tuple(xt.shape), xt.dtype, programs, n)
 
 
-def forward_plan(f, x, k: int) -> JacobianPlan:
-    """The column programs of J = df/dx, k input columns a chunk (and the remainder's)."""
+def forward_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
+    """The column programs of J = df/dx, k input columns a chunk (and the remainder's): the
+    jvps of `seeds(x.size)` (the basis; a colouring's for a compressed sparse Jacobian)."""
     xt = _check_input(x, "pforjac.dask.jacobian")
     program, is_tuple = _trace(f, (xt,), "pforjac.dask.jacobian")
     if is_tuple:
         _one_output((), "pforjac.dask.jacobian")
-    (out,), m = program.outputs, xt.size
+    (out,), (m, seed) = program.outputs, seeds(xt.size)
 
     def columns(indices):
         def body(i):
-            tangent = ops.reshape(ops.one_hot(i, m, xt.dtype), xt.shape)
-            return jvp_program(program, [xt], [tangent])[1]
+            return jvp_program(program, [xt], [seed(i, xt)])[1]
         (c,) = vectorize_stacked(make_program(body, [((), np.int32)]), indices, (0, m))
         shape = (int(indices.shape[0]), math.prod(out.shape))
         return ops.transpose(ops.zeros(shape, xt.dtype) if c is None else ops.reshape(c, shape))
@@ -110,7 +128,7 @@ def forward_plan(f, x, k: int) -> JacobianPlan:
     programs = {c: _compile(columns, [((c,), np.dtype(np.int32))], "columns")
                 for c in sorted(set(chunk_lengths(m, k)))}
     dtype = np.result_type(xt.dtype, out.dtype) if out.dtype.kind == "c" else xt.dtype
-    return JacobianPlan("forward", tuple(out.shape), tuple(xt.shape), dtype, programs)
+    return JacobianPlan("forward", tuple(out.shape), tuple(xt.shape), dtype, programs, m)
 
 
 def batch_program(f, shape: tuple, dtype) -> tuple[ChunkProgram, tuple, np.dtype]:
