@@ -139,6 +139,10 @@ def _batched(x, chunk_size: int) -> da.Array:
     if xd.ndim < 2:
         raise ValueError(f"pforjac.dask.batch_jacobian needs x of rank >= 2 ([batch, ...]); "
                          f"got shape {xd.shape}")
+    if any(math.isnan(c) for c in xd.chunks[0]):
+        raise ValueError("pforjac.dask.batch_jacobian: x's block sizes along the batch axis are "
+                         "unknown (nan); call x.compute_chunk_sizes() first: each block shape "
+                         "is traced on the client")
     if xd.dtype.kind not in "fc":
         raise TypeError(f"pforjac.dask.batch_jacobian: x has dtype {xd.dtype}, but derivatives "
                         f"are taken with respect to floating-point inputs only; cast it first")

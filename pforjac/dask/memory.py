@@ -62,8 +62,12 @@ def _budgets(client) -> list[tuple[str, int, int]]:
     import dask
     pause = dask.config.get("distributed.worker.memory.pause", 0.8) or \
         dask.config.get("distributed.worker.memory.terminate", 0.95) or 1.0
+    try:                      # (newer versions list 5 workers unless asked for all)
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    except TypeError:
+        workers = client.scheduler_info()["workers"]
     out = []
-    for address, w in client.scheduler_info(n_workers=-1)["workers"].items():
+    for address, w in workers.items():
         limit = int(w.get("memory_limit") or 0)
         budget = int(limit * pause) - int(w.get("metrics", {}).get("memory", 0)) if limit \
             else available_memory()
