@@ -125,6 +125,8 @@ def _concrete_ints(value, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
         value = value.numpy()       # an integer tensor has no derivative to lose
     value = np.asarray(value)
+    if value.size == 0:     # ([] for an empty axis: numpy's too)
+        return value.astype(np.int64)
     if value.dtype.kind not in "iub" or (value < 0).any():
         raise TypeError(f"{what} must be non-negative integers, got {value!r:.60}")
     return value.astype(np.int64)
@@ -284,7 +286,7 @@ def select(condlist, choicelist, default=0):
         raise ValueError(f"select: {len(condlist)} conditions for {len(choicelist)} choices")
     if not condlist:
         raise ValueError("select needs at least one condition and choice")
-    out = as_tensor(default)
+    out = default       # a Python number stays one: it takes the choices' dtype, as numpy's
     for c, v in reversed(list(zip(condlist, choicelist))):
         c = as_tensor(c)
         if c.dtype != np.bool_:
