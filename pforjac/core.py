@@ -88,10 +88,13 @@ class Primitive:
 
 class Example:
     """One call of a primitive for its generated checks: inputs (arrays) and params.
-    `stackable`: per input, whether pfor may see it stacked (default: all)."""
+    `stackable`: per input, whether pfor may see it stacked (default: all).
+    `iterations`: per input, the 3 per-iteration values its converter check stacks, for
+    inputs whose domain rolled copies leave (positive definite matrices); default: those."""
 
-    def __init__(self, *args, stackable: tuple | None = None, **params):
-        self.args, self.params = args, params
+    def __init__(self, *args, stackable: tuple | None = None, iterations: list | None = None,
+                 **params):
+        self.args, self.params, self.iterations = args, params, iterations
         self.stackable = tuple(stackable) if stackable is not None else (True,) * len(args)
 
     def __repr__(self) -> str:

@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 from . import ops as pj
+from .ops._einsum_forms import from_sublists
 from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
 __all__ = ["UFUNCS", "FUNCTIONS", "PENDING", "implements", "install"]
@@ -201,7 +202,7 @@ def _arg(fn, name: str):
 
 def _cumsum(a, axis=None, dtype=None, out=None):
     _no_extra("cumsum", out)
-    return pj.cumsum(_cast(a, dtype), axis)
+    return _cast(pj.cumsum(_cast(a, dtype), axis), dtype)
 
 
 def _joined(fn, name: str):
@@ -257,13 +258,15 @@ def _ndim(v) -> int:
     return v.ndim if isinstance(v, (Tensor, np.ndarray)) else np.ndim(v)
 
 
-def _einsum(subscripts, *operands, out=None, dtype=None, order="K", casting="safe",
-            optimize=False):
+def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize=False):
     """np.einsum; `optimize` is accepted and ignored (pforjac picks its own contraction order)."""
     _no_extra("einsum", out, order=None if order == "K" else order,
               casting=None if casting == "safe" else casting)
-    operands = [_cast(o, dtype) for o in operands] if dtype is not None else operands
-    return pj.einsum(subscripts, *operands)
+    if dtype is None:
+        return pj.einsum(*operands)
+    subscripts, operands = (operands[0], operands[1:]) if isinstance(operands[0], str) \
+        else from_sublists(operands)
+    return pj.einsum(subscripts, *[_cast(o, dtype) for o in operands])
 
 
 def _like(fn, name: str):
@@ -283,8 +286,11 @@ def _clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
 
 
 def _round(a, decimals=0, out=None):
+    """np.round: integers come back as they are, in their dtype (np.rint would make them
+    floats)."""
     _no_extra("round", out, decimals=decimals or None)
-    return pj.round(a)
+    a = as_tensor(a)
+    return a if a.dtype.kind in "iu" else pj.round(a)
 
 
 def _swapaxes(a, axis1, axis2):

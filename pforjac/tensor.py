@@ -64,13 +64,25 @@ def as_operands(values) -> list:
     else:
         return list(values)
     ranks = [_weak_rank(v) for v in values]
-    if None not in ranks or all(r is None for r in ranks):
+    if all(r is None for r in ranks):
         return [as_tensor(v) for v in values]
+    if None not in ranks:
+        return _all_weak(values, ranks)
     strong = {k: as_tensor(v) for k, (v, r) in enumerate(zip(values, ranks)) if r is None}
     dtype = np.result_type(*(t.dtype for t in strong.values()),
                            *(_WEAK[r] for r in ranks if r is not None))
     return [strong[k] if k in strong else Tensor._from_array(_to_array(v, dtype))
             for k, v in enumerate(values)]
+
+
+def _all_weak(values, ranks) -> list:
+    """Operands all of Python numbers: the widest kind's TensorFlow default (float32 for
+    floats next to ints, not float64 holding values rounded to float32), one dtype for all."""
+    tensors = [as_tensor(v) for v in values]
+    top = max(ranks)
+    dtype = np.result_type(*(t.dtype for t, r in zip(tensors, ranks) if r == top))
+    return [t if t.dtype == dtype else Tensor._from_array(_to_array(v, dtype))
+            for t, v in zip(tensors, values)]
 
 
 _INT32 = np.iinfo(np.int32)
@@ -233,6 +245,13 @@ class Tensor:
             raise TypeError("len() of a scalar tensor")
         return self.shape[0]
 
+    def __copy__(self):
+        """Immutable, so its copy is itself: a tape tracking it still does (a new object
+        dropped out of the derivative: deepcopy of state gave a zero Jacobian)."""
+        return self
+
+    __deepcopy__ = lambda self, memo: self      # noqa: E731  (as __copy__)
+
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a scalar tensor")
@@ -323,6 +342,7 @@ class Variable(Tensor):
     """
 
     __slots__ = ("trainable", "name", "_snapshot")
+    __copy__ = __deepcopy__ = None      # mutable: copy's default, a new Variable of its value
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value

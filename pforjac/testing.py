@@ -380,7 +380,8 @@ def check_primitive(op, order: int = 2, seed: int = 0) -> None:
                   and _has_gradient(prim, j)]
         if prim.differentiable and floats:
             _check_example_grads(prim, ex, floats, order, seed + k, where)
-        check_converter(prim, *ex.args, stackable=ex.stackable, **ex.params)
+        check_converter(prim, *ex.args, stackable=ex.stackable, iterations=ex.iterations,
+                        **ex.params)
 
 
 def _has_gradient(prim, j: int) -> bool:

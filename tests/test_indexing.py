@@ -174,3 +174,35 @@ def test_setitem_zeros_moves_short_rows_as_items_with_the_same_bytes(dtype):
         want[key] = g
         got = _setitem_zeros_impl(g, key, shape)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+_MIXED = [(3, slice(2, None), [1, 3]), (0, None, [1, 2]), ([1, 3], slice(None), 0),
+          ([[1, 3]], slice(None), 0), (slice(None), 0, None, [[1, 2, 3]]), (0, Ellipsis, [1, 2]),
+          (Ellipsis, 0, [1, 2]), (slice(None), [1, 2], None, 0), (slice(None), 0, [3, 1])]
+
+
+@no_fallback
+@pytest.mark.parametrize("key", _MIXED)
+def test_integers_and_an_index_tensor_place_its_axes_as_numpy(key):
+    """Integers and an index tensor separated by a slice or None put the tensor's axes
+    first (`x[3, 2:, [1, 3]]` is (2, 4)); adjacent ones keep them in place."""
+    x_np = np.random.default_rng(3).uniform(-1, 1, (5, 6, 4))
+    got = pj.constant(x_np)[key]
+    assert got.shape == x_np[key].shape
+    np.testing.assert_array_equal(got.numpy(), x_np[key])
+    pj.testing.check_grads(lambda t: t[key], x_np)
+    pfor, loop = pfor_and_loop_jacobians(lambda t: pj.sin(t)[key], x_np)
+    np.testing.assert_array_equal(pfor, loop)
+    xs = np.stack([x_np, -2 * x_np])             # a stacked x under the same key
+    rows = pj.pfor(lambda i: pj.gather(pj.constant(xs), i)[key], 2, fallback_to_while_loop=False)
+    np.testing.assert_array_equal(rows.numpy(), np.stack([x[key] for x in xs]))
+
+
+@no_fallback
+def test_a_stacked_index_tensor_separated_from_an_integer_by_a_slice():
+    x_np = np.random.default_rng(4).uniform(-1, 1, (5, 6, 4))
+    idx = np.array([[1, 3], [0, 2], [3, 3]])
+    x = pj.constant(x_np)
+    got = pj.pfor(lambda i: x[3, 2:, pj.gather(pj.constant(idx), i)], 3,
+                  fallback_to_while_loop=False)
+    np.testing.assert_array_equal(got.numpy(), np.stack([x_np[3, 2:, row] for row in idx]))

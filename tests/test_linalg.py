@@ -7,7 +7,7 @@ import pytest
 
 import pforjac as pj
 
-from helpers import no_fallback
+from helpers import no_fallback, pfor_and_loop_jacobians
 
 
 @no_fallback
@@ -145,3 +145,66 @@ def test_multi_operand_einsum_jacobians_keep_their_bits_at_every_chunk_size(spec
     for chunk in (1, 2, 5):
         np.testing.assert_array_equal(tape.jacobian(y, x, parallel_iterations=chunk).numpy(), whole)
     np.testing.assert_allclose(tape.jacobian(y, x, experimental_use_pfor=False).numpy(), whole, rtol=1e-12)
+
+
+# -- numpy's einsum forms: '...', implicit outputs, sublists, size-1 broadcasting ----------
+_FORMS = [("...ij,...jk->...ik", [(2, 3), (2, 3, 4)]), ("jk...,lj...->lk...", [(3, 2, 4), (2, 3)]),
+          ("j...k,lj...->lk...", [(2, 2, 2), (2, 2)]), ("...,...->...", [(3, 4, 4), (4, 4)]),
+          ("...i,...i", [(2, 3), (4, 1, 3)]), ("i...,i...", [(2, 3), (2, 4, 1)]),
+          ("...ii->...i", [(2, 3, 3)]), ("ij,j->i", [(3, 1), (4,)]), ("ij,jk->i...", [(2, 3), (3, 4)]),
+          ("...k,...nk->...", [(3, 5), (3, 10, 5)])]
+_SUBLISTS = [((2, 3), [0, 1], (3, 4), [1, 2], [0, 2]), ((2, 3), [Ellipsis, 1], (3,), [1]),
+             ((5, 2, 3), [Ellipsis, 0, 1], (3, 4), [1, 2], [Ellipsis, 0, 2]),
+             ((2, 3), [30, 2])]
+
+
+def _interleaved(rng, form):
+    return [rng.uniform(-1, 1, a) if isinstance(a, tuple) else a for a in form]
+
+
+@no_fallback
+@pytest.mark.parametrize("spec, shapes", _FORMS)
+def test_einsum_ellipsis_forms_have_numpys_values_and_gradients(spec, shapes):
+    rng = np.random.default_rng(0)
+    xs = [rng.uniform(-1, 1, s) for s in shapes]
+    want = np.einsum(spec, *xs)
+    for got in (pj.einsum(spec, *map(pj.constant, xs)), np.einsum(spec, *map(pj.constant, xs))):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-13, atol=1e-14)
+    pj.testing.check_grads(lambda *ts: pj.einsum(spec, *ts), [pj.constant(x) for x in xs])
+    others = [pj.constant(x) for x in xs[1:]]
+    pfor, loop = pfor_and_loop_jacobians(lambda t: pj.einsum(spec, t, *others), xs[0])
+    np.testing.assert_allclose(pfor, loop, rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("form", _SUBLISTS)
+def test_einsum_sublist_form_has_numpys_values_and_gradients(form):
+    args = _interleaved(np.random.default_rng(1), form)
+    want = np.einsum(*args)
+    tensors = [pj.constant(a) if isinstance(a, np.ndarray) else a for a in args]
+    for got in (pj.einsum(*tensors), np.einsum(*tensors), np.einsum(*tensors, dtype=np.float64)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-13, atol=1e-14)
+    at = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+
+    def f(*ts):
+        full = list(tensors)
+        for i, t in zip(at, ts):
+            full[i] = t
+        return pj.einsum(*full)
+    pj.testing.check_grads(f, [tensors[i] for i in at])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("ij,jk", (2, 3), (4, 4)), r"axis 'j' has size 3 in operand 0 \(shape \(2, 3\)\) and 4 in "
+                                r"operand 1 \(shape \(4, 4\)\)"),
+    (("...i,...i", (2, 3), (4, 3)), r"a '\.\.\.' axis has size 2 in operand 0 \(shape \(2, 3\)\)"),
+    (("i", (2, 3)), r"operand 0 has shape \(2, 3\) \(2 axes\) but its subscripts 'i' name 1"),
+    (("i.j", (2, 3)), r"operand 0 \('i\.j'\) has a '\.' that is not part of one ellipsis"),
+    (("...i,...i->i", (2, 3), (2, 3)), r"the output has no '\.\.\.'"),
+    (("ij,jk", (2, 3)), r"names 2 operands, got 1 \(shapes \(2, 3\)\)"),
+    (((2, 3), [0, 60]), r"the sublist of operand 0 holds 60"),
+])
+def test_einsum_bad_subscripts_name_the_operand_and_shapes(args, message):
+    args = [pj.constant(np.ones(a)) if isinstance(a, tuple) else a for a in args]
+    with pytest.raises(ValueError, match=message):
+        pj.einsum(*args)

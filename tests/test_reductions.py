@@ -260,3 +260,71 @@ def test_log_softmax_gradient_is_identity_minus_softmax():
         s = np.exp(x[b] - x[b].max())
         s /= s.sum()
         np.testing.assert_allclose(J[b, :, b, :], np.eye(3) - s[None, :], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("shape, axis, keepdims", [((), None, False), ((1,), None, True),
+                                                   ((1, 3), 0, False), ((1, 3), 0, True),
+                                                   ((3, 1, 2), 1, False), ((2, 3), (), False)])
+def test_std_over_one_value_is_a_constant_with_derivative_zero(shape, axis, keepdims):
+    """Over one value the deviations are identically zero: std is 0 and so are its
+    derivatives, in every mode (at a zero-variance point of more values it stays NaN, as
+    JAX's: test_forward.test_std_and_norm_at_zero_are_nan_in_both_modes)."""
+    x = RNG.uniform(-1, 1, shape)
+    f = lambda t: np.std(t, axis=axis, keepdims=keepdims)
+    np.testing.assert_array_equal(f(pj.constant(x)).numpy(), np.std(x, axis=axis, keepdims=keepdims))
+    size = np.std(x, axis=axis, keepdims=keepdims).size * x.size
+    for jac in (pj.jacobian(f, pj.constant(x), vectorize=True),
+                pj.jacobian(f, pj.constant(x), vectorize=False),
+                pj.jacobian(f, pj.constant(x), strategy="forward-mode", vectorize=True)):
+        np.testing.assert_array_equal(jac.numpy().reshape(size), np.zeros(size))
+    np.testing.assert_array_equal(pj.jvp(f, x, np.ones_like(x))[1].numpy(), 0.0)
+    hess = pj.hessian(lambda t: pj.sum(pj.std(t, axis=axis)), pj.constant(x)).numpy()
+    np.testing.assert_array_equal(hess, np.zeros_like(hess))
+
+
+@pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+@pytest.mark.parametrize("x, ddof", [(np.arange(3.0), 3), (np.arange(3.0), 4), (np.ones(3), 4),
+                                     (np.ones(1), 1)])
+def test_var_and_std_without_degrees_of_freedom_are_numpys_nan_or_inf(x, ddof):
+    # (count - ddof was divided by as it was: -2 for var(arange(3), ddof=4), numpy's inf)
+    for name in ("var", "std"):
+        with pytest.warns(RuntimeWarning, match=f"over {x.size} values with ddof={ddof}"):
+            got = getattr(np, name)(pj.constant(x), ddof=ddof).numpy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.testing.assert_array_equal(got, getattr(np, name)(x, ddof=ddof))
+
+
+@pytest.mark.parametrize("reduce, axis", [(np.max, None), (np.max, 1), (np.min, 0), (np.max, (0, 1))])
+def test_extremum_ties_share_the_derivative_evenly_in_every_mode(reduce, axis):
+    """JAX's and autograd's convention: each of k tied extrema gets 1/k of the derivative,
+    in reverse mode (pfor and loop), forward mode and jvp alike."""
+    x = np.array([[1.0, 3.0, 3.0], [3.0, 0.5, 3.0], [0.5, 0.5, 0.5]])
+    ans = reduce(x, axis=axis, keepdims=True)
+    tied = (x == ans) / (x == ans).sum(axis=axis, keepdims=True)
+    out_shape = reduce(x, axis=axis).shape
+    want = np.zeros(out_shape + x.shape)
+    for k in np.ndindex(x.shape):
+        out_k = tuple(i for a, i in enumerate(k) if axis is not None and a not in np.atleast_1d(axis))
+        want[out_k + k] = tied[k]
+    f = lambda t: reduce(t, axis=axis)
+    for jac in (pj.jacobian(f, pj.constant(x), vectorize=True),
+                pj.jacobian(f, pj.constant(x), vectorize=False),
+                pj.jacobian(f, pj.constant(x), strategy="forward-mode", vectorize=True)):
+        np.testing.assert_allclose(jac.numpy(), want, rtol=1e-15)
+    np.testing.assert_allclose(pj.jvp(f, x, np.ones_like(x))[1].numpy(), want.reshape(
+        out_shape + (-1,)).sum(-1), rtol=1e-15)
+
+
+@pytest.mark.parametrize("ddof", [2, 3, 5])
+def test_var_and_std_past_their_degrees_of_freedom_are_inf_or_nan_as_numpy(ddof):
+    """ddof >= the count divides by 0, as numpy's max(count - ddof, 0): inf (NaN for no
+    values), never the negative variance count - ddof < 0 gave (var([1, 2], ddof=3) was
+    -0.5)."""
+    for x in (np.array([1.0, 2.0]), np.array([1.5]), np.zeros(0), np.arange(6.0).reshape(2, 3)):
+        for dtype in (np.float64, np.float16):
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                for fn, ref in ((pj.var, np.var), (pj.std, np.std)):
+                    got = fn(pj.constant(x.astype(dtype)), 0, False, ddof).numpy()
+                    np.testing.assert_array_equal(got, ref(x.astype(dtype), 0, ddof=ddof))

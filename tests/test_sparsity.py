@@ -551,3 +551,19 @@ def test_the_batched_matrix_rule_keeps_batches_apart():
     a, b = np.arange(18).reshape(2, 3, 3), np.arange(18, 24)     # b's batch is broadcast
     expected = _from_lists([set(a[k].ravel()) | set(b) for k in range(2) for _ in range(6)], 24)
     np.testing.assert_array_equal(p, expected)
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: pj.sum(np.cross(a, a[::-1] ** 2)),                       # einsum(eps, a, b)
+    lambda a: pj.sum(pj.einsum("ij,j,k->ik", np.ones((2, 3)), a, a)),
+])
+def test_an_einsum_of_a_constant_and_two_live_operands_has_a_hessian_pattern(f):
+    """An einsum of three operands, one of them constant, took the exact two-operand
+    pairs' path and crashed on the constant's missing pattern (`np.cross` of two tensors
+    is such an einsum, with the Levi-Civita symbol): it has the pairs across the two."""
+    h = hessian_sparsity(f, np.zeros(3)).toarray()
+    rng = np.random.default_rng(2)
+    seen = np.zeros_like(h)
+    for _ in range(3):
+        seen |= pj.hessian(f, pj.constant(rng.normal(size=3))).numpy() != 0
+    assert seen.any() and not (seen & ~h).any()

@@ -394,3 +394,33 @@ def test_errors_name_the_function_and_the_argument(call, message):
     x = pj.constant(A[:, :3])
     with pytest.raises((ValueError, TypeError), match=message):
         _quiet(call, x)
+
+
+def test_cov_with_no_degrees_of_freedom_left_is_inf_as_numpy():
+    """N - ddof <= 0 (also with weights) divides by 0 as numpy does, not by a negative
+    count (cov of 3 observations with ddof=4 was -4.67 in every entry)."""
+    m = np.array([[1.0, 2.0, 4.0], [0.0, 1.0, 3.0]])
+    for kw in (dict(ddof=3), dict(ddof=4), dict(aweights=[1.0, 1.0, 1.0], ddof=4),
+               dict(fweights=[1, 1, 1], ddof=5), dict(ddof=2)):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            np.testing.assert_array_equal(np.cov(pj.constant(m), **kw).numpy(), np.cov(m, **kw))
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, m: np.average(a, weights=[0.1, 0.2, 0.7]),
+    lambda a, m: np.average(m, axis=0, weights=[0.1, 0.3]),
+    lambda a, m: np.cov(m, aweights=[0.1, 0.2, 0.3]),
+    lambda a, m: np.cov(a, [0.1, 0.2, 0.3]),
+    lambda a, m: np.corrcoef(a, [0.1, 0.2, 0.35]),
+    lambda a, m: np.select([a > 1], [a], 0.1),
+    lambda a, m: np.select([a > 1, a > 3], [a, 0.1], [0.3, 0.7, 0.9]),
+])
+def test_python_numbers_in_weights_y_and_choices_are_read_in_the_data_dtype(call):
+    """Python floats next to float64 data were rounded to float32 first (average's weights
+    [0.1, 0.2, 0.7] gave 3.2999999598 for 3.3; select's default 0.1 gave 0.10000000149)."""
+    a, m = np.array([1.0, 2.0, 4.0]), np.array([[1.0, 2.0, 4.0], [0.0, 1.0, 3.0]])
+    got = call(pj.constant(a), pj.constant(m)).numpy()
+    want = call(a, m)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)

@@ -489,3 +489,25 @@ def test_output_gradients_as_a_one_element_list_for_one_target():
         y = z * 3.0
     np.testing.assert_array_equal(                      # a nested list is an array of its shape
         g.gradient(y, z, output_gradients=[[1.0, 2.0, 3.0]]).numpy(), [[3.0, 6.0, 9.0]])
+
+
+def test_a_copy_of_a_tracked_tensor_is_still_tracked():
+    """copy.copy / copy.deepcopy made a new Tensor the tape had never seen: deep-copying
+    a dict of state inside a differentiated function gave a None gradient and a zero
+    Jacobian, silently. A tensor is immutable: its copy is itself. A Variable's copy is
+    still a new Variable of its value."""
+    import copy
+    x = pj.constant(np.array([1.0, 2.0]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        state = copy.deepcopy({"h": x * 3, "rest": [x]})
+        y = state["h"] * 2 + copy.copy(state["rest"][0])
+    np.testing.assert_array_equal(g.gradient(y, x).numpy(), [7.0, 7.0])
+    f = lambda z: copy.deepcopy(z * 3) * 2      # noqa: E731
+    for jacobian in (pj.jacobian(f, x), pj.function(lambda z: pj.jacobian(f, z))(x),
+                     pj.jacobian(f, x, strategy="forward-mode", vectorize=True)):
+        np.testing.assert_array_equal(jacobian.numpy(), 6 * np.eye(2))
+    v = pj.Variable([1.0, 2.0])
+    w = copy.deepcopy(v)
+    w.assign([0.0, 0.0])
+    assert w is not v and v.numpy().tolist() == [1.0, 2.0]

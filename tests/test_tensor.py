@@ -389,3 +389,25 @@ def test_shape_errors_under_a_tape_too():
 def test_shape_op_errors_are_clear(op, match):
     with pytest.raises(ValueError, match=match):
         op(pj.constant(np.ones((2, 3))))
+
+
+@pytest.mark.parametrize("op", [lambda t: t & t, lambda t: t | 1, lambda t: ~t,
+                                lambda t: (t > 0) & t])
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, np.float32])
+def test_and_or_invert_refuse_what_is_not_bool(op, dtype):
+    """numpy's `&`, `|`, `~` are bitwise on integers (~1 == -2) and refuse floats; these
+    were logical_and/or/not on any dtype (~[1, 2, 6] gave [False, False, False])."""
+    with pytest.raises(TypeError, match="bool tensors only"):
+        op(pj.constant(np.array([1, 2, 6], dtype)))
+
+
+def test_all_python_operands_of_mixed_kinds_take_one_default_dtype():
+    """Python floats next to Python ints: float32 for both (TensorFlow's default and JAX's
+    weak float), not float32 values promoted with an int32 to a float64 that holds them
+    rounded (np.select([c], [[0.1, 0.2]]) was float64 0.10000000149)."""
+    c = pj.constant([True, False])
+    for got in (pj.where(c, [0.1, 0.2], 0), pj.add(1, 2.5), pj.concat([[0.1], [1]], 0),
+                np.select([c], [[0.1, 0.2]])):
+        assert got.dtype == np.float32
+    assert pj.where(c, [0.1, 0.2], 0).numpy()[0] == np.float32(0.1)
+    assert pj.add(True, 2).dtype == np.int32 and pj.add(2 ** 40, 1).dtype == np.int64

@@ -1,6 +1,8 @@
 """Operators and numpy-named methods on Tensor, delegating to the ops."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import tensor
 from ..tensor import Tensor
 
@@ -23,9 +25,9 @@ def install() -> None:
                    "eq": ew.equal, "ne": ew.not_equal}
     for name, fn in comparisons.items():
         setattr(Tensor, f"__{name}__", fn)
-    Tensor.__and__ = ew.logical_and
-    Tensor.__or__ = ew.logical_or
-    Tensor.__invert__ = ew.logical_not
+    Tensor.__and__ = _logical(ew.logical_and, "&")
+    Tensor.__or__ = _logical(ew.logical_or, "|")
+    Tensor.__invert__ = _logical(ew.logical_not, "~")
     Tensor.__neg__ = ew.neg
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = ew.abs
@@ -45,6 +47,24 @@ def install() -> None:
         setattr(Tensor, name, fn)
     Tensor.T = property(lambda self: sh.transpose(self))
     Tensor._coerce = coerce
+
+
+def _logical(fn, symbol: str):
+    """`&`, `|`, `~` on bool tensors: the logical op. numpy's operators are bitwise on
+    integers (`~1 == -2`) and refuse floats; pforjac has no bitwise ops, so any operand
+    that is not bool is refused rather than read as a truth value."""
+    def operator(*operands):
+        for v in operands:
+            dtype = v.dtype if isinstance(v, Tensor) else np.asarray(v).dtype
+            if dtype != np.bool_:
+                raise TypeError(
+                    f"`{symbol}` on an operand of dtype {np.dtype(dtype).name}: pforjac's `&`, "
+                    f"`|` and `~` are logical and take bool tensors only (numpy's are bitwise "
+                    f"on integers; pforjac has no bitwise ops); compare first (`x != 0`), or "
+                    f"call pforjac.{fn.__name__}, which reads any dtype as truth values")
+        return fn(*operands)
+    operator.__name__ = fn.__name__
+    return operator
 
 
 def _reshape_method(self, *shape):
@@ -73,7 +93,9 @@ def _reduction(fn, cast=None):
             raise TypeError(f"{name}: pforjac tensors are immutable and {name} takes axis and "
                             f"keepdims{', dtype' if cast is not None else ''} only (got "
                             f"{', '.join(given)}); use the tensor it returns")
-        return fn(self if dtype is None else cast(self, dtype), axis, keepdims)
+        if dtype is None:
+            return fn(self, axis, keepdims)
+        return cast(fn(cast(self, dtype), axis, keepdims), dtype)  # (int8 sums: int64)
     method.__name__ = method.__qualname__ = name
     method.__doc__ = fn.__doc__
     return method

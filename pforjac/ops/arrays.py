@@ -286,8 +286,8 @@ def select(condlist, choicelist, default=0):
         raise ValueError(f"select: {len(condlist)} conditions for {len(choicelist)} choices")
     if not condlist:
         raise ValueError("select needs at least one condition and choice")
-    out = default       # a Python number stays one: it takes the choices' dtype, as numpy's
-    for c, v in reversed(list(zip(condlist, choicelist))):
+    *choices, out = as_operands([*choicelist, default])   # Python numbers: weakly typed
+    for c, v in reversed(list(zip(condlist, choices))):
         c = as_tensor(c)
         if c.dtype != np.bool_:
             raise TypeError(f"select: conditions must be boolean, got {c.dtype.name}")

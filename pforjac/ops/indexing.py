@@ -1,7 +1,8 @@
 """Indexing primitives: static slicing, gather (np.take) with integer index tensors, one_hot.
 
 `getitem` handles numpy's basic indexing (ints, slices with any step, None,
-Ellipsis); a single integer index tensor in the key becomes a `gather`.
+Ellipsis); a single integer index tensor in the key becomes a `gather` (moved to the front
+where numpy's rule for advanced indices separated by a slice says so).
 """
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def _indices(k) -> Tensor:
 
 def getitem(x, key):
     """`x[key]` with numpy semantics for basic indexing, any number of scalar (0-d)
-    integer index tensors (`x[i, j]` in a loop body), or one integer index tensor."""
+    integer index tensors (`x[i, j]` in a loop body), or one integer index tensor (with
+    integer indices too, `x[3, 2:, [1, 3]]`, placed as numpy places them)."""
     x = as_tensor(x)
     key = _normalize_key(key, x.ndim)
     arrays = [p for p, k in enumerate(key) if _is_index_tensor(k)]
@@ -116,21 +118,25 @@ def getitem(x, key):
         raise IndexError("pforjac supports several index tensors only when all are scalars "
                          "(numpy would broadcast them together); index in steps, or use "
                          "pforjac.gather")
-    if any(t.ndim for t in indices.values()):
-        p = arrays[0]
-        ints = [q for q, k in enumerate(key) if isinstance(k, int)]
-        span = range(min(ints + [p]), max(ints + [p]))
-        if ints and any(isinstance(key[q], slice) or key[q] is None for q in span):
-            raise IndexError("pforjac does not support an index tensor and integer indices "
-                             "separated by a slice (numpy moves such axes to the front); "
-                             "index in two steps")
     # Basic indexing first, keeping the indexed axes; then one gather per index tensor,
     # from the last axis to the first so the earlier axes keep their positions.
     y = getitem(x, tuple(slice(None) if p in indices else k for p, k in enumerate(key)))
     axes = [sum(1 for k in key[:p] if not isinstance(k, int)) for p in arrays]
     for p, axis in sorted(zip(arrays, axes), key=lambda pa: -pa[1]):
         y = gather(y, indices[p], axis=axis)
+    front = tuple(range(axes[0], axes[0] + indices[arrays[0]].ndim))
+    if axes[0] and front and _advanced_first(key, arrays[0]):
+        perm = front + tuple(a for a in range(y.ndim) if a not in front)
+        y = core.primitive_named("transpose").bind(y, perm=perm)   # (shape.py imports us)
     return y
+
+
+def _advanced_first(key: tuple, p: int) -> bool:
+    """numpy's rule: integer indices and an index tensor separated by a slice or None
+    (`x[3, 2:, [1, 3]]`) put the index tensor's axes first."""
+    ints = [q for q, k in enumerate(key) if isinstance(k, int)]
+    span = range(min(ints + [p]), max(ints + [p]))
+    return any(isinstance(key[q], slice) or key[q] is None for q in span)
 
 
 # -- gather / scatter_add --------------------------------------------------------------

@@ -13,6 +13,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defvjp_all, defjvp_all
 from ..tensor import Tensor, as_operands
+from ._einsum_forms import explicit, from_sublists
 from ._einsum_plan import (broadcast_plan, check_order, contraction_order, pairwise_specs,
                            parse_einsum, rows_plan)
 from ._kernels import matmul_no_gemv
@@ -193,11 +194,18 @@ def _einsum_jvp(ts, xs, subscripts, order):
     return out
 
 
-def einsum(subscripts: str, *operands):
-    """Einstein summation over explicitly named axes, as `np.einsum` (no '...')."""
+def einsum(subscripts, *operands):
+    """Einstein summation as `np.einsum`: `einsum('ij,jk->ik', a, b)`, implicit outputs,
+    `'...'` (`einsum('...ij,...jk->...ik', a, b)`), numpy's interleaved form
+    `einsum(a, [0, 1], b, [1, 2], [0, 2])`, and size-1 axes broadcast; the primitive only
+    sees explicit subscripts (`_einsum_forms`)."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = from_sublists((subscripts, *operands))
     operands = as_operands(operands)
-    ins, out = parse_einsum(subscripts, [o.ndim for o in operands])
-    return einsum_p.bind(*operands, subscripts=",".join(ins) + "->" + out)
+    spec, squeezes = explicit(subscripts, [o.shape for o in operands])
+    operands = [reshape(o, tuple(d for i, d in enumerate(o.shape) if i not in drop)) if drop else o
+                for o, drop in zip(operands, squeezes)]
+    return einsum_p.bind(*operands, subscripts=spec)
 
 
 # -- examples for the generated checks ------------------------------------------------------

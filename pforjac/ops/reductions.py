@@ -13,6 +13,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp, defjvp_all, defvjp
 from ..tensor import as_operands, as_tensor
+from ..warn import warn_wrong_result
 from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan,
                           multiply_zero_safe, ones_like, sqrt, square, stop_gradient, where,
                           zeros, zeros_like)
@@ -162,24 +163,32 @@ def logaddexp(x, y):
 
 def var(x, axis=None, keepdims=False, ddof=0):
     """np.var: the mean squared deviation from the mean over `axis`, divided by
-    `count - ddof` instead of `count` when `ddof` is given. float16 is computed in float32
-    and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for 10000
-    values near 3 whose variance is 0.0009)."""
+    `count - ddof` instead of `count` when `ddof` is given (by 0 where `ddof >= count`, as
+    numpy's: inf, or NaN for no values, never a negative variance). float16 is computed in
+    float32 and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for
+    10000 values near 3 whose variance is 0.0009)."""
     x = as_tensor(x)
     if x.dtype == np.float16:
         return cast(var(cast(x, np.float32), axis, keepdims, ddof), np.float16)
     axes = normalize_axes(axis, x.ndim, "var")
     count = math.prod(x.shape[a] for a in axes)
+    dof = count - ddof if count > ddof else 0
+    if dof == 0:
+        warn_wrong_result(f"var/std over {count} values with ddof={ddof}: degrees of freedom "
+                          f"<= 0, so the result is nan or inf (as numpy's)")
     centered = x - mean(x, axes, keepdims=True)
-    return sum_p.bind(square(centered), axes=axes, keepdims=bool(keepdims)) / (count - ddof)
+    return sum_p.bind(square(centered), axes=axes, keepdims=bool(keepdims)) / dof
 
 
 def std(x, axis=None, keepdims=False, ddof=0):
     """np.std: the square root of `var` (its derivative is NaN where the deviations are all
-    zero, in forward and reverse mode, as in JAX)."""
+    zero, in forward and reverse mode, as in JAX). Over one value it is a constant, 0 with
+    derivative 0 (nan where ddof >= 1): `var` itself, which equals its root there."""
     x = as_tensor(x)
     if x.dtype == np.float16:                   # the root of float32's variance
         return cast(std(cast(x, np.float32), axis, keepdims, ddof), np.float16)
+    if math.prod(x.shape[a] for a in normalize_axes(axis, x.ndim, "std")) == 1:
+        return var(x, axis, keepdims, ddof)
     return sqrt(var(x, axis, keepdims, ddof))
 
 

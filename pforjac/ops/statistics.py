@@ -11,7 +11,7 @@ import numpy as np
 from ..tensor import Tensor, as_operands, as_tensor
 from ._family import axis_index, int_arg, normalize_axes
 from .broadcasting import broadcast_to, reshape, sum as _sum
-from .elementwise import cast, clip, divide, multiply, not_equal, sqrt, stop_gradient
+from .elementwise import cast, clip, divide, maximum, multiply, not_equal, sqrt, stop_gradient
 from .linalg import matmul
 from .products import diagonal
 from .reductions import max as _max, mean, min as _min
@@ -43,7 +43,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
         scale = np.prod([a.shape[k] for k in normalize_axes(axis, a.ndim, "average")])
         total = broadcast_to(as_tensor(np.asarray(scale, avg.dtype)), avg.shape)
     else:
-        w = _weights_along(as_tensor(weights), a, axis)
+        w = _weights_along(as_operands([a, weights])[1], a, axis)    # (weak: a's dtype)
         total = _sum(broadcast_to(w, a.shape), axis, keepdims)
         avg = divide(_sum(multiply(a, w), axis, keepdims), total)
         total = broadcast_to(total, avg.shape)
@@ -51,7 +51,10 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 
 def _observations(m, y, rowvar: bool) -> Tensor:
-    """cov's data: one variable a row, y's rows after m's."""
+    """cov's data: one variable a row, y's rows after m's (Python numbers in `y` read in
+    m's dtype, and in y's)."""
+    if y is not None:
+        m, y = as_operands([m, y])
     x = atleast_2d(m)
     if not rowvar and x.shape[0] != 1:
         x = transpose(x)
@@ -61,6 +64,12 @@ def _observations(m, y, rowvar: bool) -> Tensor:
             y = transpose(y)
         x = concat([x, y], 0)
     return x
+
+
+def _like(value, x: Tensor) -> Tensor:
+    """`value` (weights: a tensor, an array or Python numbers) in `x`'s dtype; Python
+    numbers are read in that dtype, never rounded to float32 first."""
+    return cast(as_operands([x, value])[1], x.dtype)
 
 
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
@@ -74,7 +83,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     w = None
     for given in (fweights, aweights):
         if given is not None:
-            given = cast(as_tensor(given), x.dtype)
+            given = _like(given, x)
             w = given if w is None else multiply(w, given)
     avg, w_sum = average(x, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
@@ -85,9 +94,11 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     elif aweights is None:
         fact = w_sum - ddof
     else:
-        fact = w_sum - ddof * _sum(multiply(w, cast(as_tensor(aweights), x.dtype))) / w_sum
+        fact = w_sum - ddof * _sum(multiply(w, _like(aweights, x))) / w_sum
     centered = x - reshape(avg, (-1, 1))
     weighted = centered if w is None else multiply(centered, w)
+    # numpy's: no degrees of freedom left divide by 0 (inf, NaN), not by a negative count
+    fact = max(fact, 0) if isinstance(fact, int) else maximum(fact, 0.0)
     return squeeze(divide(matmul(centered, transpose(weighted)), fact))
 
 

@@ -324,3 +324,23 @@ def _scatter_add(eqn: Equation, ins, ctx):
     if out.mixed is None and (rows == MIXED_ROW).any():
         out.mixed = eqn
     return out
+
+
+@_rules(ops.dense_linalg.solve_p, ops.dense_linalg.cholesky_p, ops.dense_linalg.eigh_p,
+        ops.dense_linalg.svd_p, ops.dense_linalg.qr_p, ops.dense_linalg.slogdet_p,
+        ops.triangular.triangular_solve_p)
+def _matrix_stack(eqn: Equation, ins, ctx):
+    """numpy.linalg's ops map each matrix of a stack (the last two axes) on its own: a batch
+    axis among the leading axes keeps its place (right-aligned, as batch axes broadcast);
+    one among a matrix's own axes has no rule."""
+    batch = len(np.broadcast_shapes(*(tuple(v.shape[:-2]) for v in eqn.inputs)))
+    parts = []
+    for v, s in zip(eqn.inputs, ins):
+        if isinstance(s, _Axis):
+            if s.axis >= v.ndim - 2:
+                return None
+            s = _axis(s.axis + batch - (v.ndim - 2), s)
+        if isinstance(s, (_Axis, _Row)):
+            parts.append(s)
+    out = _combine(eqn, parts)
+    return [out] * len(eqn.outputs) if eqn.prim.multiple_results else out

@@ -189,7 +189,8 @@ def _second_order(eqn, ins: list, aligned: list, grad, n: int):
     curvature = curvature_of(eqn.prim)
     if curvature == "nonlinear":
         terms.append(_sets.pairs(grad, grad, n, op))
-    elif curvature == "bilinear" and eqn.prim in product_terms and len(aligned) == 2:
+    elif curvature == "bilinear" and eqn.prim in product_terms and len(aligned) == 2 \
+            and len(eqn.inputs) == 2:       # (einsum of a constant and two: the pairs below)
         terms.append(_product_pairs(eqn, ins, n))
     elif curvature == "bilinear":
         terms += [_sets.pairs(a, b, n, op) for i, (_, a, _) in enumerate(aligned)

@@ -333,6 +333,60 @@ op("einsum", "einsum", lambda B, spec, *xs: B.xp.einsum(spec, *xs),
    lambda pj, spec, *xs: pj.einsum(spec, *xs))
 
 
+# dense linear algebra on a well-conditioned matrix made from a (..., n, k) value: its Gram
+# matrix a a^T + n I (+ a spread diagonal where vectors need distinct eigenvalues), special
+# values zeroed first; outputs invariant to the vectors' signs (numpy's and JAX's may differ)
+def _gram(xp, a, spread=False):
+    if a.ndim < 2:
+        raise ValueError("a matrix op needs a value of rank >= 2")
+    a = xp.where(xp.abs(a) < 1e4, a, xp.zeros_like(a))
+    n = a.shape[-2]
+    extra = np.diag(np.arange(n) * 0.7 if spread else np.zeros(n)) + n * np.eye(n)
+    return xp.matmul(a, xp.swapaxes(a, -1, -2)) + extra.astype(a.dtype)
+
+
+def _lin(B, name, *xs):
+    """B.xp.linalg.<name>; on numpy, float16 in float32 and rounded back (LAPACK has none)."""
+    if B.jax or xs[0].dtype != np.float16:
+        return getattr(B.xp.linalg, name)(*xs)
+    out = getattr(np.linalg, name)(*(x.astype(np.float32) for x in xs))
+    return tuple(o.astype(np.float16) for o in out) if isinstance(out, tuple) else out.astype(np.float16)
+
+
+def _gauge_free_eigh(xp, w, v):
+    return v * v * w[..., None, :]
+
+
+op("solve", "unary_shape", lambda B, a: _lin(B, "solve", _gram(B.xp, a), a),
+   lambda pj, a: pj.solve(_gram(pj, a), a))
+op("cholesky", "unary_shape", lambda B, a: _lin(B, "cholesky", _gram(B.xp, a)),
+   lambda pj, a: pj.cholesky(_gram(pj, a)))
+op("eigh", "unary_shape", lambda B, a: _gauge_free_eigh(B.xp, *_lin(B, "eigh", _gram(B.xp, a, True))),
+   lambda pj, a: _gauge_free_eigh(pj, *pj.eigh(_gram(pj, a, True))))
+op("svd", "unary_shape",
+   lambda B, a: (lambda u, s, vh: B.xp.matmul(u * u * s[..., None, :], vh * vh))(
+       *_lin(B, "svd", _gram(B.xp, a, True))),
+   lambda pj, a: (lambda u, s, vh: pj.matmul(u * u * pj.expand_dims(s, -2), vh * vh))(
+       *pj.svd(_gram(pj, a, True))))
+op("qr", "unary_shape", lambda B, a: (lambda q, r: q * q + r * r)(*_lin(B, "qr", _gram(B.xp, a))),
+   lambda pj, a: (lambda q, r: q * q + r * r)(*pj.qr(_gram(pj, a))))
+def _solve_lower(B, t, b):
+    """scipy's (or JAX's) triangular solve with t's lower triangle; float16 in float32."""
+    if B.jax:
+        import jax.scipy.linalg
+        return jax.scipy.linalg.solve_triangular(t, b, lower=True)
+    import scipy.linalg
+    wide = np.float32 if t.dtype == np.float16 else t.dtype
+    return scipy.linalg.solve_triangular(t.astype(wide), b.astype(wide), lower=True,
+                                         check_finite=False).astype(t.dtype)
+
+
+op("solve_triangular", "unary_shape", lambda B, a: _solve_lower(B, _gram(B.xp, a), a),
+   lambda pj, a: pj.solve_triangular(_gram(pj, a), a, lower=True), prims=("triangular_solve",))
+op("slogdet", "unary_shape", lambda B, a: (lambda s, l: s * l)(*_lin(B, "slogdet", _gram(B.xp, a))),
+   lambda pj, a: (lambda s, l: s * l)(*pj.slogdet(_gram(pj, a))))
+
+
 # -- loops inside the program: nested pfor ------------------------------------------------------
 def _rows(B, fn, a):
     return B.xp.stack([fn(B, a[k]) for k in range(a.shape[0])])

@@ -1,0 +1,47 @@
+"""Converters of the dense linear algebra primitives: numpy.linalg batches over leading axes,
+so the loop axis is one more batch axis in front. A single-matrix op applies as it is; solve
+pads the batch ranks so that both operands' loop and batch axes line up, or, when only the
+right-hand side is stacked, solves for all iterations as more columns."""
+from __future__ import annotations
+
+from .. import ops
+from ..ops import dense_linalg as la, triangular as tri
+from ..pfor import register_converter
+from ._helpers import align, iter_ndim
+
+
+def _as_batched(prim):
+    def convert(n, args, stacked, **params):
+        return prim.bind(args[0], **params), True
+    convert.__name__ = f"_convert_{prim.name}"
+    return convert
+
+
+for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p):
+    register_converter(_prim)(_as_batched(_prim))
+
+
+def _convert_solve(prim):
+    def convert(n, args, stacked, **params):
+        (a, b), (a_stacked, b_stacked) = args, stacked
+        if b_stacked and not a_stacked:
+            return _solve_columns(prim, n, a, b, params), True
+        rank = max(iter_ndim(x, s) for x, s in zip(args, stacked))
+        a, b = (align(x, s, rank) for x, s in zip(args, stacked))  # (n, 1.., batch, rows, cols)
+        return prim.bind(a, b, **params), True
+    convert.__name__ = f"_convert_{prim.name}"
+    return convert
+
+
+for _prim in (la.solve_p, tri.triangular_solve_p):
+    register_converter(_prim)(_convert_solve(_prim))
+
+
+def _solve_columns(prim, n, a, b, params):
+    """The Jacobian's case, one matrix a for every iteration's right-hand side: the loop axis
+    becomes more columns of b, so each matrix is factored once, not once per iteration (a
+    broadcast solve factors a for each of the n stacked right-hand sides)."""
+    rows, cols = b.shape[-2:]
+    wide = ops.reshape(ops.moveaxis(b, 0, -1), tuple(b.shape[1:-1]) + (cols * n,))
+    x = prim.bind(a, wide, **params)
+    return ops.moveaxis(ops.reshape(x, tuple(x.shape[:-1]) + (cols, n)), -1, 0)

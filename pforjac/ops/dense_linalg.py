@@ -1,0 +1,330 @@
+"""Dense linear algebra primitives on stacks of matrices: solve, cholesky, eigh, svd, qr and
+slogdet, with numpy.linalg's forwards (batched over leading axes, as numpy is).
+
+The rules are the standard matrix-derivative results (M. Giles, "Collected matrix
+derivative results for forward and reverse mode algorithmic differentiation", 2008; for
+svd J. Townsend, "Differentiating the singular value decomposition", 2016), written in
+pforjac's own ops so that they differentiate again (Hessians). The composites on top of
+these (inv, det, pinv, norm, lstsq, ...) are in `matrix_functions.py`.
+
+Conventions, numpy's: `cholesky` and `eigh` read one triangle of their input (the lower
+by default) and take the matrix as the symmetric one that triangle defines, so their
+gradients are zero in the other triangle. `eigh`'s vector derivatives need distinct
+eigenvalues, `svd`'s distinct nonzero singular values, `qr`'s a full-rank matrix with at
+least as many rows as columns. float16 is computed in float32 and rounded back (LAPACK
+has no float16), integers and bools in float64; complex matrices are refused.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import core
+from ..core import defjvp_all, defvjp_all
+from ..tensor import as_tensor
+from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
+                      from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
+                      result_dtype, spd_example, tril)
+from .broadcasting import broadcast_to, reshape, sum, unbroadcast
+from .linalg import matmul
+from .shape import expand_dims
+from .triangular import triangular_solve
+
+__all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet"]
+
+EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
+SVDResult = namedtuple("SVDResult", "U S Vh")
+QRResult = namedtuple("QRResult", "Q R")
+SlogdetResult = namedtuple("SlogdetResult", "sign logabsdet")
+
+
+def inverse(a):
+    """inv(a), by solving against the identity (numpy's own way)."""
+    return solve_p.bind(a, broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape))
+
+
+# -- solve: a x = b, b a stack of matrices ------------------------------------------------------
+def _solve_shape(a, b):
+    check_square("solve", a)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"solve: b must have shape (..., {a.shape[-1]}, k) for a of shape "
+                         f"{tuple(a.shape)}; got {tuple(b.shape)}")
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return tuple(batch) + tuple(b.shape[-2:]), result_dtype("solve", a.dtype, b.dtype)
+
+
+solve_p = core.new_primitive("solve", lapack(np.linalg.solve, "solve"), _solve_shape)
+
+
+def _solve_vjp(g, x, a, b):
+    gb = solve_p.bind(mT(a), g)
+    return [unbroadcast(-matmul(gb, mT(x)), a.shape), unbroadcast(gb, b.shape)]
+
+
+def _solve_jvp(ts, x, a, b):
+    ta, tb = ts
+    if ta is None:
+        return solve_p.bind(a, tb)
+    rhs = -matmul(ta, x) if tb is None else tb - matmul(ta, x)
+    return solve_p.bind(a, rhs)
+
+
+defvjp_all(solve_p, _solve_vjp)
+defjvp_all(solve_p, _solve_jvp)
+
+
+def solve(a, b):
+    """The solution x of a @ x = b, as `np.linalg.solve`: `b` is a vector when it is 1-D,
+    else a stack of matrices (..., n, k); batch axes broadcast. A singular `a` raises
+    numpy's LinAlgError."""
+    a, b = as_tensor(a), as_tensor(b)
+    check_square("solve", a)
+    if b.ndim == 1:
+        if b.shape[0] != a.shape[-1]:
+            raise ValueError(f"solve: b of shape {tuple(b.shape)} needs length {a.shape[-1]} "
+                             f"for a of shape {tuple(a.shape)}")
+        x = solve_p.bind(a, reshape(b, (b.shape[0], 1)))
+        return reshape(x, tuple(x.shape[:-1]))
+    _solve_shape(a, b)
+    return solve_p.bind(a, b)
+
+
+# -- cholesky: the lower factor of the matrix a's lower triangle defines -------------------------
+cholesky_p = core.new_primitive(
+    "cholesky", lapack(np.linalg.cholesky, "cholesky"),
+    lambda a: (check_square("cholesky", a), (a.shape, result_dtype("cholesky", a.dtype)))[1])
+
+
+def _phi(x):
+    """The lower triangle with half the diagonal."""
+    return tril(x) - 0.5 * (x * eye_like(x))
+
+
+def _cholesky_vjp(g, L, a):
+    p = _phi(matmul(mT(L), tril(g)))
+    y = triangular_solve(L, p, lower=True, transpose=True)                  # L^-T p
+    return [onto_triangle(mT(triangular_solve(L, mT(y), lower=True, transpose=True)), True)]
+
+
+def _cholesky_jvp(ts, L, a):
+    z = triangular_solve(L, from_triangle(ts[0], lower=True), lower=True)   # L^-1 ds
+    return matmul(L, _phi(mT(triangular_solve(L, mT(z), lower=True))))      # L phi(L^-1 ds L^-T)
+
+
+defvjp_all(cholesky_p, _cholesky_vjp)
+defjvp_all(cholesky_p, _cholesky_jvp)
+
+
+def cholesky(a, upper: bool = False):
+    """The Cholesky factor of a symmetric positive definite matrix (stack), as
+    `np.linalg.cholesky`: lower L with a = L L^T, reading a's lower triangle; with
+    `upper=True`, U = L^T, reading a's upper triangle. A matrix that is not positive
+    definite raises numpy's LinAlgError."""
+    a = as_tensor(a)
+    check_square("cholesky", a)
+    return mT(cholesky_p.bind(mT(a))) if upper else cholesky_p.bind(a)
+
+
+# -- eigh: eigenvalues (ascending) and eigenvectors of a symmetric matrix ------------------------
+def _eigh_impl(a, lower):
+    return tuple(np.linalg.eigh(a, UPLO="L" if lower else "U"))
+
+
+def _eigh_shape(a, lower):
+    check_square("eigh", a)
+    dtype = result_dtype("eigh", a.dtype)
+    return [(a.shape[:-1], dtype), (a.shape, dtype)]
+
+
+eigh_p = core.new_primitive("eigh", lapack(_eigh_impl, "eigh"), _eigh_shape, multiple_results=True)
+
+
+def _eigh_vjp(g, ans, a, lower):
+    (gw, gv), (w, v) = g, ans
+    inner = diag_embed(gw) + inverse_gaps(w) * matmul(mT(v), gv)
+    return [onto_triangle(matmul(v, matmul(inner, mT(v))), lower)]
+
+
+def _eigh_jvp(ts, ans, a, lower):
+    w, v = ans
+    m = matmul(mT(v), matmul(from_triangle(ts[0], lower), v))
+    return [diag_part(m), matmul(v, inverse_gaps(w) * m)]
+
+
+defvjp_all(eigh_p, _eigh_vjp)
+defjvp_all(eigh_p, _eigh_jvp)
+
+
+def eigh(a, UPLO: str = "L"):
+    """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix (stack), as
+    `np.linalg.eigh`: reads a's lower triangle (`UPLO="L"`) or upper ("U"). Each vector's
+    sign is LAPACK's; derivatives need distinct eigenvalues."""
+    a = as_tensor(a)
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    check_square("eigh", a)
+    return EighResult(*eigh_p.bind(a, lower=UPLO == "L"))
+
+
+# -- svd: a = U diag(S) Vh, reduced ------------------------------------------------------------
+def _svd_impl(a):
+    return tuple(np.linalg.svd(a, full_matrices=False))
+
+
+def _svd_shape(a):
+    check_matrix("svd", a)
+    (m, n), batch = a.shape[-2:], tuple(a.shape[:-2])
+    k, dtype = min(m, n), result_dtype("svd", a.dtype)
+    return [(batch + (m, k), dtype), (batch + (k,), dtype), (batch + (k, n), dtype)]
+
+
+svd_p = core.new_primitive("svd", lapack(_svd_impl, "svd"), _svd_shape, multiple_results=True)
+
+
+def _svd_vjp(g, ans, a):
+    (gu, gs, gvh), (u, s, vh) = g, ans
+    v, gv = mT(vh), mT(gvh)
+    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    j, k = matmul(mT(u), gu), matmul(vh, gv)
+    inner = diag_embed(gs) + (f * (j - mT(j))) * row + col * (f * (k - mT(k)))
+    ga = matmul(u, matmul(inner, vh))
+    if u.shape[-2] > u.shape[-1]:             # U not square: the part of gu outside its span
+        ga = ga + matmul((gu - matmul(u, j)) / row, vh)
+    if v.shape[-2] > v.shape[-1]:
+        ga = ga + matmul(u, mT((gv - matmul(v, k)) / row))
+    return [ga]
+
+
+def _svd_jvp(ts, ans, a):
+    (u, s, vh), da = ans, ts[0]
+    v = mT(vh)
+    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    da_v = matmul(da, v)
+    dp = matmul(mT(u), da_v)
+    du = matmul(u, f * (dp * row + col * mT(dp)))
+    dv = matmul(v, f * (col * dp + mT(dp) * row))
+    if u.shape[-2] > u.shape[-1]:
+        du = du + (da_v - matmul(u, dp)) / row
+    if v.shape[-2] > v.shape[-1]:
+        dv = dv + (matmul(mT(da), u) - matmul(v, mT(dp))) / row
+    return [du, diag_part(dp), mT(dv)]
+
+
+defvjp_all(svd_p, _svd_vjp)
+defjvp_all(svd_p, _svd_jvp)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition of a matrix (stack), as `np.linalg.svd`: (U, S, Vh) with
+    S descending, or S alone with `compute_uv=False`. Only the reduced factors exist here:
+    pass `full_matrices=False` for a non-square matrix. Vector signs are LAPACK's;
+    derivatives need distinct nonzero singular values."""
+    a = as_tensor(a)
+    check_matrix("svd", a)
+    if hermitian:
+        raise NotImplementedError("svd: hermitian=True is not supported; call svd without it "
+                                  "(or eigh for a symmetric matrix)")
+    m, n = a.shape[-2:]
+    if full_matrices and compute_uv and m != n:
+        raise NotImplementedError(f"svd: full_matrices=True on a {m}x{n} matrix needs an "
+                                  f"orthogonal complement, which pforjac does not compute; "
+                                  f"pass full_matrices=False (the reduced factors)")
+    u, s, vh = svd_p.bind(a)
+    return SVDResult(u, s, vh) if compute_uv else s
+
+
+# -- qr: a = Q R, reduced --------------------------------------------------------------------------
+def _qr_shape(a):
+    check_matrix("qr", a)
+    (m, n), batch = a.shape[-2:], tuple(a.shape[:-2])
+    k, dtype = min(m, n), result_dtype("qr", a.dtype)
+    return [(batch + (m, k), dtype), (batch + (k, n), dtype)]
+
+
+qr_p = core.new_primitive("qr", lapack(lambda a: tuple(np.linalg.qr(a, mode="reduced")), "qr"),
+                          _qr_shape, multiple_results=True)
+
+
+def _tall(a) -> None:
+    if a.shape[-2] < a.shape[-1]:
+        raise NotImplementedError(f"qr: its derivative needs at least as many rows as columns; "
+                                  f"got shape {tuple(a.shape)} (differentiate the qr of the "
+                                  f"transpose instead)")
+
+
+def _qr_vjp(g, ans, a):
+    _tall(a)
+    (gq, gr), (q, r) = g, ans
+    m = matmul(gr, mT(r)) - matmul(mT(q), gq)
+    c = m - tril(m - mT(m), -1)                 # m's lower triangle copied onto its upper
+    return [mT(triangular_solve(r, mT(gq + matmul(q, c)), lower=False))]     # (gq + q c) R^-T
+
+
+def _qr_jvp(ts, ans, a):
+    _tall(a)
+    (q, r), da = ans, ts[0]
+    b = mT(triangular_solve(r, mT(da), lower=False, transpose=True))        # da R^-1
+    c = matmul(mT(q), b)
+    low = tril(c, -1)
+    upper = c - (low - mT(low))                  # dR R^-1: c less its antisymmetric part
+    return [b - matmul(q, upper), matmul(upper, r)]
+
+
+defvjp_all(qr_p, _qr_vjp)
+defjvp_all(qr_p, _qr_jvp)
+
+
+def qr(a, mode: str = "reduced"):
+    """QR decomposition of a matrix (stack), as `np.linalg.qr`: mode "reduced" gives (Q, R),
+    "r" only R ("complete" equals "reduced" when a has no more rows than columns). Signs
+    are LAPACK's (R's diagonal may be negative); derivatives need a full-rank a with at
+    least as many rows as columns."""
+    a = as_tensor(a)
+    check_matrix("qr", a)
+    if mode == "complete" and a.shape[-2] <= a.shape[-1]:
+        mode = "reduced"
+    if mode not in ("reduced", "r"):
+        raise NotImplementedError(f"qr: mode={mode!r} is not supported on shape "
+                                  f"{tuple(a.shape)}; use mode='reduced' or 'r'")
+    q, r = qr_p.bind(a)
+    return QRResult(q, r) if mode == "reduced" else r
+
+
+# -- slogdet: sign and log|det| ----------------------------------------------------------------
+def _slogdet_shape(a):
+    check_square("slogdet", a)
+    dtype = result_dtype("slogdet", a.dtype)
+    return [(a.shape[:-2], dtype), (a.shape[:-2], dtype)]
+
+
+slogdet_p = core.new_primitive("slogdet", lapack(lambda a: tuple(np.linalg.slogdet(a)), "slogdet"),
+                               _slogdet_shape, multiple_results=True)
+defvjp_all(slogdet_p, lambda g, ans, a: [expand_dims(expand_dims(g[1], -1), -1)
+                                         * mT(inverse(a))])
+defjvp_all(slogdet_p, lambda ts, ans, a: [None, sum(mT(inverse(a)) * ts[0], axis=(-2, -1))])
+
+
+def slogdet(a):
+    """(sign, log|det a|) of a square matrix (stack), as `np.linalg.slogdet`; the sign has
+    no derivative, log|det| has a^-T."""
+    a = as_tensor(a)
+    check_square("slogdet", a)
+    return SlogdetResult(*slogdet_p.bind(a))
+
+
+# -- examples for the generated checks ------------------------------------------------------------
+core.defexamples(solve_p)(lambda rng: [
+    core.Example(invertible(rng, 3, 3), rng.uniform(-1, 1, (3, 2))),
+    core.Example(invertible(rng, 2, 3, 3), rng.uniform(-1, 1, (3, 1))),
+    core.Example(invertible(rng, 3, 3), rng.uniform(-1, 1, (2, 3, 2)))])
+core.defexamples(cholesky_p)(lambda rng: [spd_example(rng, 3, 3), spd_example(rng, 2, 3, 3)])
+core.defexamples(eigh_p)(lambda rng: [
+    core.Example(rng.uniform(-1.5, 1.5, (3, 3)), lower=True),
+    core.Example(rng.uniform(-1.5, 1.5, (2, 3, 3)), lower=False)])
+core.defexamples(svd_p)(lambda rng: [
+    core.Example(rng.uniform(-1.5, 1.5, s)) for s in ((3, 2), (2, 3), (2, 3, 3))])
+core.defexamples(qr_p)(lambda rng: [
+    core.Example(invertible(rng, *s)) for s in ((3, 2), (3, 3), (2, 3, 2))])
+core.defexamples(slogdet_p)(lambda rng: [
+    core.Example(invertible(rng, 3, 3)), core.Example(invertible(rng, 2, 3, 3, signs=(1, 1, 1)))])

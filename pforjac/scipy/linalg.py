@@ -1,0 +1,58 @@
+"""`pforjac.scipy.linalg`: scipy.linalg's triangular and Cholesky solvers with scipy's names,
+signatures and defaults, on pforjac Tensors. They are composites of pforjac's ops (numpy's
+LAPACK underneath), so they need no scipy; `overwrite_a`/`overwrite_b` change nothing
+(tensors are immutable), `check_finite` checks concrete values (not symbolic ones).
+
+Example:
+    >>> import numpy as np, pforjac as pj
+    >>> from pforjac.scipy.linalg import cho_factor, cho_solve
+    >>> a = pj.constant(np.array([[4.0, 2.0], [2.0, 3.0]]))
+    >>> cho_solve(cho_factor(a), np.array([1.0, 2.0])).numpy().round(4).tolist()
+    [-0.125, 0.75]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as pj
+from ..ops.dense_linalg import mT
+from ..tensor import as_tensor
+
+__all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve"]
+
+
+def _finite(check: bool, *xs) -> None:
+    for x in map(as_tensor, xs) if check else ():
+        if x._trace is None and not np.all(np.isfinite(x.numpy())):
+            raise ValueError("array must not contain infs or NaNs (pass check_finite=False "
+                             "to skip this check)")
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True):
+    """x with T x = b for T the lower (`lower=True`) or upper triangle of a, as
+    `scipy.linalg.solve_triangular` (`trans` 1/'T' solves T^T x = b)."""
+    _finite(check_finite, a, b)
+    return pj.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal)
+
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor, as `scipy.linalg.cholesky`: upper U with a = U^T U, reading a's
+    upper triangle, by default; lower L reading its lower triangle with `lower=True`."""
+    _finite(check_finite, a)
+    return pj.cholesky(a, upper=not lower)
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """(c, lower) for `cho_solve`, as `scipy.linalg.cho_factor`; c's other triangle is zero
+    (scipy leaves arbitrary values there)."""
+    return cholesky(a, lower, overwrite_a, check_finite), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with a x = b from a's Cholesky factor (c, lower), as `scipy.linalg.cho_solve`."""
+    c, lower = c_and_lower
+    _finite(check_finite, c, b)
+    if lower:                                   # a = L L^T
+        return pj.solve_triangular(mT(c), pj.solve_triangular(c, b, lower=True), lower=False)
+    return pj.solve_triangular(c, pj.solve_triangular(mT(c), b, lower=True), lower=False)
