@@ -173,6 +173,11 @@ def _draw_stack(d, k, s):
     return [[{"v": k}, _same_or_const(d, k, s)]], {}
 
 
+def _draw_vstack(d, k, s):
+    """(1-D values become rows: in batch programs the batch axis would move to axis 1)"""
+    return None if d.batch and len(s) < 2 else _draw_stack(d, k, s)
+
+
 def _draw_array_split(d, k, s):
     axes = _free_axes(d, s, least=2)
     if not axes:
@@ -277,21 +282,34 @@ def _select_kink(B, a, t, default):
 
 
 for _name, _draw in (("np_atleast_2d", _draw_one), ("pj_atleast_3d", _draw_one),
-                     ("np_hstack", _draw_stack), ("pj_vstack", _draw_stack),
+                     ("np_hstack", _draw_stack), ("pj_vstack", _draw_vstack),
                      ("np_dstack", _draw_stack), ("np_column_stack", _draw_stack),
                      ("np_fliplr", _draw_fliplr), ("pj_flipud", _draw_flipud),
                      ("np_rot90", _draw_rot90), ("pj_rollaxis", _draw_rollaxis),
-                     ("np_append", _draw_append), ("np_repeat", _draw_repeat),
-                     ("pj_repeat", _draw_repeat), ("np_delete", _draw_delete),
-                     ("pj_resize", _draw_resize), ("np_resize", _draw_resize)):
+                     ("np_append", _draw_append)):
     custom(_name, *reversed(_route(_name)), _draw)
+
+
+def _static(value):
+    """A JSON list as jax.numpy wants a static argument (an array of ints, or a tuple)."""
+    return np.asarray(value) if isinstance(value, (list, tuple)) else value
+
+
+for _name, _draw in (("np_repeat", _draw_repeat), ("pj_repeat", _draw_repeat),
+                     ("np_delete", _draw_delete)):
+    custom(_name, (lambda fn: lambda B, a, obj, **kw: getattr(B.xp, fn)(a, _static(obj), **kw))(
+        _name.split("_", 1)[1]), _route(_name)[0], _draw)
+for _name in ("pj_resize", "np_resize"):
+    custom(_name, lambda B, a, shape: B.xp.resize(a, tuple(shape)), _route(_name)[0],
+           _draw_resize)
 custom("np_array_split", lambda B, a, n, axis, part: B.xp.array_split(a, n, axis=axis)[part],
        lambda pj, a, n, axis, part: np.array_split(a, n, axis=axis)[part], _draw_array_split)
 custom("pj_unstack", lambda B, a, axis, part: B.xp.unstack(a, axis=axis)[part],
        lambda pj, a, axis, part: pj.unstack(a, axis=axis)[part], _draw_unstack)
 custom("np_block", lambda B, a, b: B.xp.block([[a, b]]), lambda pj, a, b: np.block([[a, b]]),
        lambda d, k, s: ([{"v": k}, _same_or_const(d, k, s)], {}) if s else None)
-custom("pj_meshgrid", lambda B, a, b, indexing: _grid_mix(B.xp.meshgrid(a, b, indexing=indexing)),
+custom("pj_meshgrid",               # (numpy flattens its inputs, jax.numpy wants them 1-D)
+       lambda B, a, b, indexing: _grid_mix(B.xp.meshgrid(B.xp.ravel(a), b, indexing=indexing)),
        lambda pj, a, b, indexing: _grid_mix(pj.meshgrid(a, b, indexing=indexing)), _draw_meshgrid)
 custom("np_broadcast_arrays", lambda B, a, b: _pair_mix(B.xp.broadcast_arrays(a, b)),
        lambda pj, a, b: _pair_mix(np.broadcast_arrays(a, b)), _draw_broadcast)
