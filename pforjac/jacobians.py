@@ -104,6 +104,7 @@ def jacobian(self: GradientTape, target, sources, unconnected_gradients=Unconnec
     flat_sources, tree = tree_flatten(sources)
     self._check_sources(flat_sources, "GradientTape.jacobian")
     _check_loop_mode(self, experimental_use_pfor, "jacobian")
+    self._check_recorded([target], "GradientTape.jacobian")
     target = _one_target(target, "jacobian")
     check_parallel_iterations(parallel_iterations)
     n = target.size
@@ -169,6 +170,7 @@ def batch_jacobian(self: GradientTape, target, source,
         [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
     """
     unconnected = _unconnected(unconnected_gradients)
+    self._check_recorded([target], "GradientTape.batch_jacobian")
     target = _one_target(target, "batch_jacobian")
     if not isinstance(source, Tensor):
         raise TypeError(f"batch_jacobian: source must be a Tensor, got {type(source).__name__}")

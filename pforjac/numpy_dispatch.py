@@ -185,8 +185,10 @@ def _extremum(name: str, method: str):
 
 
 def _spread(fn, name: str):
-    def reduce(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **numpy_keywords):
+    def reduce(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *,
+               correction=np._NoValue, **numpy_keywords):
         _no_extra(name, out, **numpy_keywords)
+        ddof = ddof if correction is np._NoValue else correction   # (the array API's name)
         return fn(_cast(a, dtype), axis, bool(keepdims), ddof)
     reduce.__name__ = name
     return reduce

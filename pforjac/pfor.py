@@ -441,6 +441,9 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
 def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
     """Maps `fn` over the first axis of `elems` (a tensor or nested structure), vectorized.
 
+    As TensorFlow's: the tensors' first dimensions must agree, except that one of size 1 is
+    broadcast (every iteration sees its only row).
+
     Example:
         >>> import pforjac as pj
         >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
@@ -451,8 +454,12 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         raise ValueError("vectorized_map: elems holds no tensors")
     leaves = [as_tensor(x) for x in leaves]
     sizes = {x.shape[0] if x.ndim else None for x in leaves}
+    if len(sizes) > 1:
+        sizes.discard(1)                       # a unit first dimension is broadcast
     if len(sizes) != 1 or None in sizes:
-        raise ValueError(f"vectorized_map: every element of elems needs the same first dimension, "
-                         f"got shapes {[x.shape for x in leaves]}")
+        raise ValueError(f"vectorized_map: every element of elems needs the same first dimension "
+                         f"(or 1, broadcast), got shapes {[x.shape for x in leaves]}")
+    n = sizes.pop()
     elems = tree_map(as_tensor, elems)
-    return pfor(lambda i: fn(tree_map(lambda x: x[i], elems)), sizes.pop(), fallback_to_while_loop)
+    return pfor(lambda i: fn(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i], elems)),
+                n, fallback_to_while_loop)

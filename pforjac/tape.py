@@ -63,12 +63,15 @@ class GradientTape:
         self._level = 0
         self._recording = False
         self._entered = False              # inside its `with` block (recording or paused)
+        self._ever_entered = False
+        self._gaps = False                 # paused inside its block (stop_recording, ...)
         self._used = False
         self._entries: list[_Entry] = []
         self._tracked: dict[int, Tensor] = {}   # id -> tensor that depends on a watched one
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
         self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
+        self._made: set[int] = set()      # ids of the tensors made in the block (tensor.py)
         self._tapes: list | None = None    # the entering thread's stack of recording tapes
 
     # -- context --------------------------------------------------------------
@@ -78,18 +81,19 @@ class GradientTape:
         state = core.current_state()            # thread-local: read the lists in this thread
         self._tapes, self._level = state.tapes, len(state.traces)   # kept across pauses
         self._push()
-        self._entered = True
+        self._entered = self._ever_entered = True
         return self
 
     def __exit__(self, *exc) -> None:
-        self._pop()
         self._entered = False
+        self._pop()
 
     def _push(self) -> None:
         self._tapes.append(self)
         self._recording = True
 
     def _pop(self) -> None:
+        self._gaps = self._gaps or self._entered    # a pause: ops the tape does not see
         if self._recording:
             self._tapes.remove(self)
             self._recording = False
@@ -117,6 +121,7 @@ class GradientTape:
         self._watched.clear()
         self._variables.clear()
         self._unwatched_variables.clear()
+        self._made.clear()
         self._used = False
 
     # -- watching and recording -------------------------------------------------
@@ -152,7 +157,8 @@ class GradientTape:
                 self._unwatched_variables[id(a)] = a
                 if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
                     self._variables[id(a)] = a              # its gradient None
-        if not hit:
+        if not hit:                       # (symbolic results, made in a trace, too)
+            self._made.update(id(o) for o in outs)
             return
         # Inside a trace (a compiled function) a Variable is itself read when the program
         # runs, so the tape keeps it; eagerly it keeps the value read now.
@@ -195,6 +201,7 @@ class GradientTape:
         self._check_usable(mark_used=False)  # a call with wrong arguments leaves the tape usable
         flat_sources, source_tree = tree_flatten(sources)
         flat_targets, target_tree = tree_flatten(target)
+        self._check_recorded(flat_targets)     # (a Python number is a constant: not checked)
         flat_targets = [as_tensor(t, "GradientTape.gradient: target") for t in flat_targets]
         self._check_sources(flat_sources)
         seeds = self._seeds(flat_targets, target_tree, output_gradients)
@@ -221,6 +228,38 @@ class GradientTape:
                     f"{what}: a source of shape {s.shape} and dtype {s.dtype.name} "
                     f"was never watched by this tape nor computed under it; call tape.watch(x) "
                     f"inside the `with` block before using x (Variables are watched automatically)")
+
+    def _mark_recorded(self, targets) -> None:
+        """Marks `targets`, known to have been computed inside this tape's block (the
+        functional API's outputs), as seen: a constant one is then unconnected (None or
+        zeros), not refused by _check_recorded."""
+        for t in targets:
+            if isinstance(t, Tensor):
+                self._tracked.setdefault(id(t), t)
+
+    def _check_recorded(self, flat_targets, what: str = "GradientTape.gradient") -> None:
+        """Refuses a float target this tape never recorded, asked for after its block: the
+        tape never entered, or the target computed after the `with` block, where nothing
+        recorded its ops (TensorFlow returns None there, silently). A target made inside
+        the block by an op on no tracked tensor (or any target, asked for inside the block)
+        is a constant, and unconnected, as in TensorFlow."""
+        if self._entered or self._gaps:   # (ops made while paused: unconnected, as in TF)
+            return
+        for t in flat_targets:
+            if not isinstance(t, Tensor) or not is_float(t.dtype) or id(t) in self._tracked \
+                    or id(t) in self._made:
+                continue
+            shape = f"{t.dtype.name}{list(t.shape)}"
+            if not self._ever_entered:
+                raise ValueError(f"{what}: this GradientTape was never entered, so it recorded "
+                                 f"nothing; compute the target inside `with tape:` (the target "
+                                 f"{shape} has no record)")
+            raise ValueError(
+                f"{what}: the target {shape} was not recorded by this tape: it was computed "
+                f"outside the tape's `with` block (after it ended, before it began, or in "
+                f"another thread), so the tape never saw the ops that made it; compute it "
+                f"inside the block (a constant made there is unconnected: None, or zeros with "
+                f"unconnected_gradients='zero')")
 
     def _seeds(self, flat_targets, target_tree, output_gradients) -> list:
         if target_tree == _LEAF and isinstance(output_gradients, (list, tuple)) \

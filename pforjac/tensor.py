@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .conversion import conversion_error, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -143,33 +144,6 @@ def _handed_out(arr):
     return np.asarray(memoryview(arr))
 
 
-def needed_by(t) -> str | None:
-    """Why converting `t` to numpy now would drop it from a derivative, or None if it would
-    not: a recording GradientTape tracks it (or would watch it on this read), or it is a
-    symbolic value of a trace (a pfor or jacobian body, pforjac.function, the loop cache)."""
-    if t._trace is not None:
-        return "it is a symbolic value of a trace, with no data until the traced program runs"
-    for tape in _state.tapes:
-        if id(t) in tape._tracked or tape._watches_on_read(t):
-            return "a recording GradientTape tracks it"
-    return None
-
-
-def conversion_error(t, what: str) -> TypeError:
-    """The TypeError for `what` (a conversion of `t` to numpy, or a numpy function that would
-    make one) refused because `t` is needed (see needed_by); one message for every case."""
-    value = "keep value reads outside the traced function" if t._trace is not None else \
-        "pforjac.stop_gradient(t).numpy() for its value on purpose"
-    return TypeError(f"{what}: converting the Tensor {_described(t)} to numpy would drop it "
-                     f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
-                     f"functions pforjac dispatches: docs/user-guide.md, 'numpy code'), or "
-                     f"{value}")
-
-
-def _described(t) -> str:
-    return t.describe() if isinstance(t, SymbolicTensor) else f"{t.dtype.name}{list(t.shape)}"
-
-
 class Tensor:
     """An immutable n-dimensional array backed by numpy.
 
@@ -188,6 +162,8 @@ class Tensor:
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
         t._value, t._handed = _read_only(arr), None
+        if _state.tapes:
+            _seen_made(t)
         return t
 
     def __init__(self, value, dtype=None):
@@ -222,23 +198,31 @@ class Tensor:
     def __bool__(self) -> bool:
         return bool(self.numpy())
 
-    def __float__(self) -> float:
+    def _value_read(self, what: str) -> np.ndarray:
+        """The value, for `what` (float(), item(), ...): refused where a derivative needs it."""
         if _state.tapes and needed_by(self):
-            raise conversion_error(self, "float()")
-        return float(self.numpy())
+            raise conversion_error(self, what)
+        return self.numpy()
+
+    def __float__(self) -> float:
+        return float(self._value_read("float()"))
 
     def __int__(self) -> int:
-        if _state.tapes and needed_by(self):
-            raise conversion_error(self, "int()")
-        return int(self.numpy())
+        return int(self._value_read("int()"))
 
     def __complex__(self) -> complex:
-        if _state.tapes and needed_by(self):
-            raise conversion_error(self, "complex()")
-        return complex(self.numpy())
+        return complex(self._value_read("complex()"))
 
     def __index__(self) -> int:
         return int(self.numpy().__index__())
+
+    def item(self, *args):
+        """One element as a Python number (numpy's `item`); refused as float() is."""
+        return self._value_read("Tensor.item()").item(*args)
+
+    def tolist(self):
+        """The value as nested Python lists (numpy's `tolist`); refused as float() is."""
+        return self._value_read("Tensor.tolist()").tolist()
 
     def __len__(self) -> int:
         if not self.shape:
@@ -475,6 +459,14 @@ def constant(value: Any, dtype=None) -> Tensor:
             return value
         return _ops.cast(value, dtype)
     return Tensor._from_array(_own_array(value, dtype))
+
+
+def _seen_made(t: Tensor) -> None:
+    """Tells the recording tapes that `t` was made inside their blocks (so a gradient of it
+    asked for after the block, if they did not record it, is unconnected: a constant, not
+    a target computed outside the block; see GradientTape._check_recorded)."""
+    for tape in _state.tapes:
+        tape._made.add(id(t))
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:

@@ -150,6 +150,7 @@ def _vjp(f, xs, us) -> list[Tensor]:
     with GradientTape() as tape:
         tape.watch(xs)
         ys = _float_outputs(f, xs)
+    tape._mark_recorded(ys)             # made in the block: a constant one is unconnected
     return tape.gradient(ys, list(xs), output_gradients=list(us), unconnected_gradients="zero")
 
 

@@ -16,7 +16,7 @@ import scipy.special
 import pforjac as pj
 from tests.autograd_port.cases import build
 from tests.autograd_port.make_reference import _leaf_values, leaves, replace, with_values, wrt_paths
-from tests.autograd_port.pending import NUMPY_PATH_RAISES, PENDING
+from tests.autograd_port.pending import NAMESPACE_PENDING, NUMPY_PATH_RAISES, PENDING
 from tests.autograd_port.spec import Deferred
 
 REF = dict(np.load(pathlib.Path(__file__).parent / "autograd_port" / "reference.npz"))
@@ -26,6 +26,8 @@ TOL = dict(rtol=1e-6, atol=1e-6)
 
 def _namespace_cases():
     import pforjac.numpy as pnp
+    if not hasattr(pnp, "sum"):
+        pytest.skip("pforjac.numpy's namespace is not built yet")
     special = pytest.importorskip("pforjac.scipy.special")
     linalg = pytest.importorskip("pforjac.scipy.linalg")
     return build(Deferred(pnp), Deferred(special), Deferred(linalg))
@@ -78,9 +80,9 @@ def test_every_case_has_a_reference():
     assert not missing, f"rerun tests/autograd_port/make_reference.py: {missing[:5]}"
 
 
-def _params(names):
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=PENDING[n]))
-            if n in PENDING else n for n in sorted(names)]
+def _params(names, pending=PENDING):
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=pending[n]))
+            if n in pending else n for n in sorted(names)]
 
 
 @pytest.mark.parametrize("name", _params(set(CASES) - NUMPY_PATH_RAISES))
@@ -99,6 +101,6 @@ def namespace_cases():
     return _namespace_cases()
 
 
-@pytest.mark.parametrize("name", _params(CASES))
+@pytest.mark.parametrize("name", _params(CASES, {**PENDING, **NAMESPACE_PENDING}))
 def test_pforjac_numpy_namespace(name, namespace_cases):
     _check(namespace_cases[name], name, hessian=False)

@@ -65,9 +65,9 @@ def test_huge_jacobian_of_a_matrix_fails_fast_float64():
 def test_huge_jacobian_unconnected_zero_fails_fast():
     """Zeros of the result's size would be just as big: the check comes first."""
     x = pj.constant(np.broadcast_to(np.float32(1.0), (N,)))
-    y = pj.constant(np.broadcast_to(np.float32(2.0), (N,)))
     with pj.GradientTape() as tape:
         tape.watch(x)
+        y = pj.constant(np.broadcast_to(np.float32(2.0), (N,)))   # a constant of the block
     _fails_fast(lambda: tape.jacobian(y, x, unconnected_gradients="zero"), f"({N}, {N})")
 
 

@@ -3,6 +3,7 @@ and nothing a derivative needs is ever converted to an array silently."""
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 
 import numpy as np
@@ -142,8 +143,8 @@ def test_refused_keywords_methods_and_out():
             np.multiply.outer(x, x)
         with pytest.raises(TypeError, match=r"numpy\.sin.*takes no where"):
             np.sin(x, where=np.array([True, False, True]))
-        with pytest.raises(TypeError, match=r"numpy\.remainder: pforjac has no equivalent"):
-            np.mod(x, 2.0)
+        with pytest.raises(TypeError, match=r"numpy\.nextafter: pforjac has no equivalent"):
+            np.nextafter(x, 2.0)
         with pytest.raises(TypeError, match=r"numpy\.where with one argument"):
             np.where(x > 0.4)
 
@@ -165,6 +166,8 @@ NOT_CALLED = {"test", "info", "seterr", "seterrcall", "setbufsize", "set_printop
               "savetxt", "load", "loadtxt", "genfromtxt", "fromfile", "fromregex", "memmap"}
 # These read a protocol Tensor does not offer (a buffer, DLPack, array flags, an iterator
 # that writes back), so they raise an error of their own: never a value.
+# numpy leaves these values undefined (pforjac's are zeros): only their shapes compare.
+UNDEFINED_VALUES = {"np.empty_like"}
 OWN_ERRORS = {"np.from_dlpack": AttributeError, "np.frombuffer": TypeError,
               "np.isfortran": AttributeError, "np.nditer": TypeError}
 
@@ -209,7 +212,7 @@ def _outcome(name, fn, pattern):
     if error is None:
         leaves = list(_leaves(result))
         if any(isinstance(v, pj.Tensor) for v in leaves):
-            if reference_error is None:
+            if reference_error is None and name not in UNDEFINED_VALUES:
                 for got, want in zip(leaves, _leaves(reference)):
                     np.testing.assert_allclose(np.asarray(got.numpy() if isinstance(
                         got, pj.Tensor) else got, float), np.asarray(want, float), err_msg=name,
@@ -366,3 +369,20 @@ def test_round_of_integers_and_dtype_keywords_give_numpys_dtype(call, dtype):
     got, want = call(pj.constant(a)).numpy(), call(a)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def _parameters(fn) -> list:
+    return [(p.name, p.kind == p.VAR_POSITIONAL, p.default) for p in
+            inspect.signature(fn).parameters.values()]
+
+
+def test_pforjac_functions_registered_as_they_are_have_numpys_signature():
+    """A pforjac function registered for a numpy one without a wrapper (pforjac/numpy/
+    _structure.py's loop) gets numpy's arguments as they were passed: its parameters after
+    the first (the tensor, whose name may differ), their order and defaults must be numpy's,
+    or `np.rot90(t, 1, (1, 0))` would land in the wrong parameter."""
+    own = [(f, fn) for f, fn in FUNCTIONS.items()
+           if getattr(pj, getattr(f, "__name__", ""), None) is fn]
+    assert len(own) > 30
+    for target, fn in own:
+        assert _parameters(fn)[1:] == _parameters(target)[1:], target.__name__

@@ -389,6 +389,12 @@ def test_value_only_functions_read_watched_tensors_without_a_derivative():
     (lambda x: np.block([x, []]), "empty"),
     (lambda x: np.resize(x, (2, -1)), "negative length"),
     (lambda x: np.average(x, weights=x[0]), "1-D along one given axis"),
+    (lambda x: np.trace(x, axis1=2, axis2=1), r"trace \(axis1\): axis 2 is out of range"),
+    (lambda x: np.cov(x, fweights=[1, 2, 3.5]), "fweights are frequencies"),
+    (lambda x: np.cov(x, aweights=[1.0, -1.0, 1.0]), "aweights cannot be negative"),
+    (lambda x: np.cov(x, fweights=[1, 2]), "one weight for each of the 3 observations"),
+    (lambda x: np.linalg.vecdot(x, x[:, :1]), "lengths 3 and 1"),
+    (lambda x: np.linalg.cross(x, x, axis=4), "cross: axis 4 is out of range"),
 ])
 def test_errors_name_the_function_and_the_argument(call, message):
     x = pj.constant(A[:, :3])
@@ -424,3 +430,33 @@ def test_python_numbers_in_weights_y_and_choices_are_read_in_the_data_dtype(call
     want = call(a, m)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, want, rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("shapes, axis", [(((3,), (2, 3)), -1), (((2,), (2, 4)), 0),
+                                          (((4, 1, 3), (2, 3)), -1), (((3, 2), (3, 1)), 0)])
+def test_vecdot_takes_each_operands_own_axis_as_numpy(shapes, axis):
+    """np.linalg.vecdot's `axis` is each operand's own (a gufunc's core axis): multiplying
+    the broadcast operands and summing over `axis` paired x1[j] with x2[i, j] for a 1-D x1
+    and axis=0, a silently wrong result."""
+    a, b = (RNG.normal(size=s) for s in shapes)
+    got = np.linalg.vecdot(pj.constant(a), pj.constant(b), axis=axis)
+    np.testing.assert_allclose(got.numpy(), np.linalg.vecdot(a, b, axis=axis), rtol=1e-12)
+
+
+def test_keepdims_given_as_a_truthy_non_bool_keeps_the_axes():
+    """`keepdims=1` was read as False by average and ptp (`keepdims is True`)."""
+    for f in (np.average, np.ptp):
+        assert f(pj.constant(A), axis=1, keepdims=1).shape == f(A, axis=1, keepdims=1).shape
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_angle_of_a_real_tensor_is_numpys_including_minus_zero_and_nan(dtype):
+    """np.angle is arctan2(0, z): pi at -0.0 and NaN at NaN, where a `z < 0` mask gave 0."""
+    z = {"f": np.array([-1.0, -0.0, 0.0, np.nan, 2.0, -np.inf]), "i": np.array([-2, 0, 3]),
+         "b": np.array([True, False])}[np.dtype(dtype).kind].astype(dtype)
+    for deg in (False, True):
+        got, want = np.angle(pj.constant(z), deg=deg).numpy(), np.angle(z, deg=deg)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    x = pj.constant(np.array([-1.0, 0.0, 2.0]))
+    np.testing.assert_array_equal(pj.jacobian(np.angle, x).numpy(), np.zeros((3, 3)))

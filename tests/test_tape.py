@@ -230,10 +230,38 @@ def test_unconnected_gradients_bad_value(x):
         tape.gradient(y, x, unconnected_gradients="zeros")
 
 
-def test_target_computed_outside_tape_is_unconnected(x):
-    with pj.GradientTape() as tape:
+def test_target_computed_outside_tape_is_refused_naming_the_cause(x):
+    """TensorFlow returns None here, silently: the tape never saw the op that made the
+    target. pforjac refuses it; a constant made in the block stays unconnected."""
+    with pj.GradientTape(persistent=True) as tape:
         tape.watch(x)
-    assert tape.gradient(x * 2.0, x) is None
+        y = x * x
+        constant = pj.constant([1.0, 2.0]) * 2.0
+    with pytest.raises(ValueError, match="computed outside the tape's `with` block"):
+        tape.gradient(y * 2.0, x)
+    with pytest.raises(ValueError, match="GradientTape.jacobian: the target .* was not recorded"):
+        tape.jacobian(y * 2.0, x)
+    with pytest.raises(ValueError, match="batch_jacobian: the target .* was not recorded"):
+        tape.batch_jacobian(pj.reshape(y, (3, 1)) * 2.0, pj.reshape(x, (3, 1)))
+    assert tape.gradient(constant, x) is None
+    close(tape.gradient(y, x, unconnected_gradients="zero"), 2 * x.numpy())
+
+
+def test_a_tape_never_entered_is_refused_naming_the_cause(x):
+    tape = pj.GradientTape()
+    tape.watch(x)
+    with pytest.raises(ValueError, match="never entered"):
+        tape.gradient(x * 2.0, x)
+
+
+def test_a_recorded_target_independent_of_the_source_is_unconnected(x, z):
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch([x, z])
+        y = x * x
+    assert tape.gradient(y, z) is None
+    assert tape.jacobian(y, z) is None
+    np.testing.assert_array_equal(tape.gradient(y, z, unconnected_gradients="zero").numpy(),
+                                  np.zeros(z.shape))
 
 
 def test_integer_sources_give_none(x):

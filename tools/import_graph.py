@@ -83,10 +83,14 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+# front ends built on the compiled layer (DESIGN.md, "Layers"): they may import it
+ABOVE_COMPILED = ("pforjac.sparse", "pforjac.dask")
+
+
 def core_importing_compiled(g: dict[str, set[str]]) -> dict[str, set[str]]:
     compiled = "pforjac.compiled"
     return {m: {d for d in deps if d.startswith(compiled)} for m, deps in g.items()
-            if not m.startswith(compiled) and m != "pforjac"
+            if not m.startswith(compiled) and m != "pforjac" and not m.startswith(ABOVE_COMPILED)
             and any(d.startswith(compiled) for d in deps)}
 
 

@@ -21,7 +21,7 @@ from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 
-__all__ = ["program_to_ast", "program_to_source", "compile_program", "CodegenError"]
+__all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
 
 def _py_name(var) -> str:
@@ -436,7 +436,7 @@ class _Buffers:
 
 def program_to_source(program: Program, name: str = "program") -> str:
     import astunparse
-    name = _free_name(name, _namespace(program))
+    name = _free_name(name, namespace_of(program))
     return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
 
 
@@ -446,7 +446,8 @@ def program_to_source(program: Program, name: str = "program") -> str:
 _WARNING_REGISTRY: dict = {}
 
 
-def _namespace(program: Program) -> dict:
+def namespace_of(program: Program) -> dict:
+    """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis}
     for eqn in program.equations:
         ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
@@ -455,7 +456,7 @@ def _namespace(program: Program) -> dict:
 
 def compile_program(program: Program, name: str = "program") -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
-    ns = _namespace(program)
+    ns = namespace_of(program)
     name = _free_name(name, ns)
     try:
         code = compile(program_to_ast(program, name), f"<pforjac {name}>", "exec")

@@ -4,3 +4,5 @@ Importing this package registers every built-in converter.
 """
 from . import elementwise, reductions, shape, indexing, linalg  # noqa: F401
 from . import dense_linalg  # noqa: F401
+
+from . import sorting, scans, convolution  # noqa: F401

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _cast, _no_extra, implements
-from ..tensor import as_tensor
+from ..ops._family import axis_index
+from ..tensor import as_operands, as_tensor
 
 # pforjac's own function has numpy's signature and defaults: registered as it is
 for _fn in ("inner", "tensordot", "kron", "vdot", "cross", "diag", "diagonal", "diagflat",
@@ -68,12 +69,13 @@ def broadcast_arrays(*args, subok=False):
 
 @implements(np.angle)
 def angle(z, deg=False):
-    """np.angle of a real tensor: 0 where it is non-negative, pi (180) where negative; no
-    derivative."""
+    """np.angle of a real tensor, numpy's arctan2(0, z): pi (180) where negative and at
+    -0.0, NaN at NaN, else 0; a constant (its derivative is 0, not arctan2's 0/0 at 0)."""
     z = pj.real(z)
-    dtype = z.dtype if z.dtype.kind == "f" else np.dtype(np.float64)
-    half_turn = np.asarray(180.0 if deg else np.pi, dtype)
-    return pj.where(pj.less(z, 0), half_turn, np.zeros((), dtype))
+    if z.dtype.kind != "f":
+        z = pj.cast(z, np.float64)
+    a = pj.stop_gradient(pj.arctan2(pj.zeros_like(z), z))
+    return a * (180.0 / np.pi) if deg else a
 
 
 @implements(np.real_if_close)
@@ -102,7 +104,7 @@ def linalg_diagonal(x, /, *, offset=0):
 
 @implements(np.linalg.cross)
 def linalg_cross(x1, x2, /, *, axis=-1):
-    sizes = [np.shape(x)[axis] for x in (x1, x2)]
+    sizes = [np.shape(x)[axis_index(axis, np.ndim(x), "numpy.linalg.cross")] for x in (x1, x2)]
     if sizes != [3, 3]:
         raise ValueError(f"numpy.linalg.cross takes 3-vectors along axis {axis}, got lengths "
                          f"{sizes}; numpy.cross also takes 2-vectors")
@@ -116,13 +118,23 @@ def linalg_tensordot(x1, x2, /, *, axes=2):
 
 @implements(np.linalg.vecdot, *([np.vecdot] if hasattr(np, "vecdot") else []))
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot products of the vectors along `axis` (real tensors), broadcast."""
-    return pj.sum(pj.multiply(x1, x2), axis=axis)
+    """The dot products of the vectors along `axis` of each operand (real tensors), the
+    other axes broadcast. As numpy's gufunc, `axis` is each operand's own axis and the two
+    vectors must have one length (a product broadcast before the sum would pair them
+    wrongly for operands of different ranks, and let a length-1 vector through)."""
+    x1, x2 = as_operands((x1, x2))
+    v1, v2 = (pj.moveaxis(x, axis_index(axis, x.ndim, "numpy.linalg.vecdot"), -1)
+              for x in (x1, x2))
+    if v1.shape[-1] != v2.shape[-1]:
+        raise ValueError(f"numpy.linalg.vecdot: the vectors along axis {axis} have lengths "
+                         f"{v1.shape[-1]} and {v2.shape[-1]} (shapes {tuple(x1.shape)} and "
+                         f"{tuple(x2.shape)}); they must be equal")
+    return pj.sum(pj.multiply(v1, v2), axis=-1)
 
 
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=np._NoValue):
-    return pj.average(a, axis, weights, returned, keepdims is True)
+    return pj.average(a, axis, weights, returned, _keepdims(keepdims))
 
 
 @implements(np.cov)
@@ -143,7 +155,13 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 @implements(np.ptp)
 def ptp(a, axis=None, out=None, keepdims=np._NoValue):
     _no_extra("ptp", out)
-    return pj.ptp(a, axis, keepdims is True)
+    return pj.ptp(a, axis, _keepdims(keepdims))
+
+
+def _keepdims(keepdims) -> bool:
+    """numpy's `keepdims=np._NoValue` default is False; any other value is read as a bool
+    (`keepdims=1` keeps the axes, as numpy's does)."""
+    return keepdims is not np._NoValue and bool(keepdims)
 
 
 @implements(np.count_nonzero)

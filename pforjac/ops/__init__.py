@@ -28,3 +28,12 @@ from .arrays import *  # noqa: E402,F401,F403
 from .statistics import *  # noqa: E402,F401,F403
 
 __all__ += products.__all__ + arrays.__all__ + statistics.__all__
+
+from .ufuncs import *  # noqa: F401,F403,E402  (numpy's array functions and other ufuncs)
+from .sorting import *  # noqa: F401,F403,E402
+from .scans import *  # noqa: F401,F403,E402
+from .convolution import *  # noqa: F401,F403,E402
+from .numeric import *  # noqa: F401,F403,E402
+from . import ufuncs, sorting, scans, convolution, numeric  # noqa: E402
+__all__ += [name for family in (ufuncs, sorting, scans, convolution, numeric)
+            for name in family.__all__]

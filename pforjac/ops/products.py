@@ -166,9 +166,10 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 def trace(a, offset=0, axis1=0, axis2=1):
     """np.trace: the sum of the `offset` diagonal over `axis1` x `axis2`."""
     a = as_tensor(a)
-    square = a.ndim == 2 and a.shape[0] == a.shape[1]
-    if square and offset == 0 and {axis1 % 2, axis2 % 2} == {0, 1}:
-        return einsum("zz->", a)        # (the common case in one op)
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and offset == 0:    # (the common case: one op)
+        axes = {axis_index(axis1, 2, "trace (axis1)"), axis_index(axis2, 2, "trace (axis2)")}
+        if len(axes) == 2:          # (the same axis twice: diagonal's error)
+            return einsum("zz->", a)
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1)
 
 

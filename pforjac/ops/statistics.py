@@ -72,6 +72,23 @@ def _like(value, x: Tensor) -> Tensor:
     return cast(as_operands([x, value])[1], x.dtype)
 
 
+def _observation_weights(given, x: Tensor, name: str) -> Tensor:
+    """cov's `fweights` or `aweights` in x's dtype, checked as numpy checks them: one per
+    observation, non-negative, fweights whole numbers (the values where they are known: a
+    traced weight's cannot be read)."""
+    w = _like(given, x)
+    if w.ndim != 1 or w.shape[0] != x.shape[1]:
+        raise ValueError(f"cov: {name} must be 1-D, one weight for each of the {x.shape[1]} "
+                         f"observations, got shape {tuple(w.shape)}")
+    if w._trace is None:
+        if name == "fweights" and not np.all(w._value == np.around(w._value)):
+            raise TypeError(f"cov: fweights are frequencies, whole numbers, got "
+                            f"{w._value!r:.80}; give real weights as aweights")
+        if np.any(w._value < 0):
+            raise ValueError(f"cov: {name} cannot be negative, got {w._value!r:.80}")
+    return w
+
+
 def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     """np.cov: the covariance matrix of the variables (rows, or columns if not `rowvar`) of
     `m` (and `y`), normalized by N - 1 (N with `bias`, N - ddof with `ddof`), the
@@ -81,10 +98,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         ddof = 0 if bias else 1
     ddof = int_arg(ddof, "cov: ddof")
     w = None
-    for given in (fweights, aweights):
-        if given is not None:
-            given = _like(given, x)
-            w = given if w is None else multiply(w, given)
+    if fweights is not None:
+        fweights = _observation_weights(fweights, x, "fweights")
+        w = fweights
+    if aweights is not None:
+        aweights = _observation_weights(aweights, x, "aweights")
+        w = aweights if w is None else multiply(w, aweights)
     avg, w_sum = average(x, axis=1, weights=w, returned=True)
     w_sum = w_sum[0]
     if w is None:
@@ -94,7 +113,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     elif aweights is None:
         fact = w_sum - ddof
     else:
-        fact = w_sum - ddof * _sum(multiply(w, _like(aweights, x))) / w_sum
+        fact = w_sum - ddof * _sum(multiply(w, aweights)) / w_sum
     centered = x - reshape(avg, (-1, 1))
     weighted = centered if w is None else multiply(centered, w)
     # numpy's: no degrees of freedom left divide by 0 (inf, NaN), not by a negative count

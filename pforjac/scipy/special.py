@@ -104,30 +104,22 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 
 # -- scipy.special's ufuncs on Tensors ---------------------------------------------------------
-_UFUNCS = {"erf": erf, "erfc": erfc, "erfinv": erfinv, "erfcinv": erfcinv, "ndtr": ndtr,
-           "log_ndtr": log_ndtr, "ndtri": ndtri, "expit": expit, "logit": logit,
-           "log_expit": log_expit, "gamma": gamma, "gammaln": gammaln, "rgamma": rgamma,
-           "gammasgn": gammasgn, "psi": digamma, "beta": beta, "betaln": betaln,
-           "gammainc": gammainc, "gammaincc": gammaincc, "betainc": betainc, "xlogy": xlogy,
-           "xlog1py": xlog1py, "entr": entr, "rel_entr": rel_entr, "kl_div": kl_div, "j0": j0,
-           "j1": j1, "y0": y0, "y1": y1, "jv": jv, "yv": yv, "yn": yn, "i0": i0, "i1": i1,
-           "i0e": i0e, "i1e": i1e, "iv": iv, "ive": ive}
-
-
 _registering = threading.Lock()
 
 
 def register_ufuncs() -> bool:
-    """Registers scipy.special's ufuncs (digamma is psi, jn is jv) with numpy_dispatch once
-    scipy.special is loaded; False (nothing done) while it is not: it is never imported here."""
+    """Registers each function of `__all__` that is a ufunc in scipy.special (psi and
+    digamma, jn and jv are one ufunc each) with numpy_dispatch, once scipy.special is
+    loaded; False (nothing done) while it is not: it is never imported here. `__all__` is
+    the one list: a function added there dispatches too."""
     module = sys.modules.get("scipy.special")
     if module is None:
         return False
     with _registering:                  # two threads meeting their first scipy ufunc at once
-        for name, fn in _UFUNCS.items():
-            ufunc = getattr(module, name)
-            if ufunc not in numpy_dispatch.UFUNCS:
-                numpy_dispatch.implements(ufunc)(fn)
+        for name in __all__:
+            ufunc = getattr(module, name, None)
+            if isinstance(ufunc, np.ufunc) and ufunc not in numpy_dispatch.UFUNCS:
+                numpy_dispatch.implements(ufunc)(globals()[name])
     return True
 
 

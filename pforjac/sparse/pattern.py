@@ -25,6 +25,7 @@ from ..tensor import Tensor
 from ..warn import warn_once
 from . import _sets
 from ._sets import ALL, sp
+from . import array_rules  # noqa: F401  (the rules of numpy's array functions)
 from .pattern_rules import curvature_of, product_terms, sparsity_rule_for
 
 __all__ = ["jacobian_sparsity", "hessian_sparsity", "program_jacobian_sparsity",

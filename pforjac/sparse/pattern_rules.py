@@ -392,3 +392,14 @@ defcurvature("piecewise_linear", _E.abs_p, _E.relu_p, _E.maximum_p, _E.minimum_p
 defcurvature("bilinear", _E.multiply_p, _E.multiply_no_nan_p, _E.multiply_zero_safe_p)
 defcurvature("quotient", _E.divide_p)
 defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+
+
+# -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
+from ..ops import dense_linalg as _la, triangular as _tri  # noqa: E402
+
+defsparsity(_la.solve_p, _tri.triangular_solve_p, curvature="nonlinear")(batched_matrix_rule(2, 2))
+defsparsity(_la.cholesky_p, curvature="nonlinear")(batched_matrix_rule(2))
+defsparsity(_la.eigh_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(1, 2)))
+defsparsity(_la.svd_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 1, 2)))
+defsparsity(_la.qr_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 2)))
+defsparsity(_la.slogdet_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(0, 0)))

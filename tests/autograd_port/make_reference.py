@@ -1,6 +1,8 @@
 """Writes `reference.npz`: for every ported case, its inputs, numpy's value, and the Jacobians
 and Hessian from an independent implementation: autograd (the suite the cases come from), else
-JAX, else central finite differences in float64 for the Jacobian (no Hessian then).
+JAX, else central finite differences in float64 for the Jacobian (no Hessian then). An
+oracle's Jacobian must agree with central differences (to 1e-4) or the next one is asked:
+autograd returns zeros for multi_dot, silently.
 
 Run it with an interpreter that has autograd, jax and scipy (never pforjac's dependencies):
     /tmp/fw/bin/python -m tests.autograd_port.make_reference
@@ -153,6 +155,11 @@ def reference(name, case_ag, case_jax, case_np, record):
                     for j, leaf in zip(jacs, _leaf_values(args, paths))]
             if not all(onp.isfinite(j).all() for j in jacs):
                 raise FloatingPointError("non-finite Jacobian")
+            if oracle != "fd":                    # an oracle that is silently wrong is refused
+                fd, _ = oracle_fd(case_np, args, kwargs, paths, w)
+                for j, d in zip(jacs, fd):
+                    if not onp.allclose(j, d.reshape(j.shape), rtol=1e-4, atol=1e-5):
+                        raise ArithmeticError(f"{oracle} disagrees with central differences")
             break
         except Exception as exc:          # the next oracle
             last = exc

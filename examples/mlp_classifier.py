@@ -1,0 +1,68 @@
+"""A small MLP classifier in plain numpy, trained with pj.value_and_grad over a dict of
+parameters, and its per-example gradients by batch_jacobian.
+
+Run: python examples/mlp_classifier.py
+"""
+import numpy as np
+
+import pforjac as pj
+
+
+def init(sizes=(2, 16, 3), seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"W{k}": rng.standard_normal((m, n)) / np.sqrt(m) for k, (m, n) in
+            enumerate(zip(sizes[:-1], sizes[1:]))} | \
+        {f"b{k}": np.zeros(n) for k, n in enumerate(sizes[1:])}
+
+
+def logits(params, X):
+    """Works on one weight set (W0: (d, h)) or one per example (W0: (n, d, h)): each row is
+    a (1, d) matrix, so that matmul broadcasts over the examples either way."""
+    h = np.tanh((X[:, None, :] @ params["W0"])[:, 0, :] + params["b0"])
+    return (h[:, None, :] @ params["W1"])[:, 0, :] + params["b1"]
+
+
+def per_example_loss(params, X, labels):
+    z = logits(params, X)
+    log_norm = np.log(np.sum(np.exp(z - np.max(z, axis=-1, keepdims=True)), axis=-1)) + \
+        np.max(z, axis=-1)
+    return log_norm - np.sum(z * labels, axis=-1)
+
+
+def loss(params, X, labels):
+    return np.mean(per_example_loss(params, X, labels))
+
+
+def per_example_gradients(params, X, labels):
+    """{name: (n, *shape)}: each example's gradient, through one copy of the parameters per
+    example (batch_jacobian's rows)."""
+    n = X.shape[0]
+    copies = {k: pj.constant(np.broadcast_to(v, (n,) + v.shape).copy()) for k, v in params.items()}
+    with pj.GradientTape(persistent=True) as tape:
+        tape.watch(list(copies.values()))
+        losses = per_example_loss(copies, X, labels)[:, None]
+    return {k: tape.batch_jacobian(losses, c)[:, 0] for k, c in copies.items()}
+
+
+def data(n=90, seed=1):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 2.0], [-1.7, -1.0], [1.7, -1.0]])
+    classes = rng.integers(0, 3, n)
+    return centers[classes] + 0.6 * rng.standard_normal((n, 2)), np.eye(3)[classes]
+
+
+def main(steps=150, learning_rate=0.3):
+    X, labels = data()
+    params = init()
+    for _ in range(steps):
+        value, grads = pj.value_and_grad(loss)(params, X, labels)
+        params = {k: v - learning_rate * grads[k].numpy() for k, v in params.items()}
+    accuracy = np.mean(np.argmax(logits(params, X), axis=1) == np.argmax(labels, axis=1))
+    per_example = {k: g.numpy() for k, g in per_example_gradients(params, X, labels).items()}
+    print(f"loss {float(value):.4f}, training accuracy {accuracy:.2f}; per-example gradient "
+          f"of W0: {per_example['W0'].shape}")
+    return {"params": params, "X": X, "labels": labels, "per_example": per_example}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""When converting a Tensor to numpy would drop it from a derivative, and the one error that
+says so (float(t), np.asarray(t), t.tolist(), a numpy function pforjac lacks, under a
+recording tape or in a trace)."""
+from __future__ import annotations
+
+from .state import _state
+
+
+def needed_by(t) -> str | None:
+    """Why converting `t` to numpy now would drop it from a derivative, or None if it would
+    not: a recording GradientTape tracks it (or would watch it on this read), or it is a
+    symbolic value of a trace (a pfor or jacobian body, pforjac.function, the loop cache)."""
+    if t._trace is not None:
+        return "it is a symbolic value of a trace, with no data until the traced program runs"
+    for tape in _state.tapes:
+        if id(t) in tape._tracked or tape._watches_on_read(t):
+            return "a recording GradientTape tracks it"
+    return None
+
+
+def conversion_error(t, what: str) -> TypeError:
+    """The TypeError for `what` (a conversion of `t` to numpy, or a numpy function that would
+    make one) refused because `t` is needed (see needed_by); one message for every case."""
+    value = "keep value reads outside the traced function" if t._trace is not None else \
+        "pforjac.stop_gradient(t).numpy() for its value on purpose"
+    return TypeError(f"{what}: converting the Tensor {_described(t)} to numpy would drop it "
+                     f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
+                     f"functions pforjac dispatches: docs/numpy.md), or "
+                     f"{value}")
+
+
+def _described(t) -> str:
+    """A symbolic value's own description (its op and shape), else dtype and shape."""
+    describe = getattr(t, "describe", None)
+    return describe() if describe is not None else f"{t.dtype.name}{list(t.shape)}"

@@ -1,0 +1,201 @@
+"""JAX's first transforms on pforjac: `grad`, `value_and_grad`, `jacrev`, `jacfwd`.
+
+They take JAX's arguments (`argnums` an int or a tuple of ints, `has_aux`) and pytrees of
+inputs (nested lists, tuples and dicts, as `tree.py` flattens them), and work on functions
+written with numpy (`np.sin(x)`, `x @ A`: numpy's dispatch runs pforjac's ops). Inputs given
+as numpy arrays or Python numbers are read as numpy reads them (Python floats: float64).
+Results are Tensors, differentiable again: `jacfwd(jacrev(f))` is a Hessian.
+
+Example:
+    >>> import numpy as np, pforjac as pj
+    >>> f = lambda x, y: np.sum(np.sin(x) * y)
+    >>> dx, dy = pj.grad(f, argnums=(0, 1))(np.array([0.0, 1.0]), np.array([2.0, 3.0]))
+    >>> dx.numpy().round(4).tolist(), dy.numpy().round(4).tolist()
+    ([2.0, 1.6209], [0.0, 0.8415])
+"""
+from __future__ import annotations
+
+import functools
+import operator
+from typing import Callable
+
+import numpy as np
+
+from . import functional
+from .ops.shape import reshape_p
+from .tape import GradientTape
+from .tensor import Tensor, is_float
+from .tree import tree_flatten, tree_unflatten
+
+__all__ = ["grad", "value_and_grad", "jacrev", "jacfwd"]
+
+
+def _argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple, bool]:
+    """(the positions, whether argnums was a tuple), checked against the call's arguments."""
+    is_tuple = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if is_tuple else (argnums,)
+    for k in nums:
+        try:
+            k = operator.index(k)
+        except TypeError:
+            raise TypeError(f"{fn_name}: argnums must be an int or a tuple of ints, got "
+                            f"{argnums!r}") from None
+        if not -nargs <= k < nargs:
+            raise ValueError(f"{fn_name}: argnums {argnums!r} asks for positional argument {k}, "
+                             f"but the function was called with {nargs} positional arguments")
+    return tuple(k % nargs for k in nums), is_tuple
+
+
+def _input(leaf, fn_name: str) -> Tensor:
+    """A fresh differentiable view of one input leaf (closures over the caller's Tensor
+    don't count, as in JAX), float-typed."""
+    x = leaf if isinstance(leaf, Tensor) else Tensor._from_array(np.array(leaf))
+    if not is_float(x.dtype):
+        raise TypeError(f"{fn_name} requires real- or complex-valued inputs (a floating dtype), "
+                        f"but an input has dtype {x.dtype.name}; cast it to float first")
+    return reshape_p.bind(x, shape=tuple(x.shape))
+
+
+def _prepared(args: tuple, nums: tuple, fn_name: str):
+    """(args with each differentiated one replaced by fresh Tensors, the flat inputs, the
+    tree of each differentiated argument)."""
+    args, flat, trees = list(args), [], []
+    for k in nums:
+        leaves, tree = tree_flatten(args[k])
+        xs = [_input(v, fn_name) for v in leaves]
+        args[k] = tree_unflatten(tree, xs)
+        flat.extend(xs)
+        trees.append((tree, len(xs)))
+    return args, flat, trees
+
+
+def _regrouped(values: list, trees: list, is_tuple: bool):
+    """Flat per-input results back in the structure of the differentiated arguments."""
+    out, start = [], 0
+    for tree, n in trees:
+        out.append(tree_unflatten(tree, values[start:start + n]))
+        start += n
+    return tuple(out) if is_tuple else out[0]
+
+
+def _split_aux(out, has_aux: bool, fn_name: str):
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        raise TypeError(f"{fn_name}(..., has_aux=True) needs the function to return a pair "
+                        f"(output, auxiliary data), got {type(out).__name__}")
+    return out[0], out[1]
+
+
+def _scalar(value, fn_name: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        value = Tensor._from_array(np.array(value))
+    if value.shape != ():
+        raise TypeError(f"{fn_name}: Gradient only defined for scalar-output functions. Output "
+                        f"had shape: {tuple(value.shape)} (use jacrev or jacfwd for a Jacobian)")
+    if not is_float(value.dtype):
+        raise TypeError(f"{fn_name} requires real-valued outputs (a floating dtype), got "
+                        f"{value.dtype.name}")
+    return value
+
+
+def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """`fun`'s value and its gradient with respect to the arguments at `argnums`, as
+    `jax.value_and_grad`: `(value, grad)`, or `((value, aux), grad)` with `has_aux=True`. A
+    non-scalar output raises TypeError, as in JAX. An input the output does not depend on
+    gets zeros (as in JAX; `GradientTape.gradient` gives None).
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> value, g = pj.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+        >>> float(value), g.numpy().tolist()
+        (5.0, [2.0, 4.0])
+    """
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        nums, is_tuple = _argnums(argnums, len(args), "grad")
+        args, flat, trees = _prepared(args, nums, "grad")
+        with GradientTape() as tape:
+            tape.watch(flat)
+            value, aux = _split_aux(fun(*args, **kwargs), has_aux, "grad")
+            value = _scalar(value, "grad")
+        tape._mark_recorded([value])
+        grads = tape.gradient(value, flat, unconnected_gradients="zero")
+        grads = _regrouped(grads, trees, is_tuple)
+        return ((value, aux) if has_aux else value), grads
+    return value_and_grad_fun
+
+
+def grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """The gradient of the scalar function `fun` with respect to the arguments at `argnums`,
+    as `jax.grad` (returns `grad`, or `(grad, aux)` with `has_aux=True`).
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> pj.grad(lambda x: np.sum(np.exp(x)))(np.array([0.0, 1.0])).numpy().round(4).tolist()
+        [1.0, 2.7183]
+    """
+    value_and_grad_fun = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        value, grads = value_and_grad_fun(*args, **kwargs)
+        return (grads, value[1]) if has_aux else grads
+    return grad_fun
+
+
+def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str) -> Callable:
+    """jacrev and jacfwd: `functional.jacobian` (vectorized) of `fun` flattened to a function
+    of its differentiated leaves returning its output leaves; the blocks regrouped as JAX
+    does, the output's structure outside, the input's inside."""
+    @functools.wraps(fun)
+    def jacobian_fun(*args, **kwargs):
+        nums, is_tuple = _argnums(argnums, len(args), fn_name)
+        args, flat, trees = _prepared(args, nums, fn_name)
+        shape = {}
+
+        def flat_fun(*xs):
+            called, start = list(args), 0
+            for k, (tree, n) in zip(nums, trees):
+                called[k] = tree_unflatten(tree, xs[start:start + n])
+                start += n
+            out, shape["aux"] = _split_aux(fun(*called, **kwargs), has_aux, fn_name)
+            leaves, shape["tree"] = tree_flatten(out)
+            return tuple(leaves)
+
+        rows = functional.jacobian(flat_fun, tuple(flat), create_graph=True, vectorize=True,
+                                   strategy=strategy)
+        blocks = [_regrouped(list(row), trees, is_tuple) for row in rows]
+        result = tree_unflatten(shape["tree"], blocks)
+        if not has_aux:
+            return result
+        aux = shape["aux"] if strategy == "reverse-mode" else \
+            _split_aux(fun(*args, **kwargs), True, fn_name)[1]   # (traced there: run again)
+        return result, aux
+    return jacobian_fun
+
+
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """The Jacobian of `fun` by reverse mode, all rows at once (pfor), as `jax.jacrev`: for
+    an output leaf of shape `out` and an input leaf of shape `in`, a block `out + in`, nested
+    in the output's structure, then the inputs'.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> pj.jacrev(lambda x: np.sin(x) * 2.0)(np.zeros(2)).numpy().tolist()
+        [[2.0, 0.0], [0.0, 2.0]]
+    """
+    return _jacobian_transform(fun, argnums, has_aux, "reverse-mode", "jacrev")
+
+
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+    """The Jacobian of `fun` by forward mode, all columns at once (pfor), as `jax.jacfwd`
+    (the result is laid out as jacrev's). `fun` is traced: no Python `if` on tensor values.
+    With `has_aux=True` the function runs once more, eagerly, for its auxiliary data.
+
+    Example:
+        >>> import numpy as np, pforjac as pj
+        >>> pj.jacfwd(lambda x: x ** 2)(np.array([1.0, 3.0])).numpy().tolist()
+        [[2.0, 0.0], [0.0, 6.0]]
+    """
+    return _jacobian_transform(fun, argnums, has_aux, "forward-mode", "jacfwd")
