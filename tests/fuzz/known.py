@@ -168,3 +168,16 @@ def _contraction_order(record, call) -> bool:
         return True
     huge = any(name.endswith("huge") for _, name in record["program"].get("special") or ())
     return record["detail"].startswith(f"line v") and "NaN" in record["detail"] and huge
+
+
+@known("cov, corrcoef: numpy computes float32/16 in float64")
+def _cov_wide(record, call) -> bool:
+    """numpy's cov takes result_type(m, float64) and rounds at the end; pforjac keeps the
+    source's dtype throughout, so a variance of the dtype's largest values overflows (inf,
+    and corrcoef's inf / inf = NaN) where numpy's stays finite."""
+    import re
+    if record["what"] != "forward vs numpy" or record["program"]["dtype"] == "float64":
+        return False
+    op = re.search(r"\((\w+)\)", record["detail"]).group(1)
+    huge = any(name.endswith("huge") for _, name in record["program"].get("special") or ())
+    return op in ("np_cov", "pj_corrcoef", "np_corrcoef_y") and huge
