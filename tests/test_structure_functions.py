@@ -307,6 +307,50 @@ def test_mixed_tensor_and_ndarray_arguments_under_a_tape():
     np.testing.assert_allclose(tape.gradient(y, x).numpy(), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_select_takes_the_choices_dtype_with_a_python_default(dtype):
+    """A Python number default is weak, as numpy's: float16 choices give float16 (the
+    fuzzer found float32, from the default made a tensor first)."""
+    x = A.astype(dtype)
+    want = np.select([x > 0.5, x < -0.5], [x * 2.0, x * x], 2.0)
+    with pj.GradientTape() as tape:
+        t = pj.constant(x)
+        tape.watch(t)
+        got = np.select([t > 0.5, t < -0.5], [t * 2.0, t * t], 2.0)
+    assert got.dtype == want.dtype == dtype
+    np.testing.assert_array_equal(got.numpy(), want)
+    assert tape.gradient(got, t).dtype == dtype
+
+
+@pytest.mark.parametrize("shapes", [((3, 3), (3,)), ((4, 2), (3,)), ((3,), (2,)), ((2,), (2,)),
+                                    ((2, 1, 3), (4, 3))])
+def test_cross_at_infinities_is_numpys(shapes):
+    """numpy's component formulas: an infinity meets no zero (of a 2-vector's missing third
+    component, or of a Levi-Civita symbol), so no 0 * inf = NaN where numpy has inf."""
+    a, b = (RNG.normal(size=s) for s in shapes)
+    a.reshape(-1)[0], b.reshape(-1)[-1] = -np.inf, np.inf
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)      # (numpy's 2-vectors)
+        want = np.cross(a, b)
+        got = np.cross(pj.constant(a), pj.constant(b)).numpy()
+    assert np.isinf(want).any()
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("k", [-1, 0, 2])
+def test_diag_keeps_negative_zeros(k):
+    v = np.array([-0.0, 1.5, -0.0])
+    for fn in (np.diag, np.diagflat):
+        got, want = fn(pj.constant(v), k).numpy(), fn(v, k)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_repeat_of_an_empty_axis_takes_empty_repeats():
+    x = pj.constant(np.ones((2, 0)))
+    assert np.repeat(x, [], axis=1).shape == np.repeat(np.ones((2, 0)), [], axis=1).shape
+
+
 def test_pforjac_level_functions_exist_with_numpy_defaults():
     x = pj.constant(C)
     np.testing.assert_allclose(pj.trace(x).numpy(), np.trace(C))

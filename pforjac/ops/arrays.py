@@ -125,6 +125,8 @@ def _concrete_ints(value, what: str) -> np.ndarray:
     if isinstance(value, Tensor):
         value = value.numpy()       # an integer tensor has no derivative to lose
     value = np.asarray(value)
+    if value.size == 0:     # ([] for an empty axis: numpy's too)
+        return value.astype(np.int64)
     if value.dtype.kind not in "iub" or (value < 0).any():
         raise TypeError(f"{what} must be non-negative integers, got {value!r:.60}")
     return value.astype(np.int64)

@@ -1,9 +1,9 @@
 """Products and matrix structure, as numpy's functions: outer, inner, tensordot, kron, vdot,
 cross; trace, diagonal, diag, diagflat, tril, triu.
 
-All are composites: products are einsum, matmul or broadcast multiplies; a diagonal is a
-gather of flat positions (its cotangent a scatter_add back); a triangle is a `where` with a
-constant mask. Each gets every rule (vjp, jvp, pfor converter) from those primitives.
+All are composites: products are einsum, matmul or broadcast multiplies (cross: numpy's
+component formulas); a diagonal is a gather of flat positions (its cotangent a scatter_add
+back); a triangle is a `where` with a constant mask. Each gets every rule (vjp, jvp, pfor converter) from those primitives.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import numpy as np
 from ..tensor import as_operands, as_tensor
 from ._family import axis_index, broadcast_shapes, int_arg, int_tuple
 from .broadcasting import broadcast_to, reshape, sum as _sum
-from .elementwise import multiply, where, zeros_like
+from .elementwise import add, multiply, neg, subtract, where, zeros_like
 from .indexing import gather, scatter_add
 from .linalg import einsum, matmul
-from .shape import moveaxis, pad, transpose
+from .shape import moveaxis, stack, transpose
 
 __all__ = ["outer", "inner", "tensordot", "kron", "vdot", "cross", "trace", "diagonal",
            "diag", "diagflat", "tril", "triu"]
@@ -98,39 +98,40 @@ def vdot(a, b):
     return matmul(reshape(a, (-1,)), reshape(b, (-1,)))
 
 
-def _levi_civita(d: int, dtype) -> np.ndarray:
-    """The Levi-Civita symbol of d = 2 or 3 indices: the sign of the permutation, or 0."""
-    if d == 2:
-        return np.array([[0, 1], [-1, 0]], dtype)
-    eps = np.zeros((3, 3, 3), dtype)
-    for i, j, k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-        eps[i, j, k], eps[i, k, j] = 1, -1
-    return eps
+# cross's component i is the sum of sign * a[j] * b[k] over these (j, k, sign), numpy's
+# formulas: a term with a missing third component (a 2-vector) is left out, never multiplied
+# by a zero (so an infinity in the other vector gives numpy's inf, not 0 * inf = NaN)
+_CROSS_TERMS = {0: ((1, 2, 1), (2, 1, -1)), 1: ((2, 0, 1), (0, 2, -1)), 2: ((0, 1, 1), (1, 0, -1))}
+
+
+def _cross_component(a, b, i: int):
+    out = None
+    for j, k, sign in _CROSS_TERMS[i]:
+        if j < a.shape[-1] and k < b.shape[-1]:
+            term = multiply(gather(a, np.asarray(j), -1), gather(b, np.asarray(k), -1))
+            if out is None:
+                out = term if sign > 0 else neg(term)
+            else:
+                out = add(out, term) if sign > 0 else subtract(out, term)
+    return out
 
 
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     """np.cross of 3-vectors (and 2-vectors, taken as having a zero third component; two
     2-vectors give the scalar z component) along `axisa` of a and `axisb` of b, the result's
-    vectors along `axisc` (`axis` sets all three). One einsum with the Levi-Civita symbol."""
+    vectors along `axisc` (`axis` sets all three). numpy's component formulas, broadcast."""
     a, b = as_operands((a, b))
     if axis is not None:
         axisa = axisb = axisc = axis
     a = moveaxis(a, axis_index(axisa, a.ndim, "cross (axisa)"), -1)
     b = moveaxis(b, axis_index(axisb, b.ndim, "cross (axisb)"), -1)
-    n = {a.shape[-1], b.shape[-1]}
-    if not n <= {2, 3}:
+    if not {a.shape[-1], b.shape[-1]} <= {2, 3}:
         raise ValueError(f"cross: the vector axes have lengths {a.shape[-1]} and "
                          f"{b.shape[-1]}; both must be 2 or 3")
-    if n == {2, 3}:
-        a, b = (pad(v, ((0, 0),) * (v.ndim - 1) + ((0, 3 - v.shape[-1]),)) for v in (a, b))
-    d = a.shape[-1]
     batch = broadcast_shapes(a.shape[:-1], b.shape[:-1])
-    a, b = broadcast_to(a, batch + (d,)), broadcast_to(b, batch + (d,))
-    rest = _LETTERS[:len(batch)]
-    eps = _levi_civita(d, np.result_type(a.dtype, b.dtype))
-    if d == 2:
-        return einsum(f"jk,{rest}j,{rest}k->{rest}", eps, a, b)
-    c = einsum(f"ijk,{rest}j,{rest}k->{rest}i", eps, a, b)
+    if a.shape[-1] == b.shape[-1] == 2:
+        return broadcast_to(_cross_component(a, b, 2), batch)
+    c = stack([broadcast_to(_cross_component(a, b, i), batch) for i in range(3)], -1)
     return moveaxis(c, -1, axis_index(axisc, c.ndim, "cross (axisc)"))
 
 
@@ -182,9 +183,17 @@ def diag(v, k=0):
     if v.ndim != 1:
         raise ValueError(f"diag takes a 1-D or 2-D tensor, got shape {tuple(v.shape)}; use "
                          f"diagflat, or diagonal with axis1/axis2")
-    size = v.shape[0] + abs(k)
-    flat = scatter_add(v, _diagonal_positions(size, size, k), 0, size * size)
-    return reshape(flat, (size, size))
+    n = v.shape[0]
+    size = n + abs(k)
+    positions = _diagonal_positions(size, size, k)
+    if n == 0:
+        return reshape(scatter_add(v, positions, 0, size * size), (size, size))
+    # a gather, then zeros off the diagonal: v's entries as they are (a -0.0 stays one; a
+    # scatter_add onto zeros would add it to +0.0)
+    on, source = np.zeros(size * size, bool), np.zeros(size * size, np.int64)
+    on[positions], source[positions] = True, np.arange(n)
+    spread = gather(v, source, 0)
+    return reshape(where(on, spread, zeros_like(spread)), (size, size))
 
 
 def diagflat(v, k=0):

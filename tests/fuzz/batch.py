@@ -102,7 +102,9 @@ def expect_diagonal_values(out, c, oracles, name: str) -> None:
         return
     want, tol = base
     y_ndim = want.ndim - len(out.program["x_shape"])
+    # (errors absolute below a scale of 1e-2, as check._compare_call's: a float32 Jacobian
+    # that is 0, sum(softmax(x)) along its axis, comes out as roundings of 1e-8)
     problem = close(c.value, diagonal_blocks(want, y_ndim), diagonal_blocks(tol, y_ndim),
-                    out.program["dtype"], len(out.program["lines"]))
+                    out.program["dtype"], len(out.program["lines"]), floor=1e-2)
     if problem:
         _mismatch(out, c, f"value vs diagonal blocks ({name})", problem)

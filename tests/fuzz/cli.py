@@ -3,7 +3,7 @@
 Profiles: `ci` (the pytest entry's: finite differences and numpy only) and `long`
 (adds the JAX oracle when a Python with JAX is found: $PFORJAC_FUZZ_JAX_PYTHON or
 /tmp/fw/bin/python). Programs are `generator.generate(seed)` for seed in
-[--start, --start + --programs). The JAX worker runs beside the checks: a program is sent
+[--start, --start + --programs) (with --ops, generated from those ops only). The JAX worker runs beside the checks: a program is sent
 to it while fewer than `--jax-queue` wait, so JAX checks as many as it keeps up with.
 
 Writes to --out (default /tmp/pforjac-fuzz): mismatches.jsonl (every mismatch, with its
@@ -20,7 +20,8 @@ import queue
 import threading
 import time
 
-from . import check, interp, oracle
+from . import check, generator, interp, oracle
+from .ops import OPS
 from .minimize import minimize, signature
 
 
@@ -144,13 +145,14 @@ class JaxPipe:
 
 
 def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = None,
-        minimize_seconds: float = 20.0, jax_queue: int = 3, progress: int = 0) -> dict:
+        minimize_seconds: float = 20.0, jax_queue: int = 3, progress: int = 0,
+        names: list | None = None) -> dict:
     use_jax = jax == "on" or (jax == "auto" and oracle.jax_available())
     pipe = JaxPipe(jax_queue) if use_jax else None
     book = Run(out_dir, minimize_seconds)
     t0 = time.time()
     for seed in range(start, start + programs):
-        program = check.program_for(seed)
+        program = check.program_for(seed) if names is None else generator.generate(seed, names=names)
         sent = pipe is not None and pipe.offer(seed, program)
         try:
             out = check.check_program(seed, program)
@@ -181,6 +183,16 @@ def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = 
 PROFILES = {"ci": {"programs": 150, "jax": "off"}, "long": {"programs": 20000, "jax": "auto"}}
 
 
+def _selected(spec: str | None) -> list | None:
+    if not spec:
+        return None
+    wanted = set(spec.split(","))
+    names = [n for n, o in OPS.items() if (n in wanted or o.family in wanted) and o.family != "none"]
+    if not names:
+        raise SystemExit(f"--ops {spec!r} names no op or family of tests/fuzz/ops.py")
+    return names
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", choices=sorted(PROFILES), default="long")
@@ -191,10 +203,13 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="/tmp/pforjac-fuzz")
     parser.add_argument("--minimize-seconds", type=float, default=20.0)
     parser.add_argument("--progress", type=int, default=500)
+    parser.add_argument("--ops", help="comma-separated op names or families (e.g. custom): "
+                        "programs drawn from those ops only")
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
     summary = run(args.programs or profile["programs"], args.start, args.jax or profile["jax"],
-                  args.out, args.minimize_seconds, args.jax_queue, args.progress)
+                  args.out, args.minimize_seconds, args.jax_queue, args.progress,
+                  _selected(args.ops))
     print(json.dumps({k: summary[k] for k in ("counts", "known", "seconds")}, indent=1))
     for n in summary["new"]:
         print(f"NEW {n['path']}: {n['what']} (seed {n['seed']}): {n['detail'][:200]}")

@@ -109,3 +109,75 @@ def _scatter_zero(record, call) -> bool:
 def _codegen_order(record, call) -> bool:
     return "function" in record["path"] and record["what"] == "raised" \
         and "order" in record["detail"]
+
+
+_LINALG = ("linalg", "pinv", "det", "lstsq", "eigvalsh", "norm")
+
+
+@known("zero signs of linear-algebra results")
+def _linalg_zero_sign(record, call) -> bool:
+    """A zero that an svd / LAPACK result computes (pinv's, through float32 for float16)
+    has the sign of its summation order, which numpy's and pforjac's need not share."""
+    import re
+    if record["what"] != "forward vs numpy" or "zero sign" not in record["detail"]:
+        return False
+    op = re.search(r"\((\w+)\)", record["detail"]).group(1)
+    return any(name in op for name in _LINALG)
+
+
+@known("pinv, lstsq: derivatives at repeated singular values (through the svd's rule)")
+def _pinv_repeated(record, call) -> bool:
+    """pinv and lstsq are smooth at a full-rank matrix with a repeated singular value, but
+    pforjac differentiates them through the svd, whose rule needs distinct ones (its
+    docstring says so): wrong derivatives, silently. The test: a pinv or lstsq line whose
+    matrix (ops_linalg._tall of its input) has two singular values within 1e-6."""
+    if not record["what"].startswith("value vs"):
+        return False
+    from .ops import Ref
+    from .ops_linalg import _tall
+    program = record["program"]
+    x = interp.x_value(dict(program, special=None)).astype(np.float64)
+    with np.errstate(all="ignore"):
+        values = interp.run_ref(program, Ref(np), x)
+    for line in program["lines"]:
+        if line["op"] in ("pj_pinv", "pj_lstsq"):
+            s = np.linalg.svd(_tall(np, np.asarray(values[line["args"][0]["v"]])),
+                              compute_uv=False)
+            gaps = -np.diff(s, axis=-1) / s[..., :1]
+            if gaps.size and gaps.min() < 1e-6:
+                return True
+    return False
+
+
+_CONTRACTIONS = ("tensordot", "inner", "multi_dot", "vdot", "einsum", "outer", "kron")
+
+
+@known("contractions at special values: a zero's sign, overflow's order")
+def _contraction_order(record, call) -> bool:
+    """A sum of products numpy computes by BLAS's dot (one product: -0.0 stays, or its own
+    order of adding overflowing products) and pforjac by einsum/matmul's (a sum from +0.0;
+    another order): the zero's sign, and inf or NaN where products overflow to +-inf at the
+    dtype's largest value, differ. Values that are finite and nonzero agree."""
+    import re
+    if record["what"] != "forward vs numpy":
+        return False
+    op = re.search(r"\((\w+)\)", record["detail"]).group(1)
+    if not any(name in op for name in _CONTRACTIONS):
+        return False
+    if "zero sign" in record["detail"]:
+        return True
+    huge = any(name.endswith("huge") for _, name in record["program"].get("special") or ())
+    return record["detail"].startswith(f"line v") and "NaN" in record["detail"] and huge
+
+
+@known("cov, corrcoef: numpy computes float32/16 in float64")
+def _cov_wide(record, call) -> bool:
+    """numpy's cov takes result_type(m, float64) and rounds at the end; pforjac keeps the
+    source's dtype throughout, so a variance of the dtype's largest values overflows (inf,
+    and corrcoef's inf / inf = NaN) where numpy's stays finite."""
+    import re
+    if record["what"] != "forward vs numpy" or record["program"]["dtype"] == "float64":
+        return False
+    op = re.search(r"\((\w+)\)", record["detail"]).group(1)
+    huge = any(name.endswith("huge") for _, name in record["program"].get("special") or ())
+    return op in ("np_cov", "pj_corrcoef", "np_corrcoef_y") and huge
