@@ -423,3 +423,35 @@ def test_qr_derivative_of_a_wide_matrix_raises_naming_the_fix():
         total = pj.sum(pj.qr(x, "r"))
     with pytest.raises(NotImplementedError, match="qr: its derivative needs at least as many rows"):
         tape.gradient(total, x)
+
+
+def _central_jacobian(f, a, h=1e-6):
+    cols = []
+    for i in range(a.size):
+        e = np.zeros(a.size)
+        e[i] = h
+        cols.append((f(a + e.reshape(a.shape)) - f(a - e.reshape(a.shape))) / (2 * h))
+    return np.stack(cols, -1).reshape(np.shape(f(a)) + a.shape)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+def test_pinv_and_lstsq_at_repeated_singular_values(shape):
+    """A multiple of an orthonormal matrix has every singular value equal: the svd's rule
+    drops the tied terms, and pinv/lstsq differentiated through it were silently wrong
+    (the fuzzer's long run: gradient off by 0.108 of 0.256). The pinv primitive's
+    constant-rank formula holds there: against central differences, forward mode, and for a
+    square matrix inv's derivative (solve's rules: another path)."""
+    q, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((max(shape), max(shape))))
+    a = 2.0 * q[:shape[0], :shape[1]] if shape[0] >= shape[1] else 2.0 * q[:shape[1], :shape[0]].T
+    assert np.ptp(np.linalg.svd(a, compute_uv=False)) < 1e-12
+    want = _central_jacobian(np.linalg.pinv, a)
+    for strategy in ("reverse-mode", "forward-mode"):
+        got = pj.jacobian(np.linalg.pinv, pj.constant(a), strategy=strategy).numpy()
+        np.testing.assert_allclose(got, want, atol=1e-8)
+    if shape[0] == shape[1]:
+        np.testing.assert_allclose(pj.jacobian(np.linalg.pinv, pj.constant(a)).numpy(),
+                                   pj.jacobian(np.linalg.inv, pj.constant(a)).numpy(), atol=1e-13)
+    b = np.arange(1.0, shape[0] + 1)
+    x_of = lambda m: np.linalg.lstsq(m, b, rcond=None)[0]
+    np.testing.assert_allclose(pj.jacobian(x_of, pj.constant(a)).numpy(),
+                               _central_jacobian(x_of, a), atol=1e-8)

@@ -5,7 +5,7 @@ right-hand side is stacked, solves for all iterations as more columns."""
 from __future__ import annotations
 
 from .. import ops
-from ..ops import dense_linalg as la, triangular as tri
+from ..ops import dense_linalg as la, pseudo_inverse, triangular as tri
 from ..pfor import register_converter
 from ._helpers import align, iter_ndim
 
@@ -17,7 +17,7 @@ def _as_batched(prim):
     return convert
 
 
-for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p):
+for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p, pseudo_inverse.pinv_p):
     register_converter(_prim)(_as_batched(_prim))
 
 

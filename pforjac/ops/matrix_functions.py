@@ -20,6 +20,7 @@ from .dense_linalg import eigh, inverse, slogdet_p, svd_p
 from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
 from .linalg import matmul
+from .pseudo_inverse import pinv_p
 from .reductions import max, min
 from .shape import expand_dims, transpose
 
@@ -55,18 +56,21 @@ def _reciprocal_above(s, cutoff):
 
 
 def pinv(a, rcond=None, hermitian: bool = False, *, rtol=np._NoValue):
-    """The Moore-Penrose pseudo-inverse, as `np.linalg.pinv`, by the svd: singular values
-    at most rcond (default 1e-15; `rtol=None`: max(m, n) * eps) times the largest count as
-    zero. Derivatives need distinct singular values. (`hermitian` changes nothing here.)"""
+    """The Moore-Penrose pseudo-inverse, as `np.linalg.pinv`: singular values at most rcond
+    (default 1e-15; `rtol=None`: max(m, n) * eps) times the largest count as zero, one
+    cutoff or one per matrix of a stack. Its derivative, a pseudo-inverse's of constant
+    rank, holds at repeated singular values. (`hermitian` changes nothing here.)"""
     a = as_tensor(a)
     if rcond is None:
         rcond = 1e-15 if rtol is np._NoValue else _eps_rank(a) if rtol is None else rtol
     elif rtol is not np._NoValue:
         raise ValueError("pinv: rtol and rcond can't both be set")
-    u, s, vh = svd_p.bind(a)
-    cutoff = np.asarray(rcond)[..., None] * max(s, axis=-1, keepdims=True)
-    s_inv, _ = _reciprocal_above(s, cutoff)
-    return matmul(mT(vh), expand_dims(s_inv, -1) * mT(u))
+    return pinv_p.bind(a, rcond=_nested_tuples(np.asarray(rcond, float)))
+
+
+def _nested_tuples(values: np.ndarray):
+    """A float, or nested tuples of them: an array as a hashable param."""
+    return float(values) if values.ndim == 0 else tuple(_nested_tuples(v) for v in values)
 
 
 def _eps_rank(a) -> float:
@@ -173,7 +177,8 @@ def lstsq(a, b, rcond=None):
     or 2-D b, x = pinv(a) b with singular values at most rcond (default eps * max(m, n))
     times the largest cut. residuals are the squared norms of b - a x when m > n (an empty
     array otherwise, and, eagerly, when a is rank-deficient, as numpy); rank is an integer
-    tensor. Meant for full-rank a: derivatives need distinct singular values."""
+    tensor. x's derivative is the pseudo-inverse's (of constant rank: repeated singular
+    values are fine); s's needs distinct ones."""
     a, b = as_tensor(a), as_tensor(b)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise np.linalg.LinAlgError(f"lstsq: needs a 2-D a and a b with as many rows; got "
@@ -181,11 +186,10 @@ def lstsq(a, b, rcond=None):
     (m, n), dtype = a.shape, result_dtype("lstsq", a.dtype, b.dtype)
     if rcond is None:
         rcond = float(np.finfo(dtype).eps) * builtins.max(m, n)
-    u, s, vh = svd_p.bind(a)
-    s_inv, keep = _reciprocal_above(s, rcond * max(s))
+    s = svd_p.bind(a)[1]
+    rank = sum(cast(greater(s, rcond * max(s)), np.int64))
     column = reshape(b, (m, 1)) if b.ndim == 1 else b
-    x = matmul(mT(vh), expand_dims(s_inv, -1) * matmul(mT(u), column))
-    rank = sum(cast(keep, np.int64))
+    x = matmul(pinv_p.bind(a, rcond=float(rcond)), column)   # (its derivative: see pinv)
     residuals = np.zeros((0,), dtype)
     if m > n and (rank._trace is not None or int(rank.numpy()) == n):
         r = column - matmul(a, x)

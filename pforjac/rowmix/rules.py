@@ -328,7 +328,7 @@ def _scatter_add(eqn: Equation, ins, ctx):
 
 @_rules(ops.dense_linalg.solve_p, ops.dense_linalg.cholesky_p, ops.dense_linalg.eigh_p,
         ops.dense_linalg.svd_p, ops.dense_linalg.qr_p, ops.dense_linalg.slogdet_p,
-        ops.triangular.triangular_solve_p)
+        ops.triangular.triangular_solve_p, ops.pseudo_inverse.pinv_p)
 def _matrix_stack(eqn: Equation, ins, ctx):
     """numpy.linalg's ops map each matrix of a stack (the last two axes) on its own: a batch
     axis among the leading axes keeps its place (right-aligned, as batch axes broadcast);

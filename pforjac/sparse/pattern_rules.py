@@ -395,10 +395,10 @@ defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero 
 
 
 # -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
-from ..ops import dense_linalg as _la, triangular as _tri  # noqa: E402
+from ..ops import dense_linalg as _la, pseudo_inverse as _pinv, triangular as _tri  # noqa: E402
 
 defsparsity(_la.solve_p, _tri.triangular_solve_p, curvature="nonlinear")(batched_matrix_rule(2, 2))
-defsparsity(_la.cholesky_p, curvature="nonlinear")(batched_matrix_rule(2))
+defsparsity(_la.cholesky_p, _pinv.pinv_p, curvature="nonlinear")(batched_matrix_rule(2))
 defsparsity(_la.eigh_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(1, 2)))
 defsparsity(_la.svd_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 1, 2)))
 defsparsity(_la.qr_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 2)))

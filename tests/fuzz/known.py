@@ -125,30 +125,6 @@ def _linalg_zero_sign(record, call) -> bool:
     return any(name in op for name in _LINALG)
 
 
-@known("pinv, lstsq: derivatives at repeated singular values (through the svd's rule)")
-def _pinv_repeated(record, call) -> bool:
-    """pinv and lstsq are smooth at a full-rank matrix with a repeated singular value, but
-    pforjac differentiates them through the svd, whose rule needs distinct ones (its
-    docstring says so): wrong derivatives, silently. The test: a pinv or lstsq line whose
-    matrix (ops_linalg._tall of its input) has two singular values within 1e-6."""
-    if not record["what"].startswith("value vs"):
-        return False
-    from .ops import Ref
-    from .ops_linalg import _tall
-    program = record["program"]
-    x = interp.x_value(dict(program, special=None)).astype(np.float64)
-    with np.errstate(all="ignore"):
-        values = interp.run_ref(program, Ref(np), x)
-    for line in program["lines"]:
-        if line["op"] in ("pj_pinv", "pj_lstsq"):
-            s = np.linalg.svd(_tall(np, np.asarray(values[line["args"][0]["v"]])),
-                              compute_uv=False)
-            gaps = -np.diff(s, axis=-1) / s[..., :1]
-            if gaps.size and gaps.min() < 1e-6:
-                return True
-    return False
-
-
 _CONTRACTIONS = ("tensordot", "inner", "multi_dot", "vdot", "einsum", "outer", "kron")
 
 

@@ -58,7 +58,7 @@ custom("np_linalg_solve",
        lambda d, k, s: ([{"v": k}, d.const(list(s[:-1]) + [_n(d, 1, 2)])], {})
        if len(s) >= (3 if d.batch else 2) and 0 not in s else None)
 custom("pj_pinv", lambda B, a: _lin(B, "pinv", _tall(B.xp, a)),
-       lambda pj, a: pj.pinv(_tall(pj, a)), _matrix_draw())
+       lambda pj, a: pj.pinv(_tall(pj, a)), _matrix_draw(), prims=("pinv",))
 custom("np_linalg_matrix_power",
        lambda B, a, n: _la(B, "matrix_power", _gram(B.xp, a) * 0.5 if n < 0 else a, n=n),
        lambda pj, a, n: np.linalg.matrix_power(_gram(pj, a) * 0.5 if n < 0 else a, n),
