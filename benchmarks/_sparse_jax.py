@@ -1,4 +1,4 @@
-"""The JAX side of benchmarks/sparse.py, run in a Python that has JAX, asdex and sparsejac
+"""The JAX side of benchmarks/sparse_jacobians.py, run in a Python that has JAX, asdex and sparsejac
 (JAX 0.11+ and asdex need Python 3.12: `python3.12 -m venv /tmp/sp312; /tmp/sp312/bin/pip
 install jax asdex sparsejac scipy`). Prints one JSON object of medians (seconds)."""
 from __future__ import annotations

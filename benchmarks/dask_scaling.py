@@ -2,7 +2,7 @@
 
 Four workloads, each timed end to end as a user runs it (tracing on the client, shipping
 the plan, the tasks, the result):
-- a compute-bound Jacobian: R^256 -> R^5000 through a 512-wide tanh cell unrolled 40 times,
+- a compute-bound Jacobian: R^256 -> R^5000 through a 512-wide tanh cell unrolled 80 times,
   reverse mode in chunks of 250 rows, gathered to the client (`compute`) and left on the
   cluster (`persist`); against the in-process `pforjac.jacobian(..., parallel_iterations=250)`;
 - per-example Jacobians of a data set of a million rows (8 features -> 64 -> 4), made on
@@ -34,7 +34,7 @@ from _common import machine_header, markdown_table, write_result  # noqa: E402
 
 import pforjac as pj  # noqa: E402
 
-SIZES = {"full": dict(n_in=256, width=512, depth=40, n_out=5000, k=250, rows=1_000_000,
+SIZES = {"full": dict(n_in=256, width=512, depth=80, n_out=5000, k=250, rows=1_000_000,
                       block=62_500, big=(16000, 12000), big_limit="1GiB", reps=3),
          "quick": dict(n_in=64, width=128, depth=4, n_out=1000, k=100, rows=100_000,
                        block=25_000, big=(3000, 2000), big_limit="300MiB", reps=1)}

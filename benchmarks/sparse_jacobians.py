@@ -9,8 +9,8 @@ asdex's preparation includes its detection. The JAX side runs in a Python that h
 0.11+, asdex and sparsejac (default /tmp/sp312/bin/python, PFORJAC_SPARSE_JAX to change),
 as a subprocess; without one its columns are empty.
 
-    python benchmarks/sparse.py                 # writes results/sparse.md
-    python benchmarks/sparse.py --rounds 3 --t-end 0
+    python benchmarks/sparse_jacobians.py                 # writes results/sparse.md
+    python benchmarks/sparse_jacobians.py --rounds 3 --t-end 0
 """
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def main():
                                 % args.t_end,
                                 "Jacobian evaluations", "success"],
                                [[k, f"{v[0]:.2f} s", v[1], v[2]] for k, v in ivp.items()])
-    text = (f"# Sparse Jacobians and Hessians (issue 25)\n\n`python benchmarks/sparse.py "
+    text = (f"# Sparse Jacobians and Hessians (issue 25)\n\n`python benchmarks/sparse_jacobians.py "
             f"--rounds {args.rounds} --t-end {args.t_end:g}`\n\n{header}\n\n"
             f"uptime before: {uptime}\n\nuptime after: {uptime_end}\n\n"
             f"JAX side: JAX {theirs.get('jax', '-')}, asdex {theirs.get('asdex', '-')}, sparsejac "
