@@ -331,3 +331,20 @@ def test_predicates_are_bool_tensors_without_gradient():
         np.testing.assert_array_equal(got.numpy(), getattr(np, name)(x.numpy()))
     np.testing.assert_array_equal(np.nanargmin(pj.constant(C_NAN), axis=0).numpy(),
                                   np.nanargmin(C_NAN, axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_floor_divide_and_its_operator_are_numpys_with_a_zero_derivative(dtype):
+    """`t // y` and np.floor_divide: numpy's exact floor of the quotient (7.5 // 2 = 3,
+    -7.5 // 2 = -4, -0.0 // 3 = -0.0), a step with derivative 0 in both arguments."""
+    x = np.array([7.5, -7.5, 3.0, -0.0, 1e16 + 2]).astype(dtype)
+    y = np.array([2.0, 2.0, -0.7, 3.0, 3.0]).astype(dtype) if dtype != np.int64 else \
+        np.array([2, 2, -1, 3, 3])
+    want = np.floor_divide(x, y)
+    for got in ((pj.constant(x) // y), np.floor_divide(pj.constant(x), y)):
+        np.testing.assert_array_equal(got.numpy(), want)
+        assert got.dtype == want.dtype
+    np.testing.assert_array_equal((x // pj.constant(y)).numpy(), want)      # __rfloordiv__
+    if dtype != np.int64:
+        jac = pj.jacobian(lambda t: t // 2.0 + t, pj.constant(x[:4]))
+        np.testing.assert_array_equal(jac.numpy(), np.eye(4))

@@ -18,7 +18,8 @@ for _ufunc, _op in [(np.exp2, pj.exp2), (np.deg2rad, pj.deg2rad), (np.radians, p
                     (np.rad2deg, pj.rad2deg), (np.degrees, pj.rad2deg), (np.cbrt, pj.cbrt),
                     (np.trunc, pj.trunc), (np.fabs, pj.fabs), (np.hypot, pj.hypot),
                     (np.logaddexp2, pj.logaddexp2), (np.fmax, pj.fmax), (np.fmin, pj.fmin),
-                    (np.fmod, pj.fmod), (np.remainder, pj.remainder), (np.copysign, pj.copysign),
+                    (np.fmod, pj.fmod), (np.remainder, pj.remainder),
+                    (np.floor_divide, pj.floor_divide), (np.copysign, pj.copysign),
                     (np.heaviside, pj.heaviside), (np.float_power, pj.float_power),
                     (np.isnan, pj.isnan), (np.isinf, pj.isinf), (np.isfinite, pj.isfinite),
                     (np.signbit, pj.signbit)]:

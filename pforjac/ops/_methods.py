@@ -14,10 +14,11 @@ def _swap(fn):
 def install() -> None:
     from . import elementwise as ew, indexing, linalg, reductions as red, shape as sh
     from .elementwise import coerce
-    from .ufuncs import remainder
+    from .ufuncs import floor_divide, remainder
     binary = {
         "add": ew.add, "sub": ew.subtract, "mul": ew.multiply, "truediv": ew.divide,
         "pow": ew.power, "matmul": linalg.matmul, "mod": remainder,
+        "floordiv": floor_divide,
     }
     for name, fn in binary.items():
         setattr(Tensor, f"__{name}__", fn)

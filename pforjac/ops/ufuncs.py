@@ -14,7 +14,8 @@ from .elementwise import (_binary, _unary, abs as abs_, cast, coerce, cos, divid
                           power, reciprocal, square, where, zeros_like)
 
 __all__ = ["exp2", "deg2rad", "rad2deg", "radians", "degrees", "cbrt", "sinc", "trunc", "fabs",
-           "hypot", "logaddexp2", "fmax", "fmin", "fmod", "remainder", "mod", "copysign",
+           "hypot", "logaddexp2", "fmax", "fmin", "fmod", "remainder", "mod", "floor_divide",
+           "copysign",
            "heaviside", "float_power", "isnan", "isinf", "isfinite", "signbit"]
 
 _LN2 = float(np.log(2.0))
@@ -120,6 +121,9 @@ fmod_p = _binary("fmod", np.fmod, lambda g, a, x, y: g,
                  lambda g, a, x, y: -g * trunc(divide(x, y)), domain=("real", "nonzero"))
 remainder_p = _binary("remainder", np.remainder, lambda g, a, x, y: g,
                       lambda g, a, x, y: -g * floor(divide(x, y)), domain=("real", "nonzero"))
+# floor(x / y) as numpy computes it (exactly, not by rounding x / y): a step in both
+floor_divide_p = _binary("floor_divide", np.floor_divide, lambda g, a, x, y: zeros_like(g),
+                         lambda g, a, x, y: zeros_like(g), domain=("real", "nonzero"))
 copysign_p = _binary("copysign", np.copysign, lambda g, a, x, y: g * _sign_product(x, y),
                      lambda g, a, x, y: zeros_like(g), domain=("nonzero", "nonzero"))
 # heaviside(x1, x2) is x2 where x1 == 0, else a step: its x1 derivative is 0
@@ -134,10 +138,11 @@ def _pair(prim):
 hypot, logaddexp2, fmax, fmin = _pair(hypot_p), _pair(logaddexp2_p), _pair(fmax_p), _pair(fmin_p)
 fmod, remainder, copysign, heaviside = (_pair(fmod_p), _pair(remainder_p), _pair(copysign_p),
                                         _pair(heaviside_p))
+floor_divide = _pair(floor_divide_p)
 mod = remainder
 for _fn, _name in [(hypot, "hypot"), (logaddexp2, "logaddexp2"), (fmax, "fmax"), (fmin, "fmin"),
                    (fmod, "fmod"), (remainder, "remainder"), (copysign, "copysign"),
-                   (heaviside, "heaviside")]:
+                   (heaviside, "heaviside"), (floor_divide, "floor_divide")]:
     _fn.__name__ = _fn.__qualname__ = _name
 
 

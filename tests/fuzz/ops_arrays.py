@@ -50,6 +50,8 @@ for _name in ("fmod", "remainder"):
     op(_name, "binary", (lambda n: _kinked(lambda B, a, b: getattr(B.xp, n)(a, b),
                                            _quotient_gap))(_name),
        (lambda n: lambda pj, a, b: getattr(pj, n)(a, b))(_name), domain="pos")
+op("floor_divide", "binary", _kinked(lambda B, a, b: B.xp.floor_divide(a, b), _quotient_gap),
+   lambda pj, a, b: a // b, domain="pos", smooth=False, zeroing=True)
 op("copysign", "binary", _kinked(lambda B, a, b: B.xp.copysign(a, b),
                                  lambda B, a, b: np.minimum(np.abs(a), np.abs(b))),
    lambda pj, a, b: pj.copysign(a, b))
