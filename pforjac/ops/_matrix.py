@@ -42,6 +42,17 @@ def check_square(op: str, x) -> None:
                          f"got shape {tuple(x.shape)}")
 
 
+def solve_shape(op: str, a, b):
+    """The shape and dtype of x in a x = b, a square (..., n, n) and b (..., n, k), their
+    batch axes broadcast: solve's and solve_triangular's shape rule."""
+    check_square(op, a)
+    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+        raise ValueError(f"{op}: b must have shape (..., {a.shape[-1]}, k) for a of shape "
+                         f"{tuple(a.shape)}; got {tuple(b.shape)}")
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return tuple(batch) + tuple(b.shape[-2:]), result_dtype(op, a.dtype, b.dtype)
+
+
 def check_matrix(op: str, x) -> None:
     if x.ndim < 2:
         raise ValueError(f"{op}: needs a matrix or a stack of them, shape (..., m, n); got "

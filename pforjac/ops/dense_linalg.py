@@ -25,7 +25,7 @@ from ..core import defjvp_all, defvjp_all
 from ..tensor import as_tensor
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
                       from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
-                      result_dtype, spd_example, tril)
+                      result_dtype, solve_shape, spd_example, tril)
 from .broadcasting import broadcast_to, reshape, sum, unbroadcast
 from .linalg import matmul
 from .shape import expand_dims
@@ -46,12 +46,7 @@ def inverse(a):
 
 # -- solve: a x = b, b a stack of matrices ------------------------------------------------------
 def _solve_shape(a, b):
-    check_square("solve", a)
-    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve: b must have shape (..., {a.shape[-1]}, k) for a of shape "
-                         f"{tuple(a.shape)}; got {tuple(b.shape)}")
-    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    return tuple(batch) + tuple(b.shape[-2:]), result_dtype("solve", a.dtype, b.dtype)
+    return solve_shape("solve", a, b)
 
 
 solve_p = core.new_primitive("solve", lapack(np.linalg.solve, "solve"), _solve_shape)

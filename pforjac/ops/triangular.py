@@ -13,7 +13,7 @@ import numpy as np
 from .. import core
 from ..core import defjvp_all, defvjp_all
 from ..tensor import as_tensor
-from ._matrix import check_square, lapack, mT, result_dtype, tril, triu
+from ._matrix import check_square, lapack, mT, solve_shape, tril, triu
 from .broadcasting import reshape, unbroadcast
 from .linalg import matmul
 
@@ -58,12 +58,7 @@ def _substitution(t, b, lower: bool, unit_diagonal: bool) -> np.ndarray:
 
 
 def _triangular_solve_shape(a, b, lower, transpose, unit_diagonal):
-    check_square("solve_triangular", a)
-    if b.ndim < 2 or b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve_triangular: b must have shape (..., {a.shape[-1]}, k) for a of "
-                         f"shape {tuple(a.shape)}; got {tuple(b.shape)}")
-    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    return tuple(batch) + tuple(b.shape[-2:]), result_dtype("solve_triangular", a.dtype, b.dtype)
+    return solve_shape("solve_triangular", a, b)
 
 
 triangular_solve_p = core.new_primitive(
