@@ -15,7 +15,8 @@ import scipy.special
 
 import pforjac as pj
 from tests.autograd_port.cases import build
-from tests.autograd_port.make_reference import _leaf_values, leaves, replace, with_values, wrt_paths
+from tests.autograd_port.make_reference import (_leaf_values, leaves, replace, unflatten,
+                                                with_values, wrt_paths)
 from tests.autograd_port.pending import NAMESPACE_PENDING, NUMPY_PATH_RAISES, PENDING
 from tests.autograd_port.spec import Deferred
 
@@ -60,15 +61,8 @@ def _check(case, name, hessian: bool):
         np.testing.assert_allclose(jac.numpy().reshape(value.shape[0], x.numpy().size),
                                    REF[f"{name}|jac|{path}"], **TOL, err_msg=f"d/d{path}")
     if hessian and f"{name}|hess" in REF:
-        sizes = [x.numpy().size for x in xs]
-        w = pj.constant(REF[f"{name}|w"])
-
-        def scalar(z):
-            parts, start = [], 0
-            for x, n in zip(xs, sizes):
-                parts.append(pj.reshape(z[start:start + n], x.shape))
-                start += n
-            return pj.sum(w * g(*parts))
+        w, shapes = pj.constant(REF[f"{name}|w"]), [tuple(x.shape) for x in xs]
+        scalar = lambda z: pj.sum(w * g(*unflatten(pj, z, shapes)))
         z = pj.constant(np.concatenate([x.numpy().ravel() for x in xs]))
         np.testing.assert_allclose(pj.hessian(scalar, z).numpy(), REF[f"{name}|hess"], **TOL,
                                    err_msg="Hessian")

@@ -10,6 +10,7 @@ from the project root. The file records which oracle gave each case.
 """
 from __future__ import annotations
 
+import math
 import pathlib
 import sys
 import warnings
@@ -60,48 +61,42 @@ def flat(xp, out):
     return xp.concatenate([xp.reshape(o, (-1,)) * 1.0 for o in outs])
 
 
+def unflatten(xp, z, shapes) -> list:
+    """The flat vector `z` cut into arrays of `shapes`, with `xp`'s reshape (autograd's,
+    JAX's or pforjac's: the scalar whose Hessian is compared takes all leaves as one z)."""
+    parts, start = [], 0
+    for shape in shapes:
+        n = math.prod(shape)
+        parts.append(xp.reshape(z[start:start + n], shape))
+        start += n
+    return parts
+
+
+def _oracle(xp, jacobian, hessian, case, args, kwargs, paths, w):
+    """Jacobians of the flat output w.r.t. each leaf, and the Hessian of sum(w * output)
+    w.r.t. all leaves, by a library's `jacobian` and `hessian` transforms."""
+    leaves_ = _leaf_values(args, paths)
+    g = lambda *vs: flat(xp, case.fn(*with_values(args, paths, vs), **kwargs))
+    along = lambda k: lambda v: g(*[v if j == k else leaf for j, leaf in enumerate(leaves_)])
+    jacs = [onp.asarray(jacobian(along(k))(leaf)) for k, leaf in enumerate(leaves_)]
+    if not case.hessian:
+        return jacs, None
+    shapes = [a.shape for a in leaves_]
+    scalar = lambda z: xp.sum(w * g(*unflatten(xp, z, shapes)))
+    return jacs, onp.asarray(hessian(scalar)(onp.concatenate([a.ravel() for a in leaves_])))
+
+
 def oracle_autograd(case, args, kwargs, paths, w):
     import autograd
     import autograd.numpy as anp
-    g = lambda *vs: flat(anp, case.fn(*with_values(args, paths, vs), **kwargs))
-    leaves_ = _leaf_values(args, paths)
-    jacs = [autograd.jacobian(lambda v, k=k: g(*[v if j == k else leaves_[j]
-                                                 for j in range(len(paths))]))(leaves_[k])
-            for k in range(len(paths))]
-    hess = None
-    if case.hessian:
-        sizes = [a.size for a in leaves_]
-        def s(z):
-            parts, start = [], 0
-            for a, n in zip(leaves_, sizes):
-                parts.append(anp.reshape(z[start:start + n], a.shape))
-                start += n
-            return anp.sum(w * g(*parts))
-        z = onp.concatenate([a.ravel() for a in leaves_])
-        hess = autograd.hessian(s)(z)
-    return jacs, hess
+    return _oracle(anp, autograd.jacobian, autograd.hessian, case, args, kwargs, paths, w)
 
 
 def oracle_jax(case, args, kwargs, paths, w):
     import jax
     import jax.numpy as jnp
     jax.config.update("jax_enable_x64", True)
-    leaves_ = _leaf_values(args, paths)
-    g = lambda *vs: flat(jnp, case.fn(*with_values(args, paths, vs), **kwargs))
-    jacs = [onp.asarray(jax.jacobian(lambda v, k=k: g(*[v if j == k else leaves_[j]
-                                                         for j in range(len(paths))]))(leaves_[k]))
-            for k in range(len(paths))]
-    hess = None
-    if case.hessian:
-        sizes = [a.size for a in leaves_]
-        def s(z):
-            parts, start = [], 0
-            for a, n in zip(leaves_, sizes):
-                parts.append(jnp.reshape(z[start:start + n], a.shape))
-                start += n
-            return jnp.sum(w * g(*parts))
-        hess = onp.asarray(jax.hessian(s)(onp.concatenate([a.ravel() for a in leaves_])))
-    return jacs, hess
+    return _oracle(jnp, jax.jacobian, jax.hessian, case, args, kwargs, paths, w)
 
 
 def oracle_fd(case, args, kwargs, paths, w):
