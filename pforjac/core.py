@@ -154,6 +154,18 @@ def _register(table: dict, prim: Primitive, rule, kind: str, override: bool = Fa
     rules_changed(prim.name)
 
 
+def register_once(table: dict, prims, value, what: str) -> None:
+    """Puts `value` in `table` for each of `prims`, refusing them all if one is already
+    there: the registries keyed by primitive that take no override (row-check rules,
+    structured converters, sparsity rules, curvatures)."""
+    with _registry_lock:
+        taken = [prim.name for prim in prims if prim in table]
+        if taken:
+            raise ValueError(f"the {what} of primitive '{taken[0]}' is already registered")
+        for prim in prims:
+            table[prim] = value
+
+
 def new_primitive(name: str, impl: Callable, shape: Callable, multiple_results: bool = False,
                   differentiable: bool = True, override: bool = False, **facts) -> Primitive:
     """Declares a primitive with its numpy forward, its shape rule and its facts (the

@@ -164,11 +164,7 @@ def _structured(*prims: core.Primitive):
     """Registers `fn(prim, ctx, args, stacked, **params)`, returning (value, stacked) or
     None for "use the dense converter", for each of `prims` (once)."""
     def register(fn):
-        for prim in prims:
-            if prim in structured_converters:
-                raise ValueError(f"a structured converter for op '{prim.name}' is already "
-                                 f"registered")
-            structured_converters[prim] = fn
+        core.register_once(structured_converters, prims, fn, "structured converter")
         return fn
     return register
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .. import ops
+from .. import core, ops
 from ..program import Equation
 from ..structure import _block_after_reshape
 from ._states import (MIXED_ROW, NO_ROW, UNIFORM, _Axis, _Row, _axis, _combine, _elementwise,
@@ -23,10 +23,7 @@ rowmix_rules: dict = {}
 
 def _rules(*prims, rows_too: bool = False):
     def register(fn):
-        for prim in prims:
-            if prim in rowmix_rules:
-                raise ValueError(f"a row rule for op '{prim.name}' is already registered")
-            rowmix_rules[prim] = (fn, rows_too)
+        core.register_once(rowmix_rules, prims, (fn, rows_too), "row rule")
         return fn
     return register
 

@@ -61,11 +61,7 @@ def defsparsity(*prims: core.Primitive, curvature: str | None = None):
     """Registers `rule(eqn, ctx)` as the sparsity rule of each of `prims` (once), and their
     curvature when given."""
     def register(fn):
-        for prim in prims:
-            if prim in sparsity_rules:
-                raise ValueError(f"the sparsity rule of primitive '{prim.name}' is already "
-                                 f"registered")
-            sparsity_rules[prim] = fn
+        core.register_once(sparsity_rules, prims, fn, "sparsity rule")
         if curvature is not None:
             defcurvature(curvature, *prims)
         return fn
@@ -75,10 +71,7 @@ def defsparsity(*prims: core.Primitive, curvature: str | None = None):
 def defcurvature(curvature: str, *prims: core.Primitive) -> None:
     if curvature not in CURVATURES:
         raise ValueError(f"unknown curvature {curvature!r}; choose from {list(CURVATURES)}")
-    for prim in prims:
-        if prim in curvatures:
-            raise ValueError(f"the curvature of primitive '{prim.name}' is already registered")
-        curvatures[prim] = curvature
+    core.register_once(curvatures, prims, curvature, "curvature")
 
 
 def curvature_of(prim: core.Primitive) -> str:
