@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import weakref
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,9 @@ core.defvjp(read_variable_p, lambda g, ans, v: g)
 core.defjvp(read_variable_p, lambda t, ans, v: t)
 
 
+live_tapes: "weakref.WeakSet[GradientTape]" = weakref.WeakSet()   # (see pforjac.mutation)
+
+
 class GradientTape:
     """Records operations for automatic differentiation, as `tf.GradientTape`.
 
@@ -73,6 +77,7 @@ class GradientTape:
         self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
         self._made: set[int] = set()      # ids of the tensors made in the block (tensor.py)
         self._tapes: list | None = None    # the entering thread's stack of recording tapes
+        live_tapes.add(self)
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
