@@ -26,7 +26,7 @@ from .ops import indexing as ix
 from .state import _state
 from .tensor import Tensor, Variable, as_tensor
 
-__all__ = ["setitem", "updated", "rebind", "assign_whole"]
+__all__ = ["setitem", "updated", "at_positions", "commit", "rebind", "assign_whole"]
 
 _SLOTS = [Tensor.__dict__[name] for name in Tensor.__slots__ if name != "__weakref__"]
 
@@ -37,7 +37,11 @@ def setitem(t: Tensor, key, value) -> None:
         t.assign(updated(t, key, value))
         return
     check_assignable(t, f"{_describe(t)}[...] = ...")
-    new = updated(t, key, value)
+    commit(t, updated(t, key, value))
+
+
+def commit(t: Tensor, new: Tensor) -> None:
+    """`t` rebound to `new`, the value an assignment into it computed."""
     if new is not t:
         rebind(t, new)
 
@@ -68,7 +72,7 @@ def updated(t: Tensor, key, value) -> Tensor:
     if traced:
         return _traced_index(t, key, value)
     positions = np.arange(t.size).reshape(t.shape)[tuple(_concrete(k) for k in key)]
-    return _at_positions(t, positions, value)
+    return at_positions(t, positions, value)
 
 
 def _is_index_array(k) -> bool:
@@ -85,7 +89,7 @@ def _basic(t: Tensor, key: tuple, value) -> Tensor:
     return ix.index_update(t, value_for(t, value, shape), key)
 
 
-def _at_positions(t: Tensor, positions: np.ndarray, value) -> Tensor:
+def at_positions(t: Tensor, positions: np.ndarray, value) -> Tensor:
     """The update at flat positions (any advanced index, read by numpy): the last value
     written to a position wins, as in numpy."""
     v = value_for(t, value, positions.shape)
@@ -194,8 +198,7 @@ def assign_whole(t: Tensor, new, what: str, inputs=()) -> Tensor:
     if isinstance(t, Variable):
         return t.assign(new)
     check_assignable(t, what)
-    if new is not t:
-        rebind(t, ix.fresh(new) if any(new is a for a in inputs) else new)
+    commit(t, ix.fresh(new) if any(new is a for a in inputs) else new)
     return t
 
 
@@ -288,8 +291,19 @@ def _augmented(name: str, symbol: str):
     return method
 
 
+def _copying(method):
+    """A method numpy's ndarray copies with (astype, flatten): a new tensor even where the
+    value is unchanged, so that an assignment into the copy leaves the original alone."""
+    def copying(self, *args, **kwargs):
+        out = method(self, *args, **kwargs)
+        return ix.fresh(out) if out is self else out
+    copying.__name__ = method.__name__
+    return copying
+
+
 def install() -> None:
     Tensor.__setitem__ = setitem
+    Tensor.astype, Tensor.flatten = _copying(Tensor.astype), _copying(Tensor.flatten)
     for name, symbol in _AUGMENTED.items():
         setattr(Tensor, f"__{name}__", _augmented(name, symbol))
 

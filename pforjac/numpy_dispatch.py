@@ -115,9 +115,10 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     """A ufunc call the fast path can't take: a method, keywords, or no pforjac op."""
     what = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     out = kwargs.get("out")
-    if out is not None and any(isinstance(o, Tensor) for o in _leaves(out)):
-        raise TypeError(f"{what}(..., out=<Tensor>): pforjac tensors are immutable; use the "
-                        f"result: y = {what}(...)")
+    if out is not None and method == "__call__" and _lookup(ufunc) is not None and \
+            (any(isinstance(o, Tensor) for o in _leaves(out)) or _needed(inputs, {})):
+        from .mutation_numpy import ufunc_out        # (out= a Tensor: written by rebinding)
+        return ufunc_out(what, _lookup(ufunc), inputs, kwargs)
     if method == "at" and isinstance(inputs[0], Tensor):
         raise TypeError(f"{what} writes into its first argument, and pforjac tensors are "
                         f"immutable; compute the new tensor with pforjac ops instead")
@@ -145,6 +146,9 @@ def _is_default(key, value) -> bool:
 def array_function(self, func, types, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
+        if isinstance(kwargs.get("out"), Tensor):
+            from .mutation_numpy import with_out     # (out= a Tensor: written by rebinding)
+            return with_out(fn, args, dict(kwargs))
         return fn(*args, **kwargs)
     _refused(_name(func), args, kwargs, "pforjac has no equivalent yet")
     return func(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
@@ -271,9 +275,11 @@ def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize
     return pj.einsum(subscripts, *[_cast(o, dtype) for o in operands])
 
 
-def _like(fn, name: str):
+def _like(fn, name: str, fill):
     def like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-        _no_extra(name, order=None if order == "K" else order, shape=shape, device=device)
+        _no_extra(name, order=None if order == "K" else order, device=device)
+        if shape is not None:       # (a Tensor to assign into: np.zeros_like(x, shape=6))
+            return as_tensor(np.full(shape, fill, a.dtype if dtype is None else dtype))
         return _cast(fn(a), dtype)
     like.__name__ = name
     return like
@@ -323,8 +329,8 @@ FUNCTIONS = {
     np.stack: _joined(pj.stack, "stack"), np.where: _where, np.reshape: _reshape,
     np.ravel: _ravel, np.take: _take, np.dot: _dot, np.einsum: _einsum, np.clip: _clip,
     np.round: _round, np.around: _round, np.pad: _pad,
-    np.zeros_like: _like(pj.zeros_like, "zeros_like"),
-    np.ones_like: _like(pj.ones_like, "ones_like"),
+    np.zeros_like: _like(pj.zeros_like, "zeros_like", 0),
+    np.ones_like: _like(pj.ones_like, "ones_like", 1),
     np.transpose: pj.transpose, np.split: pj.split, np.tile: pj.tile,
     np.expand_dims: pj.expand_dims, np.squeeze: pj.squeeze, np.swapaxes: _swapaxes,
     np.moveaxis: pj.moveaxis, np.flip: pj.flip, np.roll: pj.roll, np.broadcast_to: _broadcast_to,
