@@ -19,8 +19,11 @@ Rules (docs/numpy.md, "In-place assignment"):
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from . import mutation_views as views
 from . import ops
 from .ops import indexing as ix
 from .state import _state
@@ -28,7 +31,9 @@ from .tensor import Tensor, Variable, as_tensor
 
 __all__ = ["setitem", "updated", "at_positions", "commit", "rebind", "assign_whole"]
 
-_SLOTS = [Tensor.__dict__[name] for name in Tensor.__slots__ if name != "__weakref__"]
+# the slots that hold a value (a view's links stay with the object: pforjac.mutation_views)
+_SLOTS = [Tensor.__dict__[name] for name in Tensor.__slots__
+          if name not in ("__weakref__", "_links")]
 
 
 def setitem(t: Tensor, key, value) -> None:
@@ -37,17 +42,34 @@ def setitem(t: Tensor, key, value) -> None:
         t.assign(updated(t, key, value))
         return
     check_assignable(t, f"{_describe(t)}[...] = ...")
-    commit(t, updated(t, key, value))
+    commit(t, updated(t, key, value), _region(t, key))
 
 
-def commit(t: Tensor, new: Tensor) -> None:
-    """`t` rebound to `new`, the value an assignment into it computed."""
+def commit(t: Tensor, new: Tensor, region=views.ALL) -> None:
+    """`t` rebound to `new`, the value an assignment into `region` of it computed (flat
+    bounds, or views.ALL); then its views and its base follow (pforjac.mutation_views)."""
     if new is not t:
         rebind(t, new)
+        views.after_write(t, region)
+
+
+def _region(t: Tensor, key):
+    """The flat bounds `key` writes to in `t` (views.ALL for an advanced index)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if any(_is_index_array(k) for k in key):
+        return views.ALL
+    return views.region_of_key(tuple(t.shape), ix._normalize_key(key, t.ndim))
 
 
 def check_assignable(t: Tensor, what: str) -> None:
-    """Refuses an assignment into a source a recording tape watches."""
+    """Refuses an assignment into a source a recording tape watches (or into a view of one,
+    which writes into it)."""
+    source = t
+    while source is not None:
+        if any(id(source) in tape._watched for tape in _state.tapes):
+            t = source
+            break
+        source = views.base_of(source)
     for tape in _state.tapes:
         if id(t) in tape._watched:
             raise TypeError(
@@ -257,8 +279,9 @@ def _substitute_tape(tape, mapping: dict) -> None:
     _rekey(tape._tracked, mapping)
     _rekey(tape._watched, mapping)
     made = [k for k in mapping if k in tape._made]
-    tape._made.difference_update(made)
-    tape._made.update(id(mapping[k]) for k in made)
+    for k in made:
+        del tape._made[k]
+    tape._made.update((id(mapping[k]), weakref.ref(mapping[k])) for k in made)
 
 
 def _substitute_trace(trace, mapping: dict) -> None:
@@ -302,6 +325,7 @@ def _copying(method):
 
 
 def install() -> None:
+    views.install()
     Tensor.__setitem__ = setitem
     Tensor.astype, Tensor.flatten = _copying(Tensor.astype), _copying(Tensor.flatten)
     for name, symbol in _AUGMENTED.items():

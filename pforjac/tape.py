@@ -75,7 +75,9 @@ class GradientTape:
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
         self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
-        self._made: set[int] = set()      # ids of the tensors made in the block (tensor.py)
+        # the tensors made in the block (tensor.py), by id; weakly, as an id is reused once
+        # its tensor is gone (a target made after the block must not pass for one of them)
+        self._made: dict[int, weakref.ref] = {}
         self._tapes: list | None = None    # the entering thread's stack of recording tapes
         live_tapes.add(self)
 
@@ -163,7 +165,7 @@ class GradientTape:
                 if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
                     self._variables[id(a)] = a              # its gradient None
         if not hit:                       # (symbolic results, made in a trace, too)
-            self._made.update(id(o) for o in outs)
+            self._made.update((id(o), weakref.ref(o)) for o in outs)
             return
         # Inside a trace (a compiled function) a Variable is itself read when the program
         # runs, so the tape keeps it; eagerly it keeps the value read now.
@@ -173,6 +175,11 @@ class GradientTape:
         for o in outs:
             if is_float(o.dtype):
                 tracked[id(o)] = o
+
+    def made_here(self, t) -> bool:
+        """Whether `t` was made inside this tape's block (see tensor._seen_made)."""
+        ref = self._made.get(id(t))
+        return ref is not None and ref() is t
 
     def _watches_on_read(self, a) -> bool:
         """A read of `a` makes this tape watch it: a trainable float Variable, under
@@ -252,7 +259,7 @@ class GradientTape:
             return
         for t in flat_targets:
             if not isinstance(t, Tensor) or not is_float(t.dtype) or id(t) in self._tracked \
-                    or id(t) in self._made:
+                    or self.made_here(t):
                 continue
             shape = f"{t.dtype.name}{list(t.shape)}"
             if not self._ever_entered:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from typing import Any
 
 import numpy as np
@@ -158,7 +159,7 @@ class Tensor:
     # (None for an eager one). SymbolicTensor's slots are here too, so that an assignment can
     # turn an eager tensor into a symbolic one in place (pforjac.mutation).
     __slots__ = ("_value", "_handed", "_trace", "_shape", "_dtype", "name", "made_by",
-                 "__weakref__")
+                 "_links", "__weakref__")       # _links: view links (pforjac.mutation_views)
     __array_ufunc__ = None  # replaced by numpy_dispatch.install: np.sin(t) runs pforjac.sin
 
     @classmethod
@@ -469,7 +470,7 @@ def _seen_made(t: Tensor) -> None:
     asked for after the block, if they did not record it, is unconnected: a constant, not
     a target computed outside the block; see GradientTape._check_recorded)."""
     for tape in _state.tapes:
-        tape._made.add(id(t))
+        tape._made[id(t)] = weakref.ref(t)
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:

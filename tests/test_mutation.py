@@ -137,11 +137,30 @@ def two_d_ref(x):
     return a - np.array([0, 0, 0, 1.0])
 
 
+def view_writes(x):
+    m = np.zeros_like(x, shape=(3, 3))
+    for row, v in zip(m, x[:3]):             # rows are views: writing them writes m
+        row[:] = v * x[3:]
+    m.T[0] += 1.0
+    col = m[:, 1]
+    col *= x[:3]
+    flat = m.ravel()
+    flat[-1] = x[5]
+    return m
+
+
+def view_writes_ref(x):
+    m = x[:3, None] * x[None, 3:]
+    m = m + np.array([1.0, 0, 0])
+    m = m * pj.stack([pj.ones((3,), "float64"), x[:3], pj.ones((3,), "float64")], 1)
+    return pj.concat([m.reshape(-1)[:-1], x[5:]], 0).reshape(3, 3)
+
+
 IDIOMS = {"ode": (ode, ode_ref), "augmented_slice": (augmented_slice, augmented_slice_ref),
           "constant_mask": (constant_mask, constant_mask_ref),
           "data_mask": (data_mask, data_mask_ref), "int_arrays": (int_arrays, int_arrays_ref),
           "whole": (whole, whole_ref), "numpy_writers": (numpy_writers, numpy_writers_ref),
-          "two_d": (two_d, two_d_ref)}
+          "two_d": (two_d, two_d_ref), "view_writes": (view_writes, view_writes_ref)}
 
 
 def _tape(f, x, pfor=True):
@@ -340,3 +359,39 @@ def _set_mask(y, mask, v):
     d = y * 1.0
     d[mask] = v
     return d
+
+
+# -- views -----------------------------------------------------------------------------------
+def test_views_see_assignments_and_write_into_their_base_as_numpy_views_do():
+    def program(lib_zeros, t_from):
+        t = t_from(np.arange(6.0))
+        a, m = t[1:4], t.reshape(2, 3)
+        r, tr, k = m[1], m.T, t[2]           # k: one element, a copy in numpy
+        t[2] = 100.0
+        r[:] = -1.0
+        a += 1.0
+        tr[0] *= 10.0
+        return [np.array(v) for v in (t, a, m, r, tr)] + [float(k)]
+    got = program(None, pj.constant)
+    want = program(None, np.array)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+
+
+def test_a_view_of_a_watched_source_refuses_assignment():
+    x = pj.constant(np.array([1.0, 2.0, 3.0]))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        with pytest.raises(TypeError, match="watches"):
+            x[1:][0] = 5.0
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+
+
+def test_arrays_handed_out_before_an_assignment_keep_their_values():
+    t = pj.constant(np.array([1.0, 2.0]))
+    before = t.numpy()
+    t[0] = 7.0
+    np.testing.assert_array_equal(before, [1.0, 2.0])
+    np.testing.assert_array_equal(t.numpy(), [7.0, 2.0])
