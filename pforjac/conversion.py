@@ -56,7 +56,12 @@ def _assignment_hint() -> str:
     match = _SUBSCRIPT_ASSIGNMENT.match(line)
     target = _named(frame, match.group(1)) if match else None
     if type(target).__name__ != "ndarray":
-        return ""
+        if not _storing_subscript(frame):
+            return ""
+        return (f"an assignment into an array (line {frame.f_lineno} of "
+                f"{frame.f_code.co_filename}) writes a Tensor into it, and a numpy array "
+                f"can't hold one: make the array a Tensor (np.zeros_like(x, shape=...), or "
+                f"pforjac.numpy.zeros in place of np.zeros) and assign into that. ")
     shape = target.shape[0] if len(target.shape) == 1 else target.shape
     return (f"`{line}` writes a Tensor into the numpy array `{match.group(1)}`, which can't "
             f"hold one: make `{match.group(1)}` a Tensor (np.zeros_like(x, shape={shape}), or "
@@ -70,3 +75,12 @@ def _named(frame, dotted: str):
     for attr in rest:
         value = getattr(value, attr, None)
     return value
+
+
+def _storing_subscript(frame) -> bool:
+    """Whether `frame` is running `a[k] = v` (where the source line can't be read)."""
+    import dis
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            return instruction.opname in ("STORE_SUBSCR", "STORE_SLICE")
+    return False

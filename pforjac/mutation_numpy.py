@@ -96,6 +96,21 @@ def _put_method(self, indices, values, mode="raise") -> None:
     put(self, indices, values, mode)
 
 
+def ufunc_at(what: str, ufunc, a: Tensor, indices, b=None) -> None:
+    """np.add.at / np.subtract.at: unbuffered, so a repeated index adds every time (a
+    scatter_add of the values at the flat positions)."""
+    if ufunc not in (np.add, np.subtract) or b is None:
+        raise TypeError(f"{what} on a Tensor: pforjac has np.add.at and np.subtract.at; "
+                        f"write the update as t[idx] = ... with pforjac ops")
+    mutation.check_assignable(a, what)
+    key = indices if isinstance(indices, tuple) else (indices,)
+    positions = np.arange(a.size).reshape(a.shape)[tuple(_value(k) for k in key)]
+    v = ops.reshape(mutation.value_for(a, b, positions.shape), (-1,))
+    added = ops.scatter_add(v, positions.reshape(-1), 0, a.size)
+    added = ops.reshape(added, tuple(a.shape))
+    mutation.commit(a, a + added if ufunc is np.add else a - added)
+
+
 # -- out= -------------------------------------------------------------------------------------
 def _tensor_outs(out) -> bool:
     outs = out if isinstance(out, tuple) else (out,)

@@ -120,8 +120,8 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
         from .mutation_numpy import ufunc_out        # (out= a Tensor: written by rebinding)
         return ufunc_out(what, _lookup(ufunc), inputs, kwargs)
     if method == "at" and isinstance(inputs[0], Tensor):
-        raise TypeError(f"{what} writes into its first argument, and pforjac tensors are "
-                        f"immutable; compute the new tensor with pforjac ops instead")
+        from .mutation_numpy import ufunc_at         # (np.add.at: written by rebinding)
+        return ufunc_at(what, ufunc, *inputs)
     fn = _lookup(ufunc)
     extra = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if method != "__call__":
@@ -162,8 +162,8 @@ def _no_extra(name: str, out=None, **given) -> None:
         extra.insert(0, "out")
     if extra:
         raise TypeError(f"numpy.{name} on pforjac Tensors does not take {', '.join(extra)}: "
-                        f"pforjac's op has no such option (and tensors are immutable: use the "
-                        f"result instead of out=); call it without, then cast, mask or "
+                        f"pforjac's op has no such option (out= takes a Tensor only: a numpy "
+                        f"array can't hold one); call it without, then cast, mask or "
                         f"reorder with pforjac ops")
 
 

@@ -395,3 +395,30 @@ def test_arrays_handed_out_before_an_assignment_keep_their_values():
     t[0] = 7.0
     np.testing.assert_array_equal(before, [1.0, 2.0])
     np.testing.assert_array_equal(t.numpy(), [7.0, 2.0])
+
+
+def test_add_at_adds_at_every_repeated_index():
+    x = pj.constant(X)
+
+    def f(x):
+        d = np.zeros_like(x)
+        np.add.at(d, [0, 2, 0], x[3:] ** 2)
+        np.subtract.at(d, np.array([1]), x[0])
+        return d
+    want_value = np.zeros(6)
+    np.add.at(want_value, [0, 2, 0], X[3:] ** 2)
+    want_value[1] -= X[0]
+    np.testing.assert_allclose(f(x).numpy(), want_value, rtol=1e-15)
+    jac = pj.jacobian(f, x).numpy()
+    np.testing.assert_allclose(jac, _central_differences(f, X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(pj.function(lambda y: pj.jacobian(f, y))(x).numpy(), jac)
+    np.testing.assert_array_equal(sparse.jacobian_sparsity(f, X).toarray(), jac != 0)
+
+
+def test_the_hint_holds_where_the_source_line_cannot_be_read():
+    namespace = {"np": np}
+    exec(compile("def f(x):\n    u = np.zeros(5)\n    u[2:] = x\n    return u\n", "<made>",
+                 "exec"), namespace)
+    with pytest.raises(TypeError, match=r"an assignment into an array \(line 3 of <made>\).*"
+                                        r"np.zeros_like\(x, shape=...\)"):
+        pj.jacobian(namespace["f"], np.ones(3))
