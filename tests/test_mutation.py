@@ -422,3 +422,14 @@ def test_the_hint_holds_where_the_source_line_cannot_be_read():
     with pytest.raises(TypeError, match=r"an assignment into an array \(line 3 of <made>\).*"
                                         r"np.zeros_like\(x, shape=...\)"):
         pj.jacobian(namespace["f"], np.ones(3))
+
+
+def test_a_compiled_function_keeps_the_closed_over_values_it_traced():
+    """As documented (docs/numpy.md): pj.function bakes closed-over tensors, as jax.jit."""
+    c = pj.constant(np.array([1.0, 2.0]))
+    f = pj.function(lambda x: x * c)
+    x = pj.constant(np.array([1.0, 1.0]))
+    f(x)
+    c[0] = 100.0
+    np.testing.assert_array_equal(f(x).numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal((x * c).numpy(), [100.0, 2.0])
