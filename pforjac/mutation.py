@@ -41,7 +41,7 @@ def setitem(t: Tensor, key, value) -> None:
     if isinstance(t, Variable):
         t.assign(updated(t, key, value))
         return
-    check_assignable(t, f"{_describe(t)}[...] = ...")
+    check_assignable(t, "t[...] = v")
     commit(t, updated(t, key, value), _region(t, key))
 
 
@@ -67,15 +67,12 @@ def check_assignable(t: Tensor, what: str) -> None:
     source = t
     while source is not None:
         if any(id(source) in tape._watched for tape in _state.tapes):
-            t = source
-            break
-        source = views.base_of(source)
-    for tape in _state.tapes:
-        if id(t) in tape._watched:
             raise TypeError(
-                f"{what}: {_describe(t)} is a source a recording GradientTape watches, and "
-                f"derivatives are taken with respect to its value; assign into a copy "
-                f"(y = x.copy(); y[...] = v) or build the new value with pforjac ops")
+                f"{what}: {_describe(source)} is a source a recording GradientTape watches"
+                f"{'' if source is t else ' (t is a view of it)'}, and derivatives are taken "
+                f"with respect to its value; assign into a copy (y = x.copy(); y[...] = v) "
+                f"or build the new value with pforjac ops")
+        source = views.base_of(source)
 
 
 def _describe(t: Tensor) -> str:
@@ -152,8 +149,7 @@ def _traced_index(t: Tensor, key: tuple, value) -> Tensor:
 
 
 def _where(t: Tensor, mask, value, inner: tuple) -> Tensor:
-    v = as_tensor(value) if isinstance(value, Tensor) else value
-    v = value_for(t, v, None)
+    v = value_for(t, value, None)
     if v.ndim > len(inner) and any(d != 1 for d in v.shape[:v.ndim - len(inner)]):
         raise ValueError(
             f"t[mask] = v with a mask computed inside a trace: v of shape {tuple(v.shape)} "

@@ -433,3 +433,23 @@ def test_a_compiled_function_keeps_the_closed_over_values_it_traced():
     c[0] = 100.0
     np.testing.assert_array_equal(f(x).numpy(), [1.0, 2.0])
     np.testing.assert_array_equal((x * c).numpy(), [100.0, 2.0])
+
+
+def test_batch_jacobian_follows_rows_through_assignments_that_keep_the_batch_axis():
+    x = pj.constant(np.random.default_rng(0).uniform(size=(5, 3)))
+
+    def f(x):
+        d = np.zeros_like(x)
+        d[:, 0] = x[:, 1] ** 2
+        d[:, 1:] = x[:, :2] * x[:, 2:]
+        d[..., 2] += 1.0
+        return d
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        y = f(x)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # the row check follows index_update
+        got = g.batch_jacobian(y, x).numpy()
+    full = g.jacobian(y, x).numpy()
+    np.testing.assert_array_equal(got, np.stack([full[b, :, b] for b in range(5)]))
