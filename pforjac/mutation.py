@@ -256,6 +256,45 @@ def _swap_items(seq, mapping) -> list | None:
     return [mapping.get(id(a), a) for a in seq]
 
 
+class _Holders:
+    """id(tensor) -> the records (tape entries, trace equations) that hold it as an input or
+    an output, kept for one list of records and extended with those appended since the
+    last use: a rebinding then visits the records of its tensor only, not every record (a
+    loop of assignments under a tape would otherwise cost the square of its length)."""
+
+    def __init__(self):
+        self.records, self.seen, self.of = None, 0, {}
+
+    def update(self, records: list) -> dict:
+        if records is not self.records or len(records) < self.seen:   # (a tape's reset)
+            self.records, self.seen, self.of = records, 0, {}
+        for record in records[self.seen:]:
+            for a in (*record.inputs, *record.outputs):
+                self.of.setdefault(id(a), []).append(record)
+        self.seen = len(records)
+        return self.of
+
+
+_holders: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _substitute_records(owner, records: list, mapping: dict, as_tuple: bool) -> None:
+    holders = _holders.get(owner)
+    if holders is None:
+        holders = _holders[owner] = _Holders()
+    of = holders.update(records)
+    moved = {k: of.pop(k) for k in mapping if k in of}
+    unique = {id(r): r for held in moved.values() for r in held}    # each swapped once
+    for record in unique.values():
+        for name in ("inputs", "outputs"):
+            swapped = _swap_items(getattr(record, name), mapping)
+            if swapped is not None:
+                setattr(record, name, tuple(swapped) if as_tuple and name == "inputs"
+                        else swapped)
+    for k, held in moved.items():
+        of.setdefault(id(mapping[k]), []).extend(held)
+
+
 def _rekey(table: dict, mapping: dict, values: bool = True) -> None:
     """`table`'s entries keyed by a mapped object's id moved to its replacement's (and
     their values replaced by it, where `values`)."""
@@ -265,13 +304,7 @@ def _rekey(table: dict, mapping: dict, values: bool = True) -> None:
 
 
 def _substitute_tape(tape, mapping: dict) -> None:
-    for entry in tape._entries:
-        inputs = _swap_items(entry.inputs, mapping)
-        if inputs is not None:
-            entry.inputs = tuple(inputs)
-        outputs = _swap_items(entry.outputs, mapping)
-        if outputs is not None:
-            entry.outputs = outputs
+    _substitute_records(tape, tape._entries, mapping, as_tuple=True)
     _rekey(tape._tracked, mapping)
     _rekey(tape._watched, mapping)
     made = [k for k in mapping if k in tape._made]
@@ -281,11 +314,7 @@ def _substitute_tape(tape, mapping: dict) -> None:
 
 
 def _substitute_trace(trace, mapping: dict) -> None:
-    for eqn in trace.equations:
-        for seq in (eqn.inputs, eqn.outputs):
-            swapped = _swap_items(seq, mapping)
-            if swapped is not None:
-                seq[:] = swapped
+    _substitute_records(trace, trace.equations, mapping, as_tuple=False)
     for seq in (trace.inputs, trace.const_values, trace.guards):
         swapped = _swap_items(seq, mapping)
         if swapped is not None:

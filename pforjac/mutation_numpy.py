@@ -10,7 +10,7 @@ import numpy as np
 
 from . import mutation, ops
 from .numpy_dispatch import _is_default, implements
-from .tensor import Tensor, as_tensor, conversion_error, needed_by
+from .tensor import Tensor, conversion_error, needed_by
 
 __all__ = ["copyto", "put", "place", "fill_diagonal", "with_out", "ufunc_out"]
 
@@ -29,10 +29,11 @@ def copyto(dst, src, casting="same_kind", where=True):
     if not isinstance(dst, Tensor):
         _ndarray_target("copyto", (src, where))
         return np.copyto(dst, _value(src), casting=casting, where=_value(where))
-    src = as_tensor(src)
-    if not np.can_cast(src.dtype, dst.dtype, casting):
-        raise TypeError(f"numpy.copyto: cannot cast {src.dtype.name} to {dst.dtype.name} "
-                        f"with casting rule {casting!r}")
+    if not isinstance(src, (int, float, complex)):     # (Python numbers are weak, as in numpy)
+        dtype = src.dtype if isinstance(src, Tensor) else np.asarray(src).dtype
+        if not np.can_cast(dtype, dst.dtype, casting):
+            raise TypeError(f"numpy.copyto: cannot cast {dtype.name} to {dst.dtype.name} "
+                            f"with casting rule {casting!r}")
     new = ops.broadcast_to(mutation.value_for(dst, src, None), tuple(dst.shape))
     if where is not True:
         new = ops.where(where, new, dst)

@@ -188,8 +188,16 @@ def _reshaped(x, out) -> Tensor:
     return _link(out, x, "reshape", tuple(out.shape))
 
 
+def _getstate(t: Tensor):
+    """Pickling: a view's links (weak references) stay behind; the tensor is its value."""
+    import copyreg
+    names = [n for n in copyreg._slotnames(type(t)) if n != "_links"]
+    return None, {n: getattr(t, n) for n in names if hasattr(t, n)}
+
+
 def install() -> None:
     """Wraps the view-making methods and numpy functions of Tensor to link their results."""
+    Tensor.__getstate__ = _getstate
     Tensor.__getitem__ = _getitem
     Tensor.T = property(lambda self: _transpose(self))
     transpose_method, reshape_method = Tensor.transpose, Tensor.reshape

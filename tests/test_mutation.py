@@ -453,3 +453,11 @@ def test_batch_jacobian_follows_rows_through_assignments_that_keep_the_batch_axi
         got = g.batch_jacobian(y, x).numpy()
     full = g.jacobian(y, x).numpy()
     np.testing.assert_array_equal(got, np.stack([full[b, :, b] for b in range(5)]))
+
+
+def test_tensors_with_views_pickle_as_their_values():
+    import pickle
+    x = pj.constant(np.arange(4.0))
+    v = x[1:]
+    for t in (x, v):
+        np.testing.assert_array_equal(pickle.loads(pickle.dumps(t)).numpy(), t.numpy())
