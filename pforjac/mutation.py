@@ -47,8 +47,11 @@ def setitem(t: Tensor, key, value) -> None:
 
 def commit(t: Tensor, new: Tensor, region=views.ALL) -> None:
     """`t` rebound to `new`, the value an assignment into `region` of it computed (flat
-    bounds, or views.ALL); then its views and its base follow (pforjac.mutation_views)."""
-    if new is not t:
+    bounds, or views.ALL); then its views and its base follow (pforjac.mutation_views).
+    A Variable assigns `new` instead."""
+    if isinstance(t, Variable):
+        t.assign(new)
+    elif new is not t:
         rebind(t, new)
         views.after_write(t, region)
 
@@ -63,8 +66,8 @@ def _region(t: Tensor, key):
 
 def check_assignable(t: Tensor, what: str) -> None:
     """Refuses an assignment into a source a recording tape watches (or into a view of one,
-    which writes into it)."""
-    source = t
+    which writes into it). A Variable assigns: the tape keeps the value it read."""
+    source = None if isinstance(t, Variable) else t
     while source is not None:
         if any(id(source) in tape._watched for tape in _state.tapes):
             raise TypeError(

@@ -46,8 +46,6 @@ def _value(v):
 
 def _put_at(a: Tensor, positions: np.ndarray, values, what: str) -> None:
     """a.flat[positions] = values, the values repeated as numpy repeats them."""
-    if not isinstance(a, Tensor):
-        raise TypeError(f"{what}: the destination is not a Tensor")
     mutation.check_assignable(a, what)
     v = ops.reshape(mutation.value_for(a, values, None), (-1,))
     if positions.size and v.size == 0:

@@ -461,3 +461,15 @@ def test_tensors_with_views_pickle_as_their_values():
     v = x[1:]
     for t in (x, v):
         np.testing.assert_array_equal(pickle.loads(pickle.dumps(t)).numpy(), t.numpy())
+
+
+def test_numpys_writers_assign_a_variable():
+    v = pj.Variable(np.zeros((2, 2)))
+    with pj.GradientTape() as g:
+        y = v * 2.0
+        np.fill_diagonal(v, 3.0)
+        np.put(v, [1], 5.0)
+        np.add.at(v, [0], 1.0)                  # row 0, as numpy's
+        np.place(v, np.array([[False, False], [True, False]]), 7.0)
+    np.testing.assert_array_equal(v.numpy(), [[4.0, 6.0], [7.0, 3.0]])
+    np.testing.assert_array_equal(g.gradient(y, v).numpy(), np.full((2, 2), 2.0))
