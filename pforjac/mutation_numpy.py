@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import mutation, ops
-from .numpy_dispatch import _is_default, implements
+from . import mutation, ops, updates
+from .numpy_dispatch import WRITERS, _is_default, implements
 from .tensor import Tensor, conversion_error, needed_by
 
 __all__ = ["copyto", "put", "place", "fill_diagonal", "with_out", "ufunc_out"]
@@ -34,7 +34,7 @@ def copyto(dst, src, casting="same_kind", where=True):
         if not np.can_cast(dtype, dst.dtype, casting):
             raise TypeError(f"numpy.copyto: cannot cast {dtype.name} to {dst.dtype.name} "
                             f"with casting rule {casting!r}")
-    new = ops.broadcast_to(mutation.value_for(dst, src, None), tuple(dst.shape))
+    new = ops.broadcast_to(updates.value_for(dst, src, None), tuple(dst.shape))
     if where is not True:
         new = ops.where(where, new, dst)
     mutation.assign_whole(dst, new, "numpy.copyto", (src,))
@@ -47,7 +47,7 @@ def _value(v):
 def _put_at(a: Tensor, positions: np.ndarray, values, what: str) -> None:
     """a.flat[positions] = values, the values repeated as numpy repeats them."""
     mutation.check_assignable(a, what)
-    v = ops.reshape(mutation.value_for(a, values, None), (-1,))
+    v = ops.reshape(updates.value_for(a, values, None), (-1,))
     if positions.size and v.size == 0:
         raise ValueError(f"{what}: cannot write {positions.size} entries from an empty value")
     if v.size != positions.size and positions.size:
@@ -56,7 +56,7 @@ def _put_at(a: Tensor, positions: np.ndarray, values, what: str) -> None:
 
 
 def _write_flat(a: Tensor, positions: np.ndarray, v) -> None:
-    mutation.commit(a, mutation.at_positions(a, positions.reshape(-1), v))
+    mutation.commit(a, updates.at_positions(a, positions.reshape(-1), v))
 
 
 @implements(np.put)
@@ -104,7 +104,7 @@ def ufunc_at(what: str, ufunc, a: Tensor, indices, b=None) -> None:
     mutation.check_assignable(a, what)
     key = indices if isinstance(indices, tuple) else (indices,)
     positions = np.arange(a.size).reshape(a.shape)[tuple(_value(k) for k in key)]
-    v = ops.reshape(mutation.value_for(a, b, positions.shape), (-1,))
+    v = ops.reshape(updates.value_for(a, b, positions.shape), (-1,))
     added = ops.scatter_add(v, positions.reshape(-1), 0, a.size)
     added = ops.reshape(added, tuple(a.shape))
     mutation.commit(a, a + added if ufunc is np.add else a - added)
@@ -152,6 +152,7 @@ def with_out(fn, args, kwargs):
 def install() -> None:
     Tensor.fill = _fill
     Tensor.put = _put_method
+    WRITERS.ufunc_out, WRITERS.with_out, WRITERS.ufunc_at = ufunc_out, with_out, ufunc_at
 
 
 install()

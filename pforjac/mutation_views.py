@@ -21,7 +21,9 @@ import numpy as np
 from . import ops
 from .numpy_dispatch import FUNCTIONS
 from .ops import indexing as ix
+from .rebinding import rebind
 from .tensor import Tensor, Variable
+from .updates import updated
 
 __all__ = ["base_of", "after_write", "region_of_key", "install"]
 
@@ -45,7 +47,6 @@ class _Link:
 
     def put(self, base: Tensor, view: Tensor) -> Tensor:
         if self.kind == "getitem":
-            from .mutation import updated
             return updated(base, self.arg, view)
         if self.kind == "transpose":
             return ops.transpose(view, tuple(int(a) for a in np.argsort(self.arg)))
@@ -88,7 +89,6 @@ def after_write(t: Tensor, region) -> None:
 
 
 def _refresh(t: Tensor, region, skip) -> None:
-    from .mutation import rebind
     views = (getattr(t, "_links", None) or (None, ()))[1]
     for ref in list(views):
         w = ref()
@@ -101,7 +101,6 @@ def _refresh(t: Tensor, region, skip) -> None:
 
 
 def _write_back(t: Tensor) -> None:
-    from .mutation import rebind
     base = base_of(t)
     if base is None:
         return

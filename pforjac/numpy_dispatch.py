@@ -78,6 +78,15 @@ def _refused(what: str, args, kwargs, reason: str) -> None:
         raise conversion_error(t, f"{what}: {reason}")
 
 
+class _Writers:
+    """numpy's calls that write into a Tensor (`out=` a Tensor, `np.add.at`), installed by
+    pforjac.mutation_numpy, which sits above this module: they rebind the Tensor."""
+    ufunc_out = with_out = ufunc_at = None
+
+
+WRITERS = _Writers()
+
+
 # -- NEP 13 --------------------------------------------------------------------------------
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -117,11 +126,9 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     out = kwargs.get("out")
     if out is not None and method == "__call__" and _lookup(ufunc) is not None and \
             (any(isinstance(o, Tensor) for o in _leaves(out)) or _needed(inputs, {})):
-        from .mutation_numpy import ufunc_out        # (out= a Tensor: written by rebinding)
-        return ufunc_out(what, _lookup(ufunc), inputs, kwargs)
+        return WRITERS.ufunc_out(what, _lookup(ufunc), inputs, kwargs)
     if method == "at" and isinstance(inputs[0], Tensor):
-        from .mutation_numpy import ufunc_at         # (np.add.at: written by rebinding)
-        return ufunc_at(what, ufunc, *inputs)
+        return WRITERS.ufunc_at(what, ufunc, *inputs)
     fn = _lookup(ufunc)
     extra = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if method != "__call__":
@@ -147,8 +154,7 @@ def array_function(self, func, types, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
         if isinstance(kwargs.get("out"), Tensor):
-            from .mutation_numpy import with_out     # (out= a Tensor: written by rebinding)
-            return with_out(fn, args, dict(kwargs))
+            return WRITERS.with_out(fn, args, dict(kwargs))
         return fn(*args, **kwargs)
     _refused(_name(func), args, kwargs, "pforjac has no equivalent yet")
     return func(*_values(args), **{k: _values(v) for k, v in kwargs.items()})

@@ -84,22 +84,18 @@ def _transpose_method(self, *axes):
 def _reduction(fn, cast=None):
     """The method of reduction `fn`, as numpy's functions call it too (`np.sum(t)` calls
     `t.sum(axis=None, dtype=None, out=None)`): `dtype` (sum, mean, prod) reduces in that
-    dtype, as numpy's does; `out=` a Tensor is written into (pforjac.mutation); numpy's other
-    keywords are refused by name."""
+    dtype, as numpy's does; `out` (np.sum(t, out=o) writes into a Tensor `o`) and numpy's
+    other keywords are refused by name."""
     name = fn.__name__
 
     def method(self, axis=None, keepdims=False, *, out=None, **numpy_keywords):
-        if isinstance(out, Tensor):                  # written into it (pforjac.mutation)
-            from ..mutation import assign_whole
-            return assign_whole(out, method(self, axis, keepdims, **numpy_keywords),
-                                f"{name}(..., out=t)", (self,))
         dtype = numpy_keywords.pop("dtype", None) if cast is not None else None
         if out is not None or numpy_keywords:
             given = (["out"] if out is not None else []) + sorted(numpy_keywords)
-            raise TypeError(f"{name}: pforjac's {name} takes axis, keepdims"
-                            f"{', dtype' if cast is not None else ''} and out= a Tensor only "
-                            f"(got {', '.join(given)}; a numpy array can't hold a Tensor); "
-                            f"use the tensor it returns")
+            raise TypeError(f"{name}: the method takes axis and keepdims"
+                            f"{', dtype' if cast is not None else ''} only (got "
+                            f"{', '.join(given)}); use the tensor it returns, or "
+                            f"np.{name}(t, out=<a Tensor>)")
         if dtype is None:
             return fn(self, axis, keepdims)
         return cast(fn(cast(self, dtype), axis, keepdims), dtype)  # (int8 sums: int64)

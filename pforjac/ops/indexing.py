@@ -16,7 +16,7 @@ from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import axis_index, int_arg
 from ._kernels import add_at, setitem
 
-__all__ = ["getitem", "gather", "take", "one_hot", "scatter_add", "index_update", "fresh"]
+__all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
 
 
 def _view_of_shape(shape):
