@@ -124,8 +124,9 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     """A ufunc call the fast path can't take: a method, keywords, or no pforjac op."""
     what = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     out = kwargs.get("out")
-    if out is not None and method == "__call__" and _lookup(ufunc) is not None and \
-            (any(isinstance(o, Tensor) for o in _leaves(out)) or _needed(inputs, {})):
+    writes = out is not None and (any(isinstance(o, Tensor) for o in _leaves(out))
+                                  or _needed(inputs, {}) is not None)
+    if writes and method == "__call__" and _lookup(ufunc) is not None:
         return WRITERS.ufunc_out(what, _lookup(ufunc), inputs, kwargs)
     if method == "at" and isinstance(inputs[0], Tensor):
         return WRITERS.ufunc_at(what, ufunc, *inputs)

@@ -473,3 +473,27 @@ def test_numpys_writers_assign_a_variable():
         np.place(v, np.array([[False, False], [True, False]]), 7.0)
     np.testing.assert_array_equal(v.numpy(), [[4.0, 6.0], [7.0, 3.0]])
     np.testing.assert_array_equal(g.gradient(y, v).numpy(), np.full((2, 2), 2.0))
+
+
+def test_an_assignment_into_an_argument_under_pj_function_leaves_the_callers_tensor():
+    """As documented: eagerly the caller's tensor changes (numpy's way); a compiled function
+    passes its own tensor."""
+    def f(x):
+        x += 1.0
+        x[0] = 0.0
+        return x * 2
+    x = pj.constant(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(pj.function(f)(x).numpy(), [0.0, 6.0])
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(f(x).numpy(), [0.0, 6.0])
+    np.testing.assert_array_equal(x.numpy(), [0.0, 3.0])
+
+
+def test_numpys_writers_into_an_array_name_the_fix():
+    x = pj.constant(X)
+    with pj.GradientTape() as g:
+        g.watch(x)
+        for write in (lambda: np.exp(x, out=np.empty(6)), lambda: np.copyto(np.empty(6), x),
+                      lambda: np.put(np.zeros(6), [0], x[0])):
+            with pytest.raises(TypeError, match=r"into a numpy array.*np.zeros_like\(x, shape"):
+                write()
