@@ -176,6 +176,9 @@ class GradientTape:
             if is_float(o.dtype):
                 tracked[id(o)] = o
 
+    def note_made(self, t) -> None:
+        self._made[id(t)] = weakref.ref(t)
+
     def made_here(self, t) -> bool:
         """Whether `t` was made inside this tape's block (see tensor._seen_made)."""
         ref = self._made.get(id(t))

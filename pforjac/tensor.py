@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import weakref
 from typing import Any
 
 import numpy as np
@@ -155,11 +154,8 @@ class Tensor:
         array([ 5., 25.], dtype=float32)
     """
 
-    # _handed: numpy()'s view, made on demand; _trace: the trace a symbolic value belongs to
-    # (None for an eager one). SymbolicTensor's slots are here too, so that an assignment can
-    # turn an eager tensor into a symbolic one in place (pforjac.mutation).
-    __slots__ = ("_value", "_handed", "_trace", "_shape", "_dtype", "name", "made_by",
-                 "_links", "__weakref__")       # _links: view links (pforjac.mutation_views)
+    __slots__ = ("_value", "_handed", "_trace", "_shape", "_dtype", "name", "made_by", "_links",
+                 "__weakref__")   # SymbolicTensor's too (pforjac.rebinding swaps them)
     __array_ufunc__ = None  # replaced by numpy_dispatch.install: np.sin(t) runs pforjac.sin
 
     @classmethod
@@ -478,7 +474,7 @@ def _seen_made(t: Tensor) -> None:
     asked for after the block, if they did not record it, is unconnected: a constant, not
     a target computed outside the block; see GradientTape._check_recorded)."""
     for tape in _state.tapes:
-        tape._made[id(t)] = weakref.ref(t)
+        tape.note_made(t)
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:
