@@ -6,7 +6,8 @@
 keeps its identity, so every name bound to it sees the new value, as with a numpy array.
 Every record of its old value a tape or a trace holds moves to a new object that keeps the
 old value, so nothing recorded ever changes and derivatives are those of the functional
-rewrite (`pj.where`, `pj.concat`, a scatter).
+rewrite (`pj.where`, `pj.concat`, a scatter). The new value is made in pforjac.updates,
+the identity swap over tapes and traces in pforjac.rebinding.
 
 Rules (docs/numpy.md, "In-place assignment"):
 - a source a recording tape watches refuses assignment (the derivative is taken with
