@@ -20,6 +20,7 @@ from .functional import vjp, jvp, hvp
 from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian
 from .diagnostics import fallback_report
 from .compiled import function, Function
+from .config import config
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
 from . import numpy  # noqa: F401  (pforjac.numpy; registers numpy-signature functions)

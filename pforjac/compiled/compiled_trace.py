@@ -43,6 +43,7 @@ class _Compiled:
         self.argument_slots = [(j, k) for j, s in enumerate(self.stand_ins)   # (argument,
                                for k, c in enumerate(values) if c is s]      # const slot)
         self.prims: frozenset = frozenset()   # the primitives its trace bound
+        self.backend = "numpy"            # the backend whose code `code` is
         self.key = None                   # its signature in its Function's cache
 
     def dense_twin(self) -> "_Compiled":

@@ -30,7 +30,9 @@ from ..boundary import as_numpy, returns_numpy
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
+from .numba_backend import use_backend
 from .passes import pass_list
+from ..config import checked_backend, config
 from ..program import Program
 from ..pfor import deferred_warnings
 from ..tensor import SymbolicTensor, Tensor, Variable, constant
@@ -56,7 +58,8 @@ class Function:
         1
     """
 
-    def __init__(self, fn: Callable, simplify_program: bool = True, batch_major: bool = True):
+    def __init__(self, fn: Callable, simplify_program: bool = True, batch_major: bool = True,
+                 backend: str | None = None):
         if not callable(fn):
             raise TypeError(f"pforjac.function expects a callable, got {type(fn).__name__}")
         functools.update_wrapper(self, fn)
@@ -67,6 +70,7 @@ class Function:
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify, self._batch_major = simplify_program, batch_major
+        self._backend = None if backend is None else checked_backend(backend, "pforjac.function")
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
         self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
         self._generation = core.rules_generation   # code traced under these rules
@@ -82,7 +86,7 @@ class Function:
         if _named_as(self):
             return self.__qualname__
         fn = picklable_function(self._fn, f"pforjac.function '{self._name()}'")
-        return Function, (fn, self._simplify, self._batch_major)
+        return Function, (fn, self._simplify, self._batch_major, self._backend)
 
     def experimental_get_tracing_count(self) -> int:
         return self.trace_count
@@ -260,6 +264,7 @@ class Function:
                                       "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
+        use_backend(compiled, self._backend or config.backend, name)
         return compiled
 
 
@@ -330,7 +335,7 @@ def _new_bound(function: Function, instance, ref) -> Function:
     if function._signature is not None:       # the method's own, less `self`
         params = list(function._signature.parameters.values())[1:]
         method.__signature__ = function._signature.replace(parameters=params)
-    bound = Function(method, function._simplify, function._batch_major)
+    bound = Function(method, function._simplify, function._batch_major, function._backend)
     functools.update_wrapper(bound, function._fn)
     return bound
 
@@ -459,7 +464,8 @@ def _named_as(f: Function) -> bool:
     return obj is f
 
 
-def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: bool = True):
+def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: bool = True,
+             backend: str | None = None):
     """Compiles `fn` per input signature (usable as `@pforjac.function`).
 
     Tensors and numpy arrays are inputs (their shapes and dtypes form the
@@ -475,7 +481,10 @@ def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: 
             out row-major without a copy (the log-softmax head of benchmarks/zoo.py in half the
             time). BLAS may round such a product's rows otherwise in their last bits; with
             False, results have eager code's bits, as repeated eager calls (the loop cache) do.
+        backend: "numpy" (generated numpy code) or "numba" (one native function per trace,
+            `pforjac[numba]`; docs/numba.md); default `pforjac.config.backend`, read at
+            each trace. A program numba can't compile runs on numpy, with a warning.
     """
     if fn is None:
-        return lambda f: Function(f, simplify, batch_major)
-    return Function(fn, simplify, batch_major)
+        return lambda f: Function(f, simplify, batch_major, backend)
+    return Function(fn, simplify, batch_major, backend)

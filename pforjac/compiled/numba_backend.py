@@ -1,0 +1,181 @@
+"""The numba backend: a simplified Program compiled to one native function, cached on disk.
+
+`native_code(program, name)` returns a function with the signature of the numpy
+backend's generated code (`fn(*input_arrays, consts) -> tuple of arrays`), or raises
+`BackendFallback` with the reason the program must run on numpy instead (an op without a
+lowering rule, numba refusing the source, a value numba types otherwise than the
+Program declares). The caller warns once with that reason and keeps the numpy code:
+the backend never changes a result beyond rounding, and never fails one.
+
+Compile time is paid once per program and types: the source is written to
+`<cache dir>/<hash>.py` (the hash covers the source, the argument types and the
+versions of numba and of the kernels module) and compiled with numba's `cache=True`,
+so a second process loads the machine code from the `__pycache__` next to it. The cache
+directory is `$PFORJAC_CACHE_DIR/numba`, else `~/.cache/pforjac/numba`.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+import threading
+from typing import Callable
+
+import numpy as np
+
+from ..program import Program
+from .numba_codegen import HEADER, numba_source, numba_type, variable_names
+from .numba_lowering import NotLowered
+
+__all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
+
+_lock = threading.Lock()
+
+
+class BackendFallback(RuntimeError):
+    """Why a program runs on the numpy backend instead of numba's."""
+
+
+def available() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
+
+def cache_dir() -> pathlib.Path:
+    root = os.environ.get("PFORJAC_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pforjac")
+    return pathlib.Path(root) / "numba"
+
+
+def native_code(program: Program, name: str) -> Callable:
+    """The program as a numba-compiled function of numpy arrays (see the module's doc)."""
+    if not available():
+        raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+    try:
+        source = numba_source(program, "program")
+    except NotLowered as e:
+        raise BackendFallback(f"no numba lowering for op(s) {e}") from None
+    params = list(program.inputs) + list(program.consts)
+    signature = tuple(numba_type(v.shape, v.dtype) for v in params)
+    dispatcher, path = _load(source, signature)
+    try:
+        dispatcher.compile(signature)
+    except Exception as e:       # numba's typing and lowering errors (and LLVM's): numpy runs
+        raise BackendFallback(f"numba could not compile it: {_first_line(e)}") from None
+    _check_types(program, dispatcher, signature, path)
+    dispatcher.disable_compile()     # a writable array converts to the read-only signature
+    return _runner(dispatcher, program, name)
+
+
+def _first_line(e: Exception) -> str:
+    lines = [line for line in str(e).splitlines() if line.strip() and "[1m" not in line[:4]]
+    return f"{type(e).__name__}: {(lines or [''])[0][:200]}"
+
+
+def _load(source: str, signature):
+    """The dispatcher of `source`, written to (or found in) the cache directory under its
+    hash and imported from there: numba's on-disk cache needs a real file, unchanged."""
+    from . import numba_kernels
+    import numba
+    kernels = pathlib.Path(numba_kernels.__file__).read_bytes()
+    text = HEADER + source
+    digest = hashlib.sha256("\n".join([text, str(signature), numba.__version__, np.__version__,
+                                       hashlib.sha256(kernels).hexdigest()]).encode()).hexdigest()[:24]
+    directory = cache_dir()
+    path = directory / f"pj_{digest}.py"
+    with _lock:
+        if not path.exists():
+            directory.mkdir(parents=True, exist_ok=True)
+            temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+            temporary.write_text(text)
+            os.replace(temporary, path)          # another process may write the same bytes
+        module_name = f"pforjac_numba_{digest}"
+        module = sys.modules.get(module_name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[module_name] = module
+    return module.program, path
+
+
+def _check_types(program: Program, dispatcher, signature, path) -> None:
+    """Every named value typed as the Program declares it (dtype; scalar for shape (),
+    else an array of its rank), where numba kept the typing (a fresh compile: a cache load
+    was checked when it was compiled, and a failed check removes the cached code)."""
+    typemap = getattr(dispatcher.overloads[signature].type_annotation, "typemap", None)
+    if typemap is None:        # (loaded from the cache: numba keeps a text summary only)
+        return
+    for var, name in _named(program).items():
+        got = typemap.get(name)
+        if got is not None and not _same_type(got, var):
+            _forget(path)
+            raise BackendFallback(f"numba types {var.name} as {got}, the program declares "
+                                  f"{np.dtype(var.dtype).name}{list(var.shape)}")
+
+
+def _named(program: Program) -> dict:
+    names = variable_names(program)
+    values = {id(v): v for v in list(program.inputs) + list(program.consts)}
+    values.update((id(v), v) for e in program.equations for v in e.outputs)
+    return {values[k]: name for k, name in names.items()}
+
+
+def _same_type(numba_type_, var) -> bool:
+    from numba import types
+    if isinstance(numba_type_, types.Array):
+        return numba_type_.ndim == var.ndim and np.dtype(str(numba_type_.dtype)) == var.dtype
+    if var.ndim or not isinstance(numba_type_, (types.Number, types.Boolean)):
+        return False
+    return np.dtype(str(numba_type_)) == var.dtype
+
+
+def _forget(path: pathlib.Path) -> None:
+    """Removes a program's source and its cached machine code."""
+    for p in [path, *path.parent.glob(f"__pycache__/{path.stem}.*")]:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+
+
+def _runner(dispatcher, program: Program, name: str) -> Callable:
+    """`fn(*arrays, consts) -> tuple of arrays`: 0-d inputs passed as scalars, constants
+    made C-contiguous, scalar results made 0-d arrays of their declared dtype."""
+    scalar_in = [v.ndim == 0 for v in list(program.inputs) + list(program.consts)]
+    scalar_out = [(k, np.dtype(v.dtype)) for k, v in enumerate(program.outputs) if v.ndim == 0]
+
+    def run(*arrays_and_consts):
+        args = [*arrays_and_consts[:-1], *arrays_and_consts[-1]]
+        for k, a in enumerate(args):
+            if scalar_in[k]:
+                args[k] = a[()]
+            elif not a.flags.c_contiguous:
+                args[k] = np.ascontiguousarray(a)
+        outs = dispatcher(*args)
+        if scalar_out:
+            outs = list(outs)
+            for k, dtype in scalar_out:
+                outs[k] = np.asarray(outs[k], dtype)
+        return tuple(outs)
+
+    run.__name__ = run.__qualname__ = name
+    run.dispatcher = dispatcher
+    return run
+
+
+def use_backend(compiled, backend: str, function_name: str) -> None:
+    """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code where that
+    backend can; otherwise it keeps its numpy code, and one warning per function and
+    cause names the op(s) or the error."""
+    if backend == "numpy":
+        return
+    try:
+        compiled.code = native_code(compiled.program, compiled.name)
+        compiled.backend = backend
+    except BackendFallback as e:
+        from ..warn import warn_once
+        warn_once(("numba backend", function_name, str(e)),
+                  f"pforjac.function '{function_name}' runs on the numpy backend, not numba: {e}. "
+                  f"Its results are the numpy backend's")

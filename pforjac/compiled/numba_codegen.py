@@ -1,0 +1,128 @@
+"""A Program as the source of one numba function, through the lowering table.
+
+`numba_source(program, name)` walks the equations once: each becomes the expression its
+rule (numba_lowering.py) gives, assigned to a name, except an elementwise result read
+once, by another elementwise equation, and not a result of the program: that is inlined
+into its reader, so an elementwise chain is one whole-array expression (one fused loop in
+numba, no temporaries). Every op without a rule, or whose rule declines, is collected and
+named in one `NotLowered` error.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..program import Program
+from .codegen import borrowed_outputs
+from .numba_lowering import NotLowered, rule_for
+
+__all__ = ["numba_source", "unlowered_ops", "variable_names", "HEADER"]
+
+HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled import numba_kernels as K\n\n\n")
+
+
+def _name(var) -> str:
+    return "v_" + var.name
+
+
+def variable_names(program: Program) -> dict[int, str]:
+    """The generated code's name of every variable of the program, by id."""
+    names = {id(v): _name(v) for v in list(program.inputs) + list(program.consts)}
+    for eqn in program.equations:
+        names.update((id(v), _name(v)) for v in eqn.outputs)
+    return names
+
+
+def unlowered_ops(program: Program) -> list[str]:
+    """The ops of `program` without a numba rule (by name, each once, in order)."""
+    missing = [e.prim.name for e in program.equations if rule_for(e.prim) is None]
+    return list(dict.fromkeys(missing))
+
+
+class _Context:
+    """What rules see while one program is lowered: statements so far, fresh names, which
+    variables may not be C-contiguous (views: transposes, slices, broadcasts)."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.strided: set[int] = set()
+        self._count = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append(line)
+
+    def fresh(self) -> str:
+        self._count += 1
+        return f"t_{self._count}"
+
+    def follow(self, out, x) -> None:
+        """`out` is `x` itself (an identity): laid out as it is."""
+        if id(x) in self.strided:
+            self.strided.add(id(out))
+
+    def contiguous(self, var, expr: str) -> str:
+        """`expr` as a C-contiguous array (reshape and BLAS need one)."""
+        return f"np.ascontiguousarray({expr})" if id(var) in self.strided else expr
+
+
+def _readers(program: Program) -> dict[int, list]:
+    readers: dict[int, list] = {}
+    for eqn in program.equations:
+        for v in eqn.inputs:
+            readers.setdefault(id(v), []).append(eqn)
+    return readers
+
+
+def _fusible(eqn, readers, results) -> bool:
+    """Whether the result of elementwise `eqn` is inlined into its one elementwise reader."""
+    out = eqn.outputs[0]
+    users = readers.get(id(out), [])
+    return (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
+            and len(users) == 1 and users[0].prim.elementwise
+            and sum(id(v) == id(out) for v in users[0].inputs) == 1)
+
+
+def numba_source(program: Program, name: str = "program") -> str:
+    """`def name(inputs..., consts...): ...` in numba's nopython subset, returning the
+    outputs as a tuple (0-d values as scalars); raises NotLowered naming every op it
+    cannot lower."""
+    missing = unlowered_ops(program)
+    if missing:
+        raise NotLowered(", ".join(missing))
+    ctx, names = _Context(), variable_names(program)
+    exprs: dict[int, str] = {}                  # inlined results: id -> their expression
+    readers, results = _readers(program), {id(v) for v in program.outputs}
+    failed: list[str] = []
+    for eqn in program.equations:
+        args = [exprs.get(id(v), names.get(id(v))) for v in eqn.inputs]
+        try:
+            expr = rule_for(eqn.prim)(ctx, eqn, args)
+        except NotLowered as e:
+            failed.append(f"{eqn.prim.name} ({e})")
+            continue
+        if _fusible(eqn, readers, results):
+            exprs[id(eqn.outputs[0])] = f"({expr})"
+        elif len(eqn.outputs) == 1:
+            ctx.emit(f"{names[id(eqn.outputs[0])]} = {expr}")
+        else:
+            ctx.emit(f"{', '.join(names[id(v)] for v in eqn.outputs)} = {expr}")
+    if failed:
+        raise NotLowered(", ".join(dict.fromkeys(failed)))
+    return _function_source(program, name, ctx.lines, names)
+
+
+def _function_source(program: Program, name: str, lines: list[str], names: dict) -> str:
+    borrowed = borrowed_outputs(program)
+    outs = [f"np.copy({names[id(v)]})" if k in borrowed and v.ndim else names[id(v)]
+            for k, v in enumerate(program.outputs)]
+    params = [names[id(v)] for v in list(program.inputs) + list(program.consts)]
+    body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
+    return (f"@numba.njit(cache=True)\ndef {name}({', '.join(params)}):\n"
+            + "".join(f"    {line}\n" for line in body))
+
+
+def numba_type(shape, dtype):
+    """The numba type an input of this shape and dtype is passed as: a read-only C array
+    (tensors' arrays are read-only), or a scalar for shape ()."""
+    from numba import from_dtype, types
+    scalar = from_dtype(np.dtype(dtype))
+    return scalar if len(shape) == 0 else types.Array(scalar, len(shape), "C", readonly=True)

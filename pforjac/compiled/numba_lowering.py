@@ -1,0 +1,239 @@
+"""The numba lowering table: for each primitive, the numba-compilable source of one equation.
+
+A rule is `rule(ctx, eqn, args) -> str`: the Python expression (in numba's nopython
+subset) computing the equation's output from `args`, its inputs' expressions. A rule
+that needs statements first (a zeros array it fills) emits them with `ctx.emit` and
+returns a name. Rules are registered in `numba_rules` with `@lowers(prim)`; one family
+rule covers every elementwise primitive whose forward is a numpy ufunc numba compiles
+(read from the primitive: `elementwise`, its impl, numba's own ufunc table), so adding
+a ufunc-backed op needs no entry here. `rule_for(prim)` is the one lookup.
+
+Values of shape () are numba scalars in the generated code (numba reduces to scalars,
+not 0-d arrays); the backend converts them back to 0-d arrays at the boundary.
+Elementwise primitives are fusible: the code generator inlines a single-use result into
+its (elementwise) reader, so a chain becomes one whole-array expression, which numba's
+array-expression rewrite compiles as one loop without temporaries.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import core
+
+__all__ = ["numba_rules", "lowers", "rule_for", "NotLowered"]
+
+numba_rules: dict[core.Primitive, Callable] = {}
+
+
+def _p(name: str) -> core.Primitive:
+    return core.primitive_named(name)
+
+
+class NotLowered(ValueError):
+    """An equation the numba backend has no code for (the message names the op and why)."""
+
+
+def lowers(*prims: core.Primitive):
+    """Decorator: `rule(ctx, eqn, args) -> expression` becomes the numba rule of `prims`."""
+    def register(rule):
+        core.register_once(numba_rules, prims, rule, "numba lowering rule")
+        return rule
+    return register
+
+
+def rule_for(prim: core.Primitive) -> Callable | None:
+    """The primitive's numba rule: its own, else the elementwise ufunc family's, else None."""
+    rule = numba_rules.get(prim)
+    if rule is None and _numba_ufunc(prim) is not None:
+        return _lower_ufunc
+    return rule
+
+
+def _numba_ufunc(prim: core.Primitive):
+    """The numpy ufunc an elementwise primitive's forward is, if numba compiles it."""
+    impl = core.impl_rules.get(prim)
+    if not (prim.elementwise and isinstance(impl, np.ufunc) and not prim.multiple_results
+            and impl.signature is None and getattr(np, impl.__name__, None) is impl):
+        return None
+    from numba.np.ufunc_db import get_ufuncs
+    return impl if impl in get_ufuncs() else None
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def numba_dtype(dtype) -> str:
+    """`np.float32`: a dtype as numba-compilable source."""
+    return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
+
+
+def as_dtype(expr: str, var, dtype) -> str:
+    """`expr` (the value of `var`) converted to `dtype` (unchanged if it has it already)."""
+    if np.dtype(var.dtype) == np.dtype(dtype):
+        return expr
+    return f"{numba_dtype(dtype)}({expr})" if var.ndim == 0 else f"{expr}.astype({numba_dtype(dtype)})"
+
+
+def _index_source(key) -> str:
+    """A static basic index (ints, slices, Ellipsis) as subscript source."""
+    parts = []
+    for k in key if isinstance(key, tuple) else (key,):
+        if k is Ellipsis:
+            parts.append("...")
+        elif isinstance(k, slice):
+            if not all(v is None or isinstance(v, (int, np.integer)) for v in (k.start, k.stop, k.step)):
+                raise NotLowered(f"a slice of non-integer bounds {k}")
+            parts.append(":".join("" if v is None else str(int(v)) for v in (k.start, k.stop, k.step)))
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            parts.append(str(int(k)))
+        else:
+            raise NotLowered(f"an index of type {type(k).__name__} (only ints, slices and ...)")
+    return ", ".join(parts) + ("," if len(parts) == 1 else "")
+
+
+# -- the elementwise family ------------------------------------------------------------------
+def _lower_ufunc(ctx, eqn, args) -> str:
+    """`np.exp(a)`, `np.add(a, b)`: operands of mixed dtypes converted to their numpy result
+    type first (numba promotes a scalar of another kind by value, as numpy 1 did)."""
+    unknown = set(eqn.params) - {"order"}       # (order='C': numba's results are C-ordered)
+    if unknown:
+        raise NotLowered(f"parameters {sorted(unknown)}")
+    ufunc = _numba_ufunc(eqn.prim)
+    common = np.result_type(*[v.dtype for v in eqn.inputs])
+    operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
+        if len(eqn.inputs) > 1 else list(args)
+    return f"np.{ufunc.__name__}({', '.join(operands)})"
+
+
+@lowers(_p("copy"), _p("stop_gradient"))
+def _identity(ctx, eqn, args) -> str:
+    ctx.follow(eqn.outputs[0], eqn.inputs[0])
+    return args[0]
+
+
+@lowers(_p("cast"))
+def _cast(ctx, eqn, args) -> str:
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    if x.dtype.kind == "c" and out.dtype.kind != "c":
+        raise NotLowered("a complex to real cast")
+    return as_dtype(args[0], x, out.dtype)
+
+
+@lowers(_p("multiply_no_nan"))
+def _multiply_no_nan(ctx, eqn, args) -> str:
+    return f"K.multiply_no_nan({', '.join(_same_dtype(eqn, args))})"
+
+
+@lowers(_p("where"))
+def _where(ctx, eqn, args) -> str:
+    c, x, y = args
+    x, y = (as_dtype(a, v, eqn.outputs[0].dtype) for a, v in zip((x, y), eqn.inputs[1:]))
+    return f"K.select({c}, {x}, {y})"
+
+
+def _same_dtype(eqn, args) -> list[str]:
+    out = eqn.outputs[0].dtype
+    return [as_dtype(a, v, out) for a, v in zip(args, eqn.inputs)]
+
+
+# -- shapes and views ------------------------------------------------------------------------
+@lowers(_p("reshape"))
+def _reshape(ctx, eqn, args) -> str:
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    if x.ndim == 0:
+        return f"np.full({tuple(out.shape)}, {args[0]})"
+    if out.ndim == 0:
+        return f"{ctx.contiguous(x, args[0])}.ravel()[0]"
+    return f"{ctx.contiguous(x, args[0])}.reshape({tuple(out.shape)})"
+
+
+@lowers(_p("transpose"))
+def _transpose(ctx, eqn, args) -> str:
+    ctx.strided.add(id(eqn.outputs[0]))
+    return f"np.transpose({args[0]}, {tuple(eqn.params['perm'])})"
+
+
+@lowers(_p("broadcast_to"))
+def _broadcast_to(ctx, eqn, args) -> str:
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    if x.ndim == 0:
+        return f"np.full({tuple(out.shape)}, {args[0]})"
+    ctx.strided.add(id(out))
+    return f"np.broadcast_to({args[0]}, {tuple(out.shape)})"
+
+
+@lowers(_p("getitem"))
+def _getitem(ctx, eqn, args) -> str:
+    if eqn.inputs[0].ndim == 0:
+        raise NotLowered("indexing a 0-d value")
+    ctx.strided.add(id(eqn.outputs[0]))
+    return f"{args[0]}[{_index_source(eqn.params['key'])}]"
+
+
+@lowers(_p("setitem_zeros"))
+def _setitem_zeros(ctx, eqn, args) -> str:
+    out = eqn.outputs[0]
+    name = ctx.fresh()
+    ctx.emit(f"{name} = np.zeros({tuple(eqn.params['shape'])}, {numba_dtype(out.dtype)})")
+    ctx.emit(f"{name}[{_index_source(eqn.params['key'])}] = {args[0]}")
+    return name
+
+
+@lowers(_p("concat"))
+def _concat(ctx, eqn, args) -> str:
+    parts = _same_dtype(eqn, args)
+    return f"np.concatenate(({', '.join(parts)},), axis={int(eqn.params['axis'])})"
+
+
+# -- reductions ------------------------------------------------------------------------------
+def _reduction(fn: str, partial: bool):
+    """A rule computing `np.<fn>` over `axes` (one axis at a time, highest first, where
+    numba takes only one), then restoring kept axes by a reshape."""
+    def rule(ctx, eqn, args) -> str:
+        x, out = eqn.inputs[0], eqn.outputs[0]
+        axes = eqn.params["axes"]
+        axes = tuple(range(x.ndim)) if axes is None else tuple(a % max(x.ndim, 1) for a in axes)
+        if x.dtype.kind not in "fc" or np.dtype(out.dtype) != np.dtype(x.dtype):
+            raise NotLowered(f"a reduction of dtype {x.dtype} to {out.dtype}")
+        if x.ndim == 0:
+            return args[0]
+        if len(set(axes)) == x.ndim:
+            whole = f"np.{fn}({args[0]})"
+            return f"np.full({tuple(out.shape)}, {whole})" if out.ndim else whole
+        if not partial:
+            raise NotLowered(f"{fn} over some of the axes")
+        expr = args[0]
+        for a in sorted(set(axes), reverse=True):
+            expr = f"np.{fn}({expr}, axis={a})"
+        return f"{expr}.reshape({tuple(out.shape)})" if eqn.params["keepdims"] else expr
+    return rule
+
+
+lowers(_p("sum"))(_reduction("sum", True))
+lowers(_p("prod"))(_reduction("prod", True))
+lowers(_p("max"))(_reduction("max", False))
+lowers(_p("min"))(_reduction("min", False))
+
+
+@lowers(_p("all_finite"))
+def _all_finite(ctx, eqn, args) -> str:
+    x = eqn.inputs[0]
+    axes = eqn.params["axes"]
+    if axes is not None and len(set(axes)) != x.ndim or eqn.outputs[0].ndim:
+        raise NotLowered("all_finite over some of the axes")
+    if x.dtype.kind not in "fc":
+        return "True" if not eqn.params["nonzero"] else f"np.all({args[0]} != 0)"
+    check = f"np.isfinite({args[0]})" + (f" & ({args[0]} != 0)" if eqn.params["nonzero"] else "")
+    return f"np.all({check})" if x.ndim else f"({check})"
+
+
+# -- products --------------------------------------------------------------------------------
+@lowers(_p("matmul"))
+def _matmul(ctx, eqn, args) -> str:
+    """np.dot through BLAS: 1-D and 2-D operands of one float dtype, made contiguous."""
+    a, b = eqn.inputs
+    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
+        raise NotLowered(f"a batched product of {a.ndim}-D and {b.ndim}-D operands")
+    if a.dtype != b.dtype or a.dtype.kind not in "fc":
+        raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
+    return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
