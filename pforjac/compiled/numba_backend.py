@@ -31,7 +31,7 @@ from .numba_lowering import NotLowered
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 class BackendFallback(RuntimeError):
@@ -59,18 +59,26 @@ def native_code(program: Program, name: str) -> Callable:
     params = list(program.inputs) + list(program.consts)
     signature = tuple(numba_type(v.shape, v.dtype) for v in params)
     dispatcher, path = _load(source, signature)
-    try:
-        dispatcher.compile(signature)
-    except Exception as e:       # numba's typing and lowering errors (and LLVM's): numpy runs
-        raise BackendFallback(f"numba could not compile it: {_first_line(e)}") from None
-    _check_types(program, dispatcher, signature, path)
-    dispatcher.disable_compile()     # a writable array converts to the read-only signature
+    with _lock:
+        if signature not in dispatcher.overloads:     # (the same program seen before: ready)
+            try:
+                dispatcher.compile(signature)
+            except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
+                raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+            _check_types(program, dispatcher, signature, path)
+            dispatcher.disable_compile()   # a writable array converts to the read-only signature
     return _runner(dispatcher, program, name)
 
 
-def _first_line(e: Exception) -> str:
-    lines = [line for line in str(e).splitlines() if line.strip() and "[1m" not in line[:4]]
-    return f"{type(e).__name__}: {(lines or [''])[0][:200]}"
+def _cause(e: Exception) -> str:
+    """numba's error in a line or two: its type, what failed, and the generated line."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    what = [line for line in lines if not line.startswith(("Failed in", "During:", "File", "^"))
+            and "pipeline" not in line]
+    code = [line for k, line in enumerate(lines[:-1]) if lines[k].startswith("File ")
+            and ".py\", line" in line]
+    where = f" (generated code, {code[0]})" if code else ""
+    return f"{type(e).__name__}: {(what or lines or [''])[0][:240]}{where}"
 
 
 def _load(source: str, signature):

@@ -185,34 +185,69 @@ def _concat(ctx, eqn, args) -> str:
     return f"np.concatenate(({', '.join(parts)},), axis={int(eqn.params['axis'])})"
 
 
+def _split_at(shape, axis: int, n_axes: int = 1) -> tuple:
+    """(pre, middle, post) sizes of `shape` around axes [axis, axis + n_axes)."""
+    size = lambda dims: int(np.prod(dims, dtype=np.int64))
+    return size(shape[:axis]), size(shape[axis:axis + n_axes]), size(shape[axis + n_axes:])
+
+
+@lowers(_p("gather"))
+def _gather(ctx, eqn, args) -> str:
+    """np.take along an axis: the operand as (before, axis, after), the indices flat."""
+    x, idx = eqn.inputs
+    axis = eqn.params["axis"] % x.ndim
+    if idx.dtype.kind not in "iu" or idx.ndim == 0:
+        raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
+    x3 = f"{ctx.contiguous(x, args[0])}.reshape({_split_at(x.shape, axis)})"
+    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    return f"K.take_axis({x3}, {flat}).reshape({tuple(eqn.outputs[0].shape)})"
+
+
+@lowers(_p("scatter_add"))
+def _scatter_add(ctx, eqn, args) -> str:
+    """Zeros with g added at the indices along an axis (repeated ones add up, in order)."""
+    g, idx = eqn.inputs
+    axis, size = eqn.params["axis"], eqn.params["size"]
+    if idx.dtype.kind not in "iu" or idx.ndim == 0 or g.dtype.kind not in "fc":
+        raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
+    g3 = f"{ctx.contiguous(g, args[0])}.reshape({_split_at(g.shape, axis, idx.ndim)})"
+    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    return f"K.scatter_add_axis({g3}, {flat}, {int(size)}).reshape({tuple(eqn.outputs[0].shape)})"
+
+
 # -- reductions ------------------------------------------------------------------------------
-def _reduction(fn: str, partial: bool):
-    """A rule computing `np.<fn>` over `axes` (one axis at a time, highest first, where
-    numba takes only one), then restoring kept axes by a reshape."""
+def _reduction(fn: str):
+    """A rule computing `np.<fn>` over `axes`: over all of them at once; over some, one
+    axis at a time (highest first), by numba's `np.sum(x, axis=a)` for sums and by the
+    kernel `K.<fn>_axis` of the operand seen as (before, axis, after) otherwise (numba
+    takes no axis there); kept axes restored by a reshape."""
     def rule(ctx, eqn, args) -> str:
         x, out = eqn.inputs[0], eqn.outputs[0]
         axes = eqn.params["axes"]
-        axes = tuple(range(x.ndim)) if axes is None else tuple(a % max(x.ndim, 1) for a in axes)
-        if x.dtype.kind not in "fc" or np.dtype(out.dtype) != np.dtype(x.dtype):
-            raise NotLowered(f"a reduction of dtype {x.dtype} to {out.dtype}")
+        axes = tuple(range(x.ndim)) if axes is None else tuple(sorted({a % max(x.ndim, 1) for a in axes}))
+        if x.dtype.kind not in "fc" or np.dtype(out.dtype) != np.dtype(x.dtype) or 0 in x.shape:
+            raise NotLowered(f"a reduction of dtype {x.dtype} to {out.dtype}, shape {tuple(x.shape)}")
         if x.ndim == 0:
             return args[0]
-        if len(set(axes)) == x.ndim:
+        if not axes:                             # over no axis: the values themselves
+            return f"np.copy({args[0]})"
+        if len(axes) == x.ndim:
             whole = f"np.{fn}({args[0]})"
             return f"np.full({tuple(out.shape)}, {whole})" if out.ndim else whole
-        if not partial:
-            raise NotLowered(f"{fn} over some of the axes")
-        expr = args[0]
-        for a in sorted(set(axes), reverse=True):
-            expr = f"np.{fn}({expr}, axis={a})"
-        return f"{expr}.reshape({tuple(out.shape)})" if eqn.params["keepdims"] else expr
+        expr, shape = args[0], list(x.shape)
+        for a in reversed(axes):
+            if fn == "sum":
+                expr = f"np.sum({expr}, axis={a})"
+            else:
+                split = _split_at(shape, a)
+                expr = f"K.{fn}_axis(np.ascontiguousarray({expr}).reshape({split}))"
+            del shape[a]
+        return f"{expr}.reshape({tuple(out.shape)})"
     return rule
 
 
-lowers(_p("sum"))(_reduction("sum", True))
-lowers(_p("prod"))(_reduction("prod", True))
-lowers(_p("max"))(_reduction("max", False))
-lowers(_p("min"))(_reduction("min", False))
+for _name in ("sum", "prod", "max", "min"):
+    lowers(_p(_name))(_reduction(_name))
 
 
 @lowers(_p("all_finite"))

@@ -1,0 +1,86 @@
+"""The numba lowering table, checked from the primitive registry: which primitives lower
+(against a recorded list, so that a change is noticed and reviewed), and every lowered
+one, on the examples its generated checks use (tests/test_rules.py), computes what the
+numpy backend computes, to a few ulps. All examples are compiled as one program (one
+numba compile); an example a rule declines (a case it does not cover) is named."""
+import numpy as np
+import pytest
+
+from pforjac import core
+from pforjac.compiled.codegen import compile_program
+from pforjac.compiled.numba_codegen import numba_source
+from pforjac.compiled.numba_lowering import NotLowered, rule_for
+from pforjac.program import make_program
+from pforjac.testing import examples_of
+
+numba = pytest.importorskip("numba")
+
+LOWERED = sorted("""
+abs add all_finite arccos arccosh arcsin arcsinh arctan arctan2 arctanh broadcast_to cast cbrt
+ceil concat copy copysign cos cosh deg2rad divide equal exp exp2 expm1 floor floor_divide fmax
+fmin fmod gather getitem greater greater_equal hypot isfinite isinf isnan less less_equal log
+log10 log1p log2 logaddexp2 logical_and logical_not logical_or matmul max maximum min minimum
+multiply multiply_no_nan multiply_zero_safe neg not_equal power prod rad2deg reciprocal remainder
+reshape round scatter_add setitem_zeros sign signbit sin sinh sqrt square stop_gradient subtract
+sum tan tanh transpose trunc where
+""".split())
+
+PRIMITIVES = sorted(core.primitives.values(), key=lambda p: p.name)
+
+
+def test_the_primitives_that_lower_are_the_recorded_ones():
+    lowered = sorted(p.name for p in PRIMITIVES if p.origin == "built-in" and rule_for(p) is not None)
+    assert lowered == LOWERED, (
+        f"newly lowered: {sorted(set(lowered) - set(LOWERED))}; "
+        f"no longer lowered: {sorted(set(LOWERED) - set(lowered))} (update LOWERED)")
+
+
+def _single_program(prim, ex):
+    avals = [(np.shape(a), np.asarray(a).dtype) for a in ex.args]
+    return make_program(lambda *xs: core.bind(prim, *xs, **ex.params), avals)
+
+
+def _lowered_examples():
+    """[(prim, example)] of every lowered primitive's examples its rule accepts, and the
+    names of the declined ones."""
+    accepted, declined = [], []
+    for prim in PRIMITIVES:
+        if prim.name not in LOWERED:
+            continue
+        for k, ex in enumerate(examples_of(prim)):
+            try:
+                numba_source(_single_program(prim, ex))
+                accepted.append((prim, ex))
+            except NotLowered:
+                declined.append(f"{prim.name}{ex!r}")
+    return accepted, declined
+
+
+def test_every_lowered_primitive_agrees_with_numpy_on_its_examples():
+    from pforjac.compiled.numba_backend import native_code
+    accepted, declined = _lowered_examples()
+    assert {p.name for p, _ in accepted} == set(LOWERED), f"lowers no example: {declined}"
+    inputs = [np.asarray(a) for _, ex in accepted for a in ex.args]
+    avals = [(x.shape, x.dtype) for x in inputs]
+
+    def everything(*xs):
+        outs, xs = [], list(xs)
+        for prim, ex in accepted:
+            args, xs = xs[:len(ex.args)], xs[len(ex.args):]
+            out = core.bind(prim, *args, **ex.params)
+            outs.extend(out if prim.multiple_results else [out])
+        return outs
+
+    program = make_program(everything, avals)
+    consts = [c.numpy() for c in program.const_values]
+    want = compile_program(program)(*inputs, consts)
+    got = native_code(program, "everything")(*inputs, consts)
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want)):
+        what = f"output {k} ({program.outputs[k].name})"
+        assert np.asarray(g).dtype == np.asarray(w).dtype and np.shape(g) == np.shape(w), what
+        if np.asarray(w).dtype.kind in "fc":
+            eps = np.finfo(np.asarray(w).dtype).eps
+            np.testing.assert_allclose(g, w, rtol=16 * eps, atol=16 * eps, err_msg=what)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=what)
