@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..program import Program
-from .numba_codegen import HEADER, numba_source, numba_type, variable_names
+from .numba_codegen import HEADER, bakeable, numba_source, numba_type, variable_names
 from .numba_lowering import NotLowered
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
@@ -52,12 +52,18 @@ def native_code(program: Program, name: str) -> Callable:
     """The program as a numba-compiled function of numpy arrays (see the module's doc)."""
     if not available():
         raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+    from ..tensor import Variable
+    baked = {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
+             if not isinstance(value, Variable) and bakeable(value.numpy())}
     try:
-        source = numba_source(program, "program")
+        source = numba_source(program, "program", baked)
     except NotLowered as e:
         raise BackendFallback(f"no numba lowering for op(s) {e}") from None
-    params = list(program.inputs) + list(program.consts)
-    signature = tuple(numba_type(v.shape, v.dtype) for v in params)
+    params = [v for v in list(program.inputs) + list(program.consts) if id(v) not in baked]
+    try:
+        signature = tuple(numba_type(v.shape, v.dtype) for v in params)
+    except Exception as e:       # a dtype numba has no type for (float16 arrays' ops, '>f8')
+        raise BackendFallback(f"numba has no type for an input: {_cause(e)}") from None
     dispatcher, path = _load(source, signature)
     with _lock:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
@@ -67,7 +73,7 @@ def native_code(program: Program, name: str) -> Callable:
                 raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
             _check_types(program, dispatcher, signature, path)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
-    return _runner(dispatcher, program, name)
+    return _runner(dispatcher, program, name, baked)
 
 
 def _cause(e: Exception) -> str:
@@ -148,14 +154,17 @@ def _forget(path: pathlib.Path) -> None:
             pass
 
 
-def _runner(dispatcher, program: Program, name: str) -> Callable:
-    """`fn(*arrays, consts) -> tuple of arrays`: 0-d inputs passed as scalars, constants
-    made C-contiguous, scalar results made 0-d arrays of their declared dtype."""
-    scalar_in = [v.ndim == 0 for v in list(program.inputs) + list(program.consts)]
+def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
+    """`fn(*arrays, consts) -> tuple of arrays`: the constants not baked into the code
+    passed after the inputs, 0-d values as scalars, arrays C-contiguous; scalar results
+    made 0-d arrays of their declared dtype."""
+    passed = [k for k, v in enumerate(program.consts) if id(v) not in baked]
+    scalar_in = [v.ndim == 0 for v in list(program.inputs) + [program.consts[k] for k in passed]]
     scalar_out = [(k, np.dtype(v.dtype)) for k, v in enumerate(program.outputs) if v.ndim == 0]
 
     def run(*arrays_and_consts):
-        args = [*arrays_and_consts[:-1], *arrays_and_consts[-1]]
+        consts = arrays_and_consts[-1]
+        args = [*arrays_and_consts[:-1], *[consts[k] for k in passed]]
         for k, a in enumerate(args):
             if scalar_in[k]:
                 args[k] = a[()]

@@ -15,7 +15,7 @@ from ..program import Program
 from .codegen import borrowed_outputs
 from .numba_lowering import NotLowered, rule_for
 
-__all__ = ["numba_source", "unlowered_ops", "variable_names", "HEADER"]
+__all__ = ["numba_source", "unlowered_ops", "variable_names", "bakeable", "HEADER"]
 
 HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled import numba_kernels as K\n\n\n")
 
@@ -81,14 +81,20 @@ def _fusible(eqn, readers, results) -> bool:
             and sum(id(v) == id(out) for v in users[0].inputs) == 1)
 
 
-def numba_source(program: Program, name: str = "program") -> str:
+def numba_source(program: Program, name: str = "program", baked: dict | None = None) -> str:
     """`def name(inputs..., consts...): ...` in numba's nopython subset, returning the
     outputs as a tuple (0-d values as scalars); raises NotLowered naming every op it
-    cannot lower."""
+    cannot lower. `baked`: {id(const): its array} of constants written into the source
+    (numba compiles them in), which are then no parameters."""
     missing = unlowered_ops(program)
     if missing:
         raise NotLowered(", ".join(missing))
     ctx, names = _Context(), variable_names(program)
+    baked = baked or {}
+    globals_ = []
+    for k, (key, value) in enumerate(baked.items()):
+        names[key], definition = _baked(k, value)
+        globals_.extend(definition)
     exprs: dict[int, str] = {}                  # inlined results: id -> their expression
     readers, results = _readers(program), {id(v) for v in program.outputs}
     failed: list[str] = []
@@ -107,14 +113,43 @@ def numba_source(program: Program, name: str = "program") -> str:
             ctx.emit(f"{', '.join(names[id(v)] for v in eqn.outputs)} = {expr}")
     if failed:
         raise NotLowered(", ".join(dict.fromkeys(failed)))
-    return _function_source(program, name, ctx.lines, names)
+    return "".join(g + "\n" for g in globals_) + _function_source(program, name, ctx.lines, names, baked)
 
 
-def _function_source(program: Program, name: str, lines: list[str], names: dict) -> str:
+def _baked(k: int, value: np.ndarray) -> tuple[str, list[str]]:
+    """(the expression of a constant, the module-level lines defining it): a scalar as a
+    literal, an array as a global made from its exact bytes."""
+    value = np.asarray(value)
+    if value.ndim == 0:
+        item = value.item()
+        text = repr(item) if np.isfinite(item) else ("np.nan" if item != item
+                                                      else ("np.inf" if item > 0 else "-np.inf"))
+        return f"{_dtype_call(value.dtype)}({text})", []
+    data = np.ascontiguousarray(value).tobytes().hex()
+    return f"C_{k}", [f"C_{k} = np.frombuffer(bytes.fromhex('{data}'), np.dtype('{value.dtype.str}'))"
+                      f".reshape({tuple(value.shape)})"]
+
+
+def _dtype_call(dtype) -> str:
+    return "np.bool_" if dtype == np.bool_ else f"np.{dtype.name}"
+
+
+def bakeable(value) -> bool:
+    """Whether a constant is written into the generated source: a small real or integer
+    array in native byte order (a larger one is passed, as a Variable's value is)."""
+    return (isinstance(value, np.ndarray) and value.size <= _BAKED_MAX and value.dtype.isnative
+            and value.dtype.kind in "biuf")
+
+
+_BAKED_MAX = 1024           # elements: each call passing an array costs about 0.3 us
+
+
+def _function_source(program: Program, name: str, lines: list[str], names: dict, baked: dict) -> str:
     borrowed = borrowed_outputs(program)
     outs = [f"np.copy({names[id(v)]})" if k in borrowed and v.ndim else names[id(v)]
             for k, v in enumerate(program.outputs)]
-    params = [names[id(v)] for v in list(program.inputs) + list(program.consts)]
+    params = [names[id(v)] for v in list(program.inputs) + list(program.consts)
+              if id(v) not in baked]
     body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
     return (f"@numba.njit(cache=True)\ndef {name}({', '.join(params)}):\n"
             + "".join(f"    {line}\n" for line in body))
