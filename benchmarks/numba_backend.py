@@ -123,7 +123,7 @@ def variants(name):
     runner, consts = compiled.code, list(compiled._consts)
     native = runner.dispatcher
     native_args = [np.asarray(a)[()] if np.ndim(a) == 0 else np.ascontiguousarray(a)
-                   for a in [x, *consts]]
+                   for a in [x, *[consts[k] for k in runner.passed]]]
     return {
         "pj.function numpy backend": lambda: on_numpy(x),
         "pj.function numba backend": lambda: on_numba(x),

@@ -178,7 +178,7 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
         return tuple(outs)
 
     run.__name__ = run.__qualname__ = name
-    run.dispatcher = dispatcher
+    run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
     return run
 
 
