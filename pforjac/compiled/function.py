@@ -383,12 +383,7 @@ _MAX_TRACES = 128       # traces a compiled function keeps (the least recently u
 def _structure_key(node):
     """The arguments' nesting as a hashable key: container types themselves (two namedtuple
     classes of one name are different signatures), dict keys by type and repr."""
-    if node is None or isinstance(node, str):
-        return node
-    if node[0] is dict:
-        return (dict, tuple((type(k), repr(k)) for k in node[1]),
-                tuple(_structure_key(c) for c in node[2]), node[3])
-    return (node[0], tuple(_structure_key(c) for c in node[1]))
+    return node._key()
 
 
 def _signature(leaves) -> tuple[tuple, list, list]:
