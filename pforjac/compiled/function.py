@@ -123,7 +123,7 @@ class Function:
             compiled = self._quick.get(quick)
             if compiled is not None:
                 self._used(compiled)
-                return compiled, [_as_input(a) for a in args], ()
+                return compiled, _quick_arrays(args), ()
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
         key, arrays, variables = _signature(leaves)
@@ -362,8 +362,9 @@ def _as_input(leaf) -> np.ndarray:
 
 
 def _quick_key(args: tuple):
-    """The signature of positional numpy arrays / constant Tensors alone (no flattening),
-    or None for any other call."""
+    """The signature of positional numpy arrays / constant Tensors, or plain dicts of numpy
+    arrays under str keys (a model's parameters), alone (no flattening), or None for any
+    other call."""
     key = ["quick"]
     for a in args:
         if type(a) is np.ndarray:
@@ -371,9 +372,24 @@ def _quick_key(args: tuple):
         elif type(a) is Tensor:
             arr = a.numpy()
             key.append((arr.shape, arr.dtype.str))
+        elif type(a) is dict and all(type(k) is str and type(v) is np.ndarray
+                                     for k, v in a.items()):
+            key.append(("dict",) + tuple((k, a[k].shape, a[k].dtype.str) for k in sorted(a)))
         else:
             return None
     return tuple(key)
+
+
+def _quick_arrays(args: tuple) -> list:
+    """The input arrays of a call `_quick_key` accepted, in flattening order (dicts by
+    sorted keys)."""
+    arrays = []
+    for a in args:
+        if type(a) is dict:
+            arrays.extend(_as_input(a[k]) for k in sorted(a))
+        else:
+            arrays.append(_as_input(a))
+    return arrays
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
