@@ -38,6 +38,7 @@ from .memory import check_results_fit, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
 from .program import make_program
+from .pytree_inputs import pytree_inputs
 from .tape import GradientTape
 from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
@@ -162,6 +163,7 @@ def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
 
 
 # -- jacobian ----------------------------------------------------------------------------------
+@pytree_inputs("jacobian")
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = True, strategy: str = "reverse-mode", *,
              parallel_iterations: int | None = None):
@@ -327,6 +329,7 @@ def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
     return out, tuple(ops.zeros(x.shape, x.dtype) if g is None else g for g, x in zip(grads, xs))
 
 
+@pytree_inputs("hessian")
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode"):
     """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
@@ -354,6 +357,7 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
 
 
 # -- vjp, jvp, hvp -----------------------------------------------------------------------------
+@pytree_inputs("vjp")
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), v^T J)`, as `torch.autograd.functional.vjp`.
 
@@ -389,6 +393,7 @@ def _fill(value, like: Tensor, k: int, strict: bool, fn_name: str, why: str) -> 
     return ops.zeros(like.shape, _float_dtype(like))
 
 
+@pytree_inputs("jvp")
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), J v)` by forward mode, as `torch.autograd.functional.jvp`.
 
@@ -416,6 +421,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     return _unpack(outputs, is_outputs_tuple), _unpack(tangents, is_outputs_tuple)
 
 
+@pytree_inputs("hvp")
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), H v)` for a scalar `func`, as `torch.autograd.functional.hvp`.
 
