@@ -26,7 +26,7 @@ from typing import Any, Callable, NamedTuple
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
            "tree_map", "tree_all", "tree_reduce", "register_pytree_node",
            "register_pytree_with_keys", "register_dataclass", "treedef_is_leaf", "all_leaves",
-           "ravel_pytree", "GetAttrKey", "DictKey", "SequenceKey"]
+           "GetAttrKey", "DictKey", "SequenceKey"]
 
 
 class _Node(NamedTuple):
@@ -346,9 +346,3 @@ def register_dataclass(nodetype: type | None = None, data_fields=None, meta_fiel
     register_pytree_with_keys(nodetype, flatten_with_keys, unflatten)
     return nodetype
 
-
-def ravel_pytree(pytree):
-    """`(flat, unravel)`: the leaves as one flat vector and the function that rebuilds the
-    pytree from such a vector (differentiable both ways); see `pforjac.flatten_util`."""
-    from .flatten_util import ravel_pytree as ravel   # (it needs pforjac's ops)
-    return ravel(pytree)
