@@ -39,4 +39,4 @@ __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "Gra
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
            *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
-           "tree_util", "flatten_util", "float0", "vjp_fn", "linearize"]
+           "float0", "vjp_fn", "linearize"]

@@ -133,3 +133,20 @@ def test_holomorphic():
         pj.jacfwd(lambda z: z)(z)
     with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex"):
         pj.grad(lambda x: np.sum(x), holomorphic=True)(np.ones(2))
+
+
+def test_an_op_without_converter_falls_back_per_op_as_in_pfor():
+    from pforjac import extend
+    from pforjac.testing import isolated_registries
+    with isolated_registries():
+        cube = extend.defop("vmap_test_cube", lambda x: x * x * x, extend.same_shape,
+                            vjp=lambda g, ans, x: g * 3.0 * x * x)
+        x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+        with warnings.catch_warnings(record=True) as caught, pj.fallback_report() as report:
+            warnings.simplefilter("always")
+            out = pj.vmap(lambda r: np.sum(cube(r)))(x)
+            grads = pj.vmap(pj.grad(lambda r: np.sum(cube(r))))(x)
+    np.testing.assert_allclose(out.numpy(), (x ** 3).sum(axis=1))
+    np.testing.assert_allclose(grads.numpy(), 3 * x ** 2)
+    assert any("vmap_test_cube" in str(w.message) for w in caught)
+    assert len(report) > 0

@@ -3,27 +3,28 @@ every case. Run with the oracle Python (JAX is never a dependency of pforjac), f
 project root:
 
     /work/oracle/bin/python tests/data/make_vmap_reference.py
+
+(JAX is imported inside `main`: pytest's doctest collection imports this module.)
 """
 import os
 import pathlib
 import sys
 import types
 
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax.flatten_util import ravel_pytree  # noqa: E402
+import numpy as np
 
-jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
 import vmap_cases  # noqa: E402
 
-jax.tree_util.register_pytree_node(vmap_cases.Params, lambda p: ((p.w, p.b), None),
-                                   lambda _, ch: vmap_cases.Params(*ch))
-
 
 def main() -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+    jax.config.update("jax_enable_x64", True)
+    jax.tree_util.register_pytree_node(vmap_cases.Params, lambda p: ((p.w, p.b), None),
+                                       lambda _, ch: vmap_cases.Params(*ch))
     data = vmap_cases.make_data()
     T = types.SimpleNamespace(vmap=jax.vmap, grad=jax.grad, jacrev=jax.jacrev,
                               jacfwd=jax.jacfwd, vjp=jax.vjp, linearize=jax.linearize,
