@@ -65,6 +65,11 @@ def cases(xp, T, d: dict) -> dict:
         "grad_of_vmap": lambda: T.grad(lambda p: xp.mean(T.vmap(loss, in_axes=(None, 0, 0))(
             p, d["X"], d["Y"])))(params),
         "hessian_of_dict": lambda: T.jacfwd(T.jacrev(loss))(params, d["X"][0], d["Y"][0]),
+        # torch.func's tutorials: model ensembling (stacked parameters mapped, data shared)
+        "ensemble": lambda: T.vmap(lambda p: T.vmap(loss, in_axes=(None, 0, 0))(
+            p, d["X"], d["Y"]))({k: xp.stack([v, 2.0 * v]) for k, v in params.items()}),
+        "ensemble_grads": lambda: T.vmap(T.grad(loss), in_axes=(0, None, None))(
+            {k: xp.stack([v, -v, 0.5 * v]) for k, v in params.items()}, d["X"][0], d["Y"][0]),
         "namedtuple_grad": lambda: T.grad(lambda p: xp.sum(xp.tanh(d["X"] @ p.w + p.b)))(
             Params(d["w0"], d["b0"])),
         # JAX's vjp and linearize
