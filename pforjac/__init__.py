@@ -16,8 +16,8 @@ from .program import Program, make_program, run_program
 from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
-from .functional import jacobian, hessian, vjp, jvp, hvp
-from .transforms import grad, value_and_grad, jacrev, jacfwd, float0
+from .functional import vjp, jvp, hvp
+from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian, float0
 from .linearize import vjp_fn, linearize
 from .vmap import vmap
 from . import tree_util, flatten_util  # noqa: F401  (public: pytrees, ravel_pytree)

@@ -10,22 +10,24 @@ is the Jacobian-vector product at the primals. `f` is traced once, its jvp is tr
 into a Program of the tangents alone (the primal values it needs are computed then, at
 linearization), and each call of `jvp_fun` runs that Program.
 
+Numpy in, numpy out at top level (pforjac.boundary), for the functions returned too.
 They sit next to PyTorch's `pj.vjp(f, x, v)` / `pj.jvp(f, x, v)`, which take the vector
 up front and return `(out, product)`.
 
 Example:
     >>> import numpy as np, pforjac as pj
     >>> out, vjp_fun = pj.vjp_fn(lambda x: np.sin(x) * 2.0, np.zeros(2))
-    >>> vjp_fun(np.array([1.0, 3.0]))[0].numpy().tolist()
+    >>> vjp_fun(np.array([1.0, 3.0]))[0].tolist()
     [2.0, 6.0]
     >>> out, jvp_fun = pj.linearize(lambda x: x ** 3, np.array([1.0, 2.0]))
-    >>> jvp_fun(np.array([1.0, 1.0])).numpy().tolist()
+    >>> jvp_fun(np.array([1.0, 1.0])).tolist()
     [3.0, 12.0]
 """
 from __future__ import annotations
 
 from typing import Callable
 
+from .boundary import numpy_boundary
 from .forward import jvp_program
 from .program import make_program, run_program
 from .tape import GradientTape
@@ -36,6 +38,7 @@ from .tree_util import flatten_up_to, tree_flatten, tree_unflatten
 __all__ = ["vjp_fn", "linearize"]
 
 
+@numpy_boundary
 def vjp_fn(fun: Callable, *primals, has_aux: bool = False):
     """`(out, vjp_fun)` (or `(out, vjp_fun, aux)` with `has_aux`), as `jax.vjp`; see the
     module's docstring. `vjp_fun(ct)` takes a cotangent with the structure and shapes of
@@ -51,6 +54,7 @@ def vjp_fn(fun: Callable, *primals, has_aux: bool = False):
     out_leaves = [as_tensor(v) for v in out_leaves]
     tape._mark_recorded(out_leaves)
 
+    @numpy_boundary
     def vjp_fun(ct):
         try:
             cts = flatten_up_to(out_def, ct)
@@ -69,6 +73,7 @@ def vjp_fn(fun: Callable, *primals, has_aux: bool = False):
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
+@numpy_boundary
 def linearize(fun: Callable, *primals):
     """`(out, jvp_fun)`, as `jax.linearize`; see the module's docstring. `jvp_fun` takes
     one tangent per primal (each in its primal's structure) and returns the output's
@@ -86,6 +91,7 @@ def linearize(fun: Callable, *primals):
         return [t if t is not None else _zeros_like(o) for t, o in zip(out_tangents, seen["out"])]
     linear = make_program(tangent_map, [(tuple(x.shape), x.dtype) for x in flat])
 
+    @numpy_boundary
     def jvp_fun(*tangents):
         if len(tangents) != len(primals):
             raise TypeError(f"jvp_fun takes one tangent per primal ({len(primals)}), got "

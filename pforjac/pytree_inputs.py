@@ -33,7 +33,7 @@ def _is_array(value) -> bool:
 def _plain(inputs) -> bool:
     """PyTorch's own form (checked there): one leaf (an array), or a flat tuple or list of
     leaves."""
-    if treedef_is_leaf(tree_structure(inputs)):
+    if inputs is None or treedef_is_leaf(tree_structure(inputs)):
         return True
     return type(inputs) in (tuple, list) and \
         all(treedef_is_leaf(tree_structure(v)) for v in inputs)

@@ -16,7 +16,7 @@ Example:
     ...     return (np.dot(x, w) - y) ** 2
     >>> w, X, Y = np.ones(2), np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, 2.0])
     >>> per_example = pj.vmap(pj.grad(loss), in_axes=(None, 0, 0))(w, X, Y)
-    >>> per_example.numpy().tolist()
+    >>> per_example.tolist()
     [[4.0, 8.0], [30.0, 40.0]]
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import ops
+from .boundary import numpy_boundary
 from .memory import check_results_fit, working_memory_advice
 from .pfor import c_ordered, check_parallel_iterations, run_loop
 from .program import Program, make_program
@@ -57,7 +58,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
         axis_size: the mapped size, needed only when no argument is mapped.
 
     Returns:
-        The vectorized function. Results are Tensors, differentiable again.
+        The vectorized function. Given numpy arrays at top level it returns numpy arrays;
+        given Tensors, or inside a tape or a trace, Tensors (differentiable again).
     """
     if not callable(fun):
         raise TypeError(f"vmap: fun must be callable, got {type(fun).__name__}")
@@ -67,6 +69,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
     _check_axes_spec(in_axes, "in_axes")
     _check_axes_spec(out_axes, "out_axes")
 
+    @numpy_boundary
     @functools.wraps(fun)
     def vmapped(*args, **kwargs):
         leaves, treedef = tree_flatten((args, kwargs))
