@@ -102,9 +102,10 @@ class Function:
             compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
-        result = tree_unflatten(compiled.program.out_tree,
-                                [Tensor._from_array(np.asarray(o)) for o in outs])
-        return as_numpy(result) if returns_numpy(args, kwargs) else result
+        outs = [Tensor._from_array(np.asarray(o)) for o in outs]
+        if returns_numpy(args, kwargs):          # each leaf as numpy, without a second walk
+            outs = [as_numpy(o) for o in outs]
+        return tree_unflatten(compiled.program.out_tree, outs)
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
