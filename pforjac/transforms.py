@@ -144,7 +144,8 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
     return grad_fun
 
 
-def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str) -> Callable:
+def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str,
+                        chunk_size=None, progress: bool = True) -> Callable:
     """jacrev and jacfwd: `functional.jacobian` (vectorized) of `fun` flattened to a function
     of its differentiated leaves returning its output leaves; the blocks regrouped as JAX
     does, the output's structure outside, the input's inside."""
@@ -164,7 +165,7 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str
             return tuple(leaves)
 
         rows = functional.jacobian(flat_fun, tuple(flat), create_graph=True, vectorize=True,
-                                   strategy=strategy)
+                                   strategy=strategy, chunk_size=chunk_size, progress=progress)
         blocks = [_regrouped(list(row), trees, is_tuple) for row in rows]
         result = tree_unflatten(shape["tree"], blocks)
         if not has_aux:
@@ -175,22 +176,28 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str
     return jacobian_fun
 
 
-def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def jacrev(fun: Callable, argnums=0, has_aux: bool = False, *, chunk_size: int | None = None,
+           progress: bool = True) -> Callable:
     """The Jacobian of `fun` by reverse mode, all rows at once (pfor), as `jax.jacrev`: for
     an output leaf of shape `out` and an input leaf of shape `in`, a block `out + in`, nested
-    in the output's structure, then the inputs'.
+    in the output's structure, then the inputs'. `chunk_size` rows at a time if given (as
+    torch.func.jacrev's), else all at once, or in chunks that fit when all at once would
+    not fit in memory; `progress=False` hides the bar of a long chunked Jacobian.
 
     Example:
         >>> import numpy as np, pforjac as pj
         >>> pj.jacrev(lambda x: np.sin(x) * 2.0)(np.zeros(2)).numpy().tolist()
         [[2.0, 0.0], [0.0, 2.0]]
     """
-    return _jacobian_transform(fun, argnums, has_aux, "reverse-mode", "jacrev")
+    return _jacobian_transform(fun, argnums, has_aux, "reverse-mode", "jacrev", chunk_size,
+                               progress)
 
 
-def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
+def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, *, chunk_size: int | None = None,
+           progress: bool = True) -> Callable:
     """The Jacobian of `fun` by forward mode, all columns at once (pfor), as `jax.jacfwd`
     (the result is laid out as jacrev's). `fun` is traced: no Python `if` on tensor values.
+    `chunk_size` and `progress` as for `jacrev` (columns instead of rows).
     With `has_aux=True` the function runs once more, eagerly, for its auxiliary data.
 
     Example:
@@ -198,4 +205,5 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
         >>> pj.jacfwd(lambda x: x ** 2)(np.array([1.0, 3.0])).numpy().tolist()
         [[2.0, 0.0], [0.0, 6.0]]
     """
-    return _jacobian_transform(fun, argnums, has_aux, "forward-mode", "jacfwd")
+    return _jacobian_transform(fun, argnums, has_aux, "forward-mode", "jacfwd", chunk_size,
+                               progress)
