@@ -158,10 +158,14 @@ def working_memory(program, n: int) -> int:
 def chunk_for_memory(program, n: int, result_bytes: int) -> tuple[int | None, int, int]:
     """(rows per chunk, or None for all at once; the estimate; the memory available): the
     chunk that keeps the estimated working memory within what is left of the memory
-    available once the results are allocated."""
+    available once the results are allocated. A pass that could not hold 16 MiB even if
+    every value it makes were alive at once is not estimated (nor memory read): the common
+    small Jacobian pays a sum over its equations."""
+    if n <= 1 or memory_limit() is None and n * sum(
+            v.size * v.dtype.itemsize for eqn in program.equations for v in eqn.outputs) \
+            <= 16 << 20:
+        return None, 0, 0
     need = working_memory(program, n)
-    if n <= 1 or need <= 16 << 20 and memory_limit() is None:
-        return None, need, 0
     avail = available_memory()
     room = avail - result_bytes
     if need <= room:

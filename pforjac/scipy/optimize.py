@@ -241,24 +241,19 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     def model(x, *params):
         return as_numpy(f(x, *params))
     if jac is None:
-        jac = _curve_jacobian(f, p0.size, xdata)
+        jac = _curve_jacobian(f, p0.size)
     return _scipy_optimize().curve_fit(model, xdata, ydata, p0, sigma, absolute_sigma,
                                        check_finite, bounds, method, jac, **kwargs)
 
 
-def _curve_jacobian(f, k: int, xdata):
+def _curve_jacobian(f, k: int):
+    """jac(xdata, *params) as curve_fit calls it: the (m, k) Jacobian by the parameters,
+    which are traced as one array (a new value is not a new trace)."""
     d = Derivatives("pforjac.scipy.optimize.curve_fit")
-
-    def by_params(x, p):
-        return jacfwd(lambda q: f(x, *[q[i] for i in range(k)]))(p)
-    compiled = d.compiled(by_params)
-    x_array = isinstance(xdata, (np.ndarray, Tensor))
+    compiled = d.compiled(lambda x, p: jacfwd(lambda q: f(x, *[q[i] for i in range(k)]))(p))
 
     def jac(x, *params):
-        p = np.asarray(params, dtype=float)
-        if x_array or not isinstance(x, np.ndarray):
-            return as_numpy(compiled(x, p))
-        return as_numpy(compiled(x, p))
+        return as_numpy(compiled(x, np.asarray(params, dtype=float)))
     return jac
 
 

@@ -2,7 +2,7 @@
 itself, or a broadcast of it), and gathers of every row in order (a C-ordered copy).
 
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`.
-- `drop_identities`: products with constant ones, and gathers of every row in order where
+- `drop_identities`: products with (and powers to) constant ones, and gathers of every row in order where
   only ufuncs read them (those then write C-ordered results, as from the copy); a
   `multiply_no_nan` by a constant with no zeros is a plain multiply.
 """
@@ -168,9 +168,15 @@ def _outer_product_with_ones(eqn: Equation, values: dict, zeros: dict):
 
 
 def _identity_input(eqn: Equation, values: dict, layouts):
-    """x, for x * ones laid out as x is: the ones broadcast (then x decides the product's
-    layout), or x C-ordered, or a result whose layout nothing depends on."""
+    """x, for x * ones (or x ** ones: a power rule's x ** (k - 1) at k = 2) laid out as x is:
+    the ones broadcast (then x decides the product's layout), or x C-ordered, or a result
+    whose layout nothing depends on."""
     out = eqn.outputs[0]
+    if eqn.prim.name == "power":
+        x, k = eqn.inputs
+        if _fits(x, out) and _all_ones(values.get(id(k))) and (
+                k.size < out.size or id(x) in layouts.c_ordered or id(out) in layouts.blind):
+            return x
     if eqn.prim.name == "multiply":
         for x, other in (eqn.inputs, eqn.inputs[::-1]):
             if _fits(x, out) and _all_ones(values.get(id(other))) and (
