@@ -16,7 +16,10 @@ from pforjac.program import make_program
 
 @pytest.fixture
 def budget():
-    """Sets this thread's memory budget for one test, restored after it."""
+    """Sets this thread's memory budget for one test, restored after it (and forgets which
+    chunkings were said, so that the test sees its own warning)."""
+    from pforjac import warn
+    warn._warned.difference_update({k for k in warn._warned if k[0] == "chunks"})
     previous = memory.set_memory_limit(None)
     yield memory.set_memory_limit
     memory.set_memory_limit(previous)
