@@ -1,7 +1,7 @@
 """The JAX side of benchmarks/scipy_solvers.py, run in the oracle Python (JAX, scipy): one
 solve per workload named on the command line, each with freshly jitted derivatives (compile
 included), after a warm-up solve that loads JAX's backend. Prints one JSON object
-{workload: [seconds, counts]}."""
+{workload: [wall seconds, CPU seconds, counts]}."""
 from __future__ import annotations
 
 import json
@@ -74,9 +74,9 @@ def main():
     minimize("BFGS", 7)               # warm-up: JAX's backend, on another shape
     out = {}
     for name in sys.argv[1:]:
-        start = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         res = SOLVES[name]()
-        out[name] = [time.perf_counter() - start, counts(res)]
+        out[name] = [time.perf_counter() - wall, time.process_time() - cpu, counts(res)]
     print(json.dumps(out))
 
 

@@ -6,7 +6,10 @@ derivatives where it ships them, and finite differences.
     python benchmarks/scipy_solvers.py [--rounds 3] [--full] [--out results/scipy_solvers.md]
 
 Each round runs every variant of every workload once (interleaved), and the JAX side once
-in a fresh subprocess; the table gives medians of wall time and the solver's counts. The
+in a fresh subprocess; the table gives medians of wall time and of the process's CPU time
+(on a shared machine the CPU time is the steadier: waits for a core count in wall time
+only; every variant runs on one thread, given OPENBLAS_NUM_THREADS=1) and the solver's
+counts. The
 functions are written once with numpy (`np.sum`, `np.stack`), as a user writes them; every
 solve starts from nothing cached (a new `pj.function`, a new helper call, a new `jax.jit`),
 so compile times are included. This process's allocator is left as it starts.
@@ -166,28 +169,32 @@ def run(rounds: int, only: str | None, full: bool) -> tuple[dict, dict]:
     for r in range(rounds):
         for w, variants in work.items():
             for v, solve in variants.items():
-                start = time.perf_counter()
+                wall, cpu = time.perf_counter(), time.process_time()
                 res = solve()
-                times[w][v].append(time.perf_counter() - start)
+                times[w][v].append((time.perf_counter() - wall, time.process_time() - cpu))
                 info[w][v] = counts(res)
-                print(f"  {w} | {v}: {times[w][v][-1]:.3f} s, {info[w][v]}", file=sys.stderr,
-                      flush=True)
-        for w, (t, c) in jax_round([w for w in work if w in p.JAX_WORKLOADS]).items():
-            times[w].setdefault("JAX jit (compile included)", []).append(t)
+                print(f"  {w} | {v}: {times[w][v][-1][0]:.3f} s, {info[w][v]}",
+                      file=sys.stderr, flush=True)
+        for w, (wall, cpu, c) in jax_round([w for w in work if w in p.JAX_WORKLOADS]).items():
+            times[w].setdefault("JAX jit (compile included)", []).append((wall, cpu))
             info[w]["JAX jit (compile included)"] = c
         print(f"round {r + 1}/{rounds} done", flush=True)
     return times, info
 
 
 def table(times: dict, info: dict) -> str:
+    """Per workload: median wall and CPU time (this process's, or the JAX process's), each
+    against the first row's."""
     lines = []
     for w, variants in times.items():
-        base = statistics.median(next(iter(variants.values())))
-        lines += [f"**{w}**", "", "| derivatives | median time | vs first row | counts |",
-                  "| --- | ---: | ---: | --- |"]
+        first = next(iter(variants.values()))
+        base = [statistics.median(t[k] for t in first) for k in (0, 1)]
+        lines += [f"**{w}**", "", "| derivatives | wall | vs first | CPU | vs first | counts |",
+                  "| --- | ---: | ---: | ---: | ---: | --- |"]
         for v, ts in variants.items():
-            m = statistics.median(ts)
-            lines.append(f"| {v} | {m * 1e3:.1f} ms | {m / base:.2f}x | {info[w][v]} |")
+            wall, cpu = (statistics.median(t[k] for t in ts) for k in (0, 1))
+            lines.append(f"| {v} | {wall * 1e3:.1f} ms | {wall / base[0]:.2f}x | "
+                         f"{cpu * 1e3:.1f} ms | {cpu / base[1]:.2f}x | {info[w][v]} |")
         lines.append("")
     return "\n".join(lines)
 

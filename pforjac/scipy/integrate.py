@@ -50,6 +50,11 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
                                      vectorized, args, **options)
 
 
+def _sparse():
+    from .. import sparse         # (imports scipy.sparse: only for a large problem)
+    return sparse
+
+
 def _numpy_rhs(fun):
     """The right-hand side as scipy wants it: a numpy array (a Tensor result converted)."""
     def rhs(t, y, *a):
@@ -61,11 +66,11 @@ def _numpy_rhs(fun):
 def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse):
     who = f"pforjac.scipy.integrate.solve_ivp({method})"
     if method in _SPARSE_LU:
-        from ..sparse import jacobian_sparsity, prepare_ode_jacobian
-        pattern = use_sparse(sparse, lambda: jacobian_sparsity(
+        pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
             lambda y: fun(t0, y, *args), y0), y0.size, who)
         if pattern is not None:
-            return prepare_ode_jacobian(fun, t0, y0, sparsity=pattern, args=args).scipy_jac()
+            return _sparse().prepare_ode_jacobian(fun, t0, y0, sparsity=pattern,
+                                                  args=args).scipy_jac()
     compiled = Derivatives(who).compiled(
         lambda y, t, *a: jacfwd(lambda z: fun(t, z, *a))(y))
 

@@ -112,11 +112,10 @@ def _numpy_scalar(fun):
 def _second_order(fun, x0, args, name: str, sparse, d: Derivatives):
     """(hess, hessp) for `name`: a sparse Hessian, a dense one, or a Hessian-vector product."""
     if name in _SPARSE_HESS:
-        from ..sparse import hessian_sparsity, prepare_hessian
-        pattern = use_sparse(sparse, lambda: hessian_sparsity(lambda y: fun(y, *args), x0),
-                             x0.size, d.who)
+        pattern = use_sparse(sparse, lambda: _sparse().hessian_sparsity(
+            lambda y: fun(y, *args), x0), x0.size, d.who)
         if pattern is not None:
-            return prepare_hessian(fun, x0, sparsity=pattern, args=args), None
+            return _sparse().prepare_hessian(fun, x0, sparsity=pattern, args=args), None
     if name in _HESS:
         dense = d.compiled(lambda x, *a: hessian(lambda y: fun(y, *a), x))
         return (lambda x, *a: as_numpy(dense(x, *a))), None
@@ -150,13 +149,19 @@ def _dense_jacobian(fun, m: int, n: int, d: Derivatives, kwargs=None):
 
 def _sparse_jacobian(fun, x0, args, kwargs, sparse, who):
     """A PreparedJacobian (called as scipy calls jac) when the rule says sparse, else None."""
-    from ..sparse import jacobian_sparsity, prepare_jacobian
     f = (lambda y, *a: fun(y, *a, **kwargs)) if kwargs else fun
-    pattern = use_sparse(sparse, lambda: jacobian_sparsity(lambda y: f(y, *args), x0),
-                         x0.size, who)
+    pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
+        lambda y: f(y, *args), x0), x0.size, who)
     if pattern is None:
         return None
-    return prepare_jacobian(f, x0, sparsity=pattern, args=args)
+    return _sparse().prepare_jacobian(f, x0, sparsity=pattern, args=args)
+
+
+def _sparse():
+    """pforjac.sparse, imported when a problem is large enough to be looked at (it imports
+    scipy.sparse)."""
+    from .. import sparse
+    return sparse
 
 
 def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
