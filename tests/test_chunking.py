@@ -150,3 +150,11 @@ def test_without_tqdm_there_is_no_bar_and_no_error(no_delay, monkeypatch, capsys
     x = np.linspace(0.0, 1.0, 40)
     np.testing.assert_allclose(pj.jacrev(_wide, chunk_size=10)(x), pj.jacrev(_wide)(x))
     assert capsys.readouterr().err == ""
+
+
+def test_a_pass_chunked_to_fit_the_budget_shows_the_bar(no_delay, budget, capsys):
+    budget("2MiB")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pj.jacrev(_wide)(np.linspace(0.0, 1.0, 120))
+    assert "jacobian:   0%|" in capsys.readouterr().err
