@@ -71,10 +71,11 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse):
         if pattern is not None:
             return _sparse().prepare_ode_jacobian(fun, t0, y0, sparsity=pattern,
                                                   args=args).scipy_jac()
+    # exactly the arrays that change as arguments (one solve's args are in the code); t as
+    # a 0-d array: traced as an input, not compiled in as a value per time step
     compiled = Derivatives(who).compiled(
-        lambda y, t, *a: jacfwd(lambda z: fun(t, z, *a))(y))
+        lambda y, t: jacfwd(lambda z: fun(t, z, *args))(y))
 
     def jac(t, y, *a):
-        # t as a 0-d array: traced as an input, not compiled in as a value per time step
-        return as_numpy(compiled(y, np.asarray(t, dtype=float), *a))
+        return as_numpy(compiled(y, np.asarray(t, dtype=float)))
     return jac

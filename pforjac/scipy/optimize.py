@@ -88,10 +88,10 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
     args = args if isinstance(args, tuple) else (args,)
     d = Derivatives(f"pforjac.scipy.optimize.minimize({name})")
     if jac is None:
-        value_grad = d.compiled(value_and_grad(fun))
+        value_grad = d.compiled(value_and_grad(_closed(fun, args)))
 
-        def fun_and_grad(x, *a):
-            value, g = value_grad(x, *a)
+        def fun_and_grad(x, *a):          # (args are in the compiled code: one solve's)
+            value, g = value_grad(x)
             return float(value), as_numpy(g)
         fun_, jac = fun_and_grad, True
     else:
@@ -100,6 +100,14 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         hess, hessp = _second_order(fun, x0, args, name, sparse, d)
     return _scipy_optimize().minimize(fun_, x0, args, method, jac, hess, hessp, bounds,
                                       constraints, tol, callback, options)
+
+
+def _closed(fun, args: tuple, kwargs=None):
+    """fun of x alone, its extra arguments fixed for the solve. The compiled functions take
+    exactly the arrays that change (a signature with defaults or *args is bound anew on
+    every call of a pforjac.function: 15 us a call)."""
+    kwargs = kwargs or {}
+    return lambda x: fun(x, *args, **kwargs)
 
 
 def _numpy_scalar(fun):
@@ -116,11 +124,12 @@ def _second_order(fun, x0, args, name: str, sparse, d: Derivatives):
             lambda y: fun(y, *args), x0), x0.size, d.who)
         if pattern is not None:
             return _sparse().prepare_hessian(fun, x0, sparsity=pattern, args=args), None
+    f = _closed(fun, args)
     if name in _HESS:
-        dense = d.compiled(lambda x, *a: hessian(lambda y: fun(y, *a), x))
-        return (lambda x, *a: as_numpy(dense(x, *a))), None
-    product = d.compiled(lambda x, p, *a: hvp(lambda y: fun(y, *a), x, p)[1])
-    return None, (lambda x, p, *a: as_numpy(product(x, np.asarray(p, dtype=x.dtype), *a)))
+        dense = d.compiled(lambda x: hessian(f, x))
+        return (lambda x, *a: as_numpy(dense(x))), None
+    product = d.compiled(lambda x, p: hvp(f, x, p)[1])
+    return None, (lambda x, p, *a: as_numpy(product(x, np.asarray(p, dtype=x.dtype))))
 
 
 # -- least_squares and root --------------------------------------------------------------------
@@ -137,13 +146,12 @@ def _jacobian_mode(m: int, n: int):
     return jacfwd if m >= n else jacrev
 
 
-def _dense_jacobian(fun, m: int, n: int, d: Derivatives, kwargs=None):
-    kwargs = kwargs or {}
-    transform = _jacobian_mode(m, n)
-    compiled = d.compiled(lambda x, *a: transform(lambda y: fun(y, *a, **kwargs))(x))
+def _dense_jacobian(fun, m: int, n: int, d: Derivatives, args: tuple, kwargs=None):
+    f, transform = _closed(fun, args, kwargs), _jacobian_mode(m, n)
+    compiled = d.compiled(lambda x: transform(f)(x))
 
     def jac(x, *a):
-        return as_numpy(compiled(np.asarray(x, dtype=float), *a))
+        return as_numpy(compiled(np.asarray(x, dtype=float)))
     return jac
 
 
@@ -193,7 +201,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
             options.setdefault("tr_solver", "lsmr")
         else:
             m = fun_(x0, *args).size
-            jac = _dense_jacobian(fun, m, x0.size, Derivatives(who), kwargs)
+            jac = _dense_jacobian(fun, m, x0.size, Derivatives(who), args, kwargs)
     return _scipy_optimize().least_squares(fun_, x0, jac, bounds, method, args=args,
                                            **options)
 
@@ -218,7 +226,8 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     fun_ = _numpy_vector(fun)
     if jac is None and method in _ROOT_JACOBIAN:
         m = fun_(x0, *args).size
-        jac = _dense_jacobian(fun, m, x0.size, Derivatives("pforjac.scipy.optimize.root"))
+        jac = _dense_jacobian(fun, m, x0.size, Derivatives("pforjac.scipy.optimize.root"),
+                              args)
     return _scipy_optimize().root(fun_, x0, args, method, jac, tol, callback, options)
 
 
