@@ -16,14 +16,16 @@ from .program import Program, make_program, run_program
 from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
-from .functional import jacobian, hessian, vjp, jvp, hvp
-from .transforms import grad, value_and_grad, jacrev, jacfwd
+from .functional import vjp, jvp, hvp
+from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian
 from .diagnostics import fallback_report
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
 from . import numpy  # noqa: F401  (pforjac.numpy; registers numpy-signature functions)
 from .scipy import special as _special  # noqa: F401  (pforjac.scipy.special; no scipy import)
+from . import mutation as _mutation  # noqa: F401  (t[i] = v and t += v, with value semantics)
+from . import mutation_numpy as _mutation_numpy  # noqa: F401  (np.copyto, np.put, out=, ...)
 
 __version__ = "0.1.0"
 

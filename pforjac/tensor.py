@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import conversion_error, needed_by
+from .conversion import conversion_error, dlpack, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -154,21 +154,21 @@ class Tensor:
         array([ 5., 25.], dtype=float32)
     """
 
-    __slots__ = ("_value", "_handed", "__weakref__")   # _handed: numpy()'s view, made on demand
+    __slots__ = ("_value", "_handed", "_trace", "_shape", "_dtype", "name", "made_by", "_links",
+                 "__weakref__")   # SymbolicTensor's too (pforjac.rebinding swaps them)
     __array_ufunc__ = None  # replaced by numpy_dispatch.install: np.sin(t) runs pforjac.sin
-    _trace = None           # symbolic values belong to a trace; eager ones to none
 
     @classmethod
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
-        t._value, t._handed = _read_only(arr), None
+        t._value, t._handed, t._trace = _read_only(arr), None, None
         if _state.tapes:
             _seen_made(t)
         return t
 
     def __init__(self, value, dtype=None):
         self._value = _read_only(_own_array(value, dtype))   # a numpy array is copied, as by constant()
-        self._handed = None
+        self._handed = self._trace = None
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
@@ -194,6 +194,14 @@ class Tensor:
                                  f"needs a copy, but copy=False was asked for")
             return value.astype(dtype)
         return value.copy() if copy else value  # np.array(t) copies: tensors stay immutable
+
+    def __format__(self, spec: str) -> str:   # numpy's: f"{t:.3f}" works for a 0-d tensor
+        return format(self.numpy(), spec) if spec else str(self)
+
+    __dlpack__ = dlpack                         # np.from_dlpack(t), refused as __array__ is
+
+    def __dlpack_device__(self) -> tuple:
+        return self.numpy().__dlpack_device__()
 
     def __bool__(self) -> bool:
         return bool(self.numpy())
@@ -254,7 +262,7 @@ class Tensor:
 class SymbolicTensor(Tensor):
     """A value inside a trace: it has a shape and a dtype, but no data."""
 
-    __slots__ = ("_shape", "_dtype", "_trace", "name", "made_by")
+    __slots__ = ()              # (Tensor holds its slots)
 
     def __init__(self, shape: tuple, dtype, trace, name: str, made_by: str | None = None):
         self._shape = tuple(shape)
@@ -325,14 +333,14 @@ class Variable(Tensor):
         4.0
     """
 
-    __slots__ = ("trainable", "name", "_snapshot")
+    __slots__ = ("trainable", "_snapshot")
     __copy__ = __deepcopy__ = None      # mutable: copy's default, a new Variable of its value
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
         self._value = _read_only(np.array(_to_array(value, dtype), order="C"))  # own copy, C-ordered as
         # constant() copies are (a product rounds by its operands' layout)
-        self._handed = None
+        self._handed = self._trace = None
         self.trainable = trainable
         self.name = name or "Variable"
         self._snapshot = None
@@ -466,7 +474,7 @@ def _seen_made(t: Tensor) -> None:
     asked for after the block, if they did not record it, is unconnected: a constant, not
     a target computed outside the block; see GradientTape._check_recorded)."""
     for tape in _state.tapes:
-        tape._made.add(id(t))
+        tape.note_made(t)
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:

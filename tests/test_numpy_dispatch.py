@@ -129,12 +129,13 @@ def test_outside_tapes_numpy_falls_back_and_returns_arrays():
 
 def test_refused_keywords_methods_and_out():
     x = pj.constant(X0)
-    with pytest.raises(TypeError, match=r"numpy\.sin\(\.\.\., out=<Tensor>\)"):
-        np.sin(X0, out=x)
-    with pytest.raises(TypeError, match=r"sum: pforjac tensors are immutable.*got out"):
+    assert np.sin(X0, out=x) is x                 # out= a Tensor: written by rebinding it
+    np.testing.assert_allclose(x.numpy(), np.sin(X0))     # (tests/test_mutation.py)
+    x = pj.constant(X0)
+    with pytest.raises(TypeError, match=r"sum: .*got out"):
         np.sum(x, out=np.zeros(()))
-    with pytest.raises(TypeError, match=r"numpy\.add\.at.*immutable"):
-        np.add.at(x, [0], 1.0)
+    with pytest.raises(TypeError, match=r"numpy\.multiply\.at on a Tensor"):
+        np.multiply.at(x, [0], 2.0)
     with pj.GradientTape() as tape:
         tape.watch(x)
         with pytest.raises(TypeError, match=r"numpy\.add\.reduce"):
@@ -351,7 +352,7 @@ def test_dispatch_in_tape_jacobian_with_pfor_and_in_compiled_functions():
     expected = np.diag(np.exp(X0) * (M0 @ X0)) + np.exp(X0)[:, None] * M0
     np.testing.assert_allclose(jac.numpy(), expected)
     f = pj.function(lambda x: np.sum(np.sin(x)) + np.dot(x, Y0))
-    np.testing.assert_allclose(f(X0).numpy(), np.sin(X0).sum() + X0 @ Y0)
+    np.testing.assert_allclose(np.asarray(f(X0)), np.sin(X0).sum() + X0 @ Y0)
     g = pj.function(lambda x: pj.jacobian(reproducer, x, vectorize=True))
     np.testing.assert_allclose(g(pj.constant(X0)).numpy(), 2 * X0 + Y0)
 
