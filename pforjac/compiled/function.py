@@ -493,9 +493,7 @@ def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: 
             out row-major without a copy (the log-softmax head of benchmarks/zoo.py in half the
             time). BLAS may round such a product's rows otherwise in their last bits; with
             False, results have eager code's bits, as repeated eager calls (the loop cache) do.
-        backend: "numpy" (generated numpy code) or "numba" (one native function per trace,
-            `pforjac[numba]`; docs/numba.md); default `pforjac.config.backend`, read at
-            each trace. A program numba can't compile runs on numpy, with a warning.
+        backend: "numpy" or "numba" (docs/numba.md); default `pforjac.config.backend`.
     """
     if fn is None:
         return lambda f: Function(f, simplify, batch_major, backend)
