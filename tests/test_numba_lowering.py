@@ -20,9 +20,9 @@ abs add all_finite arccos arccosh arcsin arcsinh arctan arctan2 arctanh broadcas
 ceil concat copy copysign cos cosh deg2rad divide equal exp exp2 expm1 floor floor_divide fmax
 fmin fmod gather getitem greater greater_equal hypot isfinite isinf isnan less less_equal log
 log10 log1p log2 logaddexp2 logical_and logical_not logical_or matmul max maximum min minimum
-multiply multiply_no_nan multiply_zero_safe neg not_equal power prod rad2deg reciprocal remainder
-reshape round scatter_add setitem_zeros sign signbit sin sinh sqrt square stop_gradient subtract
-sum tan tanh transpose trunc where
+multiply multiply_no_nan multiply_zero_safe neg not_equal ones_like power prod rad2deg reciprocal remainder
+reshape round scatter_add setitem_zeros sign signbit sin sinh split sqrt square stop_gradient
+subtract sum tan tanh transpose trunc where zeros_like
 """.split())
 
 PRIMITIVES = sorted(core.primitives.values(), key=lambda p: p.name)

@@ -111,6 +111,15 @@ def _identity(ctx, eqn, args) -> str:
     return args[0]
 
 
+@lowers(_p("zeros_like"), _p("ones_like"))
+def _filled_like(ctx, eqn, args) -> str:
+    out = eqn.outputs[0]
+    value = 0 if eqn.prim.name == "zeros_like" else 1
+    if out.ndim == 0:
+        return f"{numba_dtype(out.dtype)}({value})"
+    return f"np.{'zeros' if value == 0 else 'ones'}({tuple(out.shape)}, {numba_dtype(out.dtype)})"
+
+
 @lowers(_p("cast"))
 def _cast(ctx, eqn, args) -> str:
     x, out = eqn.inputs[0], eqn.outputs[0]
@@ -168,6 +177,19 @@ def _getitem(ctx, eqn, args) -> str:
         raise NotLowered("indexing a 0-d value")
     ctx.strided.add(id(eqn.outputs[0]))
     return f"{args[0]}[{_index_source(eqn.params['key'])}]"
+
+
+@lowers(_p("split"))
+def _split(ctx, eqn, args) -> str:
+    """The pieces as basic slices along the axis (views, as np.split makes)."""
+    x = eqn.inputs[0]
+    axis = eqn.params["axis"] % x.ndim
+    bounds = [0, *eqn.params["indices"], x.shape[axis]]
+    for out in eqn.outputs:
+        ctx.strided.add(id(out))
+    lead = ":, " * axis
+    pieces = [f"{args[0]}[{lead}{int(a)}:{int(b)}]" for a, b in zip(bounds, bounds[1:])]
+    return f"({', '.join(pieces)},)"
 
 
 @lowers(_p("setitem_zeros"))
