@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["multiply_no_nan", "select", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
-           "min_axis"]
+           "min_axis", "batched_dot"]
 
 
 def multiply_no_nan(x, y):
@@ -82,6 +82,15 @@ def min_axis(x):
     return out
 
 
+def batched_dot(a, b):
+    """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks: one BLAS product
+    per matrix."""
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.dot(a[i], b[i])
+    return out
+
+
 try:
     import numba
 except ImportError:          # numba is optional: only generated code uses these kernels
@@ -95,3 +104,4 @@ if numba is not None:
     prod_axis = numba.njit(cache=True)(prod_axis)
     max_axis = numba.njit(cache=True)(max_axis)
     min_axis = numba.njit(cache=True)(min_axis)
+    batched_dot = numba.njit(cache=True)(batched_dot)

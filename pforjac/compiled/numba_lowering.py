@@ -287,10 +287,17 @@ def _all_finite(ctx, eqn, args) -> str:
 # -- products --------------------------------------------------------------------------------
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
-    """np.dot through BLAS: 1-D and 2-D operands of one float dtype, made contiguous."""
+    """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
+    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`)."""
     a, b = eqn.inputs
-    if a.ndim not in (1, 2) or b.ndim not in (1, 2):
-        raise NotLowered(f"a batched product of {a.ndim}-D and {b.ndim}-D operands")
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
-    return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+    if a.ndim in (1, 2) and b.ndim in (1, 2):
+        return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+    if a.ndim < 2 or b.ndim < 2:
+        raise NotLowered("a batched product with a 1-D operand")
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    count = int(np.prod(batch, dtype=np.int64))
+    stacks = [f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + tuple(v.shape[-2:])}))"
+              f".reshape({(count,) + tuple(v.shape[-2:])})" for arg, v in zip(args, (a, b))]
+    return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
