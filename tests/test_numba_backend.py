@@ -142,3 +142,20 @@ def test_a_second_process_loads_the_compiled_code_from_the_disk_cache(tmp_path):
     assert runs[0][0] == runs[1][0] == str(np.round(np.cos(x) * x + np.sin(x), 12).tolist())
     assert runs[0][1] == "0 1" and runs[1][1] == "1 0"      # compiled, then loaded
     assert list((tmp_path / "numba" / "__pycache__").glob("pj_*.nbi"))
+
+
+def test_variables_are_read_at_every_call_and_guards_refuse_nan_as_on_numpy():
+    w = pj.Variable(np.linspace(0.5, 1.5, 4))
+    f = pj.function(lambda x: pj.tanh(x * w) * 2.0, backend="numba")
+    x = np.linspace(-1.0, 1.0, 4)
+    np.testing.assert_allclose(f(x), np.tanh(x * w.numpy()) * 2.0, rtol=1e-15)
+    w.assign(np.full(4, 3.0))
+    np.testing.assert_allclose(f(x), np.tanh(x * 3.0) * 2.0, rtol=1e-15)
+    assert next(iter(f._cache.values())).backend == "numba"
+    hessian, x = WORKLOADS["hessian"]
+    x = x.copy()
+    x[1] = np.nan                           # the structure guards refuse it: the dense twin runs
+    native, numpy = pj.function(hessian, backend="numba"), pj.function(hessian, backend="numpy")
+    np.testing.assert_array_equal(native(x), numpy(x))
+    compiled, = native._cache.values()
+    assert compiled.backend == "numba" and compiled.dense is not None
