@@ -39,7 +39,8 @@ from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
 from .program import make_program
 from .tape import GradientTape
-from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
+from .tensor import (Tensor, as_tensor, check_differentiable_input, check_not_complex_for_real,
+                     is_float)
 from .tree import tree_unflatten
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "UnsupportedOptionsError"]
@@ -73,9 +74,7 @@ def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
 def _as_inputs(inputs, fn_name: str) -> tuple[bool, tuple]:
     is_tuple, xs = _as_tuple(inputs, "inputs", fn_name)
     for k, x in enumerate(xs):
-        if not is_float(x.dtype):
-            raise TypeError(f"{fn_name}: inputs[{k}] has dtype {x.dtype.name}, but derivatives are "
-                            f"taken with respect to floating-point inputs only; cast it first")
+        check_differentiable_input(x.dtype, f"{fn_name}: inputs[{k}]")
     return is_tuple, xs
 
 

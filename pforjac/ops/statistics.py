@@ -149,17 +149,29 @@ def count_nonzero(a, axis=None, keepdims=False):
     return _sum(cast(not_equal(a, 0), np.int64), axis, keepdims)
 
 
-def _value(v) -> np.ndarray:
-    """A value to compare: a comparison has no derivative, so reading it drops nothing."""
-    return stop_gradient(v).numpy() if isinstance(v, Tensor) else np.asarray(v)
+def _value(v, name: str) -> np.ndarray:
+    """A value to compare: a comparison has no derivative, so reading it drops nothing. A
+    traced value (pforjac.function, a pfor or forward-mode body) has none yet, and a Python
+    bool can't wait for it: refused, naming `name` and the traced alternative."""
+    if not isinstance(v, Tensor):
+        return np.asarray(v)
+    if v._trace is not None:
+        raise TypeError(f"numpy.{name} returns a Python bool, which needs the values, and "
+                        f"{v.describe()} is a traced value that has none until the traced code "
+                        f"runs (pforjac.function, a pfor or forward-mode body); compare with "
+                        f"tensors instead, e.g. np.all(np.abs(a - b) <= atol + rtol * np.abs(b)) "
+                        f"(a bool tensor), and choose with pforjac.where; or call {name} outside")
+    return stop_gradient(v).numpy()
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """np.allclose on the values (a Python bool: no derivative)."""
+    """np.allclose on the values (a Python bool: no derivative; refused on traced values)."""
     a, b = as_operands((a, b))
-    return bool(np.allclose(_value(a), _value(b), rtol, atol, equal_nan))
+    return bool(np.allclose(_value(a, "allclose"), _value(b, "allclose"), rtol, atol, equal_nan))
 
 
 def array_equal(a1, a2, equal_nan=False) -> bool:
-    """np.array_equal on the values (a Python bool: no derivative)."""
-    return bool(np.array_equal(_value(a1), _value(a2), equal_nan=equal_nan))
+    """np.array_equal on the values (a Python bool: no derivative; refused on traced
+    values)."""
+    return bool(np.array_equal(_value(a1, "array_equal"), _value(a2, "array_equal"),
+                               equal_nan=equal_nan))

@@ -15,6 +15,7 @@ from .colored import ColoredPattern
 from .coloring import (_count, _sp, as_pattern, column_coloring, row_coloring, star_coloring,
                        unique_in_row)
 from .compressed import flat_program, forward_pass, gradient_program, reverse_pass, seed_matrix
+from ..tensor import check_differentiable_input
 
 __all__ = ["PreparedJacobian", "PreparedHessian", "prepare_jacobian", "prepare_hessian",
            "prepare_ode_jacobian", "jacobian", "hessian"]
@@ -28,8 +29,7 @@ def _float_array(x, what: str) -> np.ndarray:
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         raise TypeError(f"{what} is complex ({arr.dtype}); pforjac.sparse takes real inputs")
-    if arr.dtype.kind not in "f":
-        arr = arr.astype(np.float64)
+    check_differentiable_input(arr.dtype, what)
     return arr
 
 
