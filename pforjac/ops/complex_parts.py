@@ -72,11 +72,11 @@ def angle(z, deg=False):
 
 def abs_squared(x):
     """|x|^2 (real for complex x: re^2 + im^2, with no |x|'s square root and its kink at
-    0); x * x for real x."""
+    0); square(x) for real x."""
     x = as_tensor(x)
     if x.dtype.kind == "c":
         return square(real(x)) + square(imag(x))
-    return x * x
+    return square(x)
 
 
 @core.defexamples(imag_p)

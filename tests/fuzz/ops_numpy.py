@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .ops import _kinked, _top_gap, op
+from .ops import OPS, _kinked, _top_gap, op
 
 
 def _gen():
@@ -362,11 +362,9 @@ def _draw_corrcoef_y(d, k, s):
 
 
 def _wide(fn):
-    """numpy's cov and corrcoef compute in float64 at least: rounded back to the input's."""
-    def ref(B, a, **kw):
-        out = fn(B, a, **kw)
-        return out if B.jax else np.asarray(out).astype(a.dtype)
-    return ref
+    """numpy's cov and corrcoef compute and return float64 at least, as pforjac's do: their
+    programs run in float64 (a float32 program's derivatives would change dtype there)."""
+    return fn
 
 
 custom("np_average", lambda B, a, w, **kw: B.xp.average(a, weights=w, **kw),
@@ -381,6 +379,8 @@ custom("np_ptp", _kinked(lambda B, a, **kw: B.xp.ptp(a, **kw), _top_gap), _np_ca
        lambda d, k, s: _gen().family_args(d, _REDUCE_LIKE, k) if s and all(s) else None,
        zeroing=True)
 _REDUCE_LIKE = type("ReduceLike", (), {"family": "reduce", "name": "max", "domain": ""})()
+for _name in ("np_cov", "pj_corrcoef", "np_corrcoef_y"):
+    OPS[_name].extra["float64"] = True          # (see _wide)
 
 
 # -- scipy.special's composites ----------------------------------------------------------------
