@@ -1,17 +1,13 @@
 """Records tests/data/complex_jax.json with JAX (float64/complex128), the oracle of
-tests/test_complex_numpy.py: for each expression of CASES in `xp` (numpy's names; JAX's
-jax.numpy here, numpy dispatch on pforjac Tensors there) of a complex array z, the value,
-jax.grad and jax.jvp (tangent T) for real results, and jax.vjp (cotangent CT) and jax.jvp (tangent T) for complex
-ones. Run with the oracle's Python: /work/oracle/bin/python tests/data/complex_jax.py
+tests/test_complex_numpy.py: for each expression of REAL and COMPLEX in `xp` (numpy's names;
+jax.numpy here, numpy dispatch on pforjac Tensors there) of a complex array z: the value;
+jax.grad and jax.jvp (tangent T) for real results; jax.vjp (cotangent CT) and jax.jvp for
+complex ones. Run with the oracle's Python: /work/oracle/bin/python tests/data/complex_jax.py
 """
 import json
 import pathlib
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-
-jax.config.update("jax_enable_x64", True)
 
 Z = [[1 + 2j, -0.5 + 0.3j, 0.7 - 1.1j], [0.2 - 0.4j, -1.3 - 0.6j, 0.9 + 0.8j]]
 W = [[0.3 - 0.7j, 1.1 + 0.2j, -0.4 + 0.5j], [0.6 + 0.1j, -0.2 - 0.9j, 0.5 - 0.3j]]
@@ -61,6 +57,9 @@ def pair(a):
 
 
 def record():
+    import jax                   # (here: the test suite imports this module, without JAX)
+    import jax.numpy as jnp
+    jax.config.update("jax_enable_x64", True)
     z, w, t = (jnp.asarray(np.array(v)) for v in (Z, W, T))
     cases = {}
     for name, expr in REAL.items():
