@@ -42,8 +42,8 @@ from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
 from .program import make_program
 from .tape import GradientTape
-from .tensor import (Tensor, as_tensor, check_differentiable_input, check_not_complex_for_real,
-                     is_float)
+from .inputs import check_differentiable_input
+from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "UnsupportedOptionsError"]

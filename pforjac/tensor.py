@@ -11,7 +11,7 @@ from .conversion import conversion_error, dlpack, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
-           "is_float", "check_differentiable_input"]
+           "is_float"]
 
 
 def is_float(dtype) -> bool:
@@ -28,15 +28,6 @@ def check_not_complex_for_real(value: "Tensor", partner_dtype, what: str,
         raise TypeError(f"{what} is {value.dtype.name}, but the {partner} it pairs with is "
                         f"{np.dtype(partner_dtype).name}: casting would drop the imaginary part. "
                         f"Pass a real {what.rsplit(': ', 1)[-1]}, or make the {partner} complex")
-
-
-def check_differentiable_input(dtype, what: str) -> None:
-    """Derivatives are taken with respect to floating-point (or complex) inputs only: an
-    integer or bool input is refused, by every entry point, with this one message (`what`
-    names the input: "jacobian: inputs[0]")."""
-    if not is_float(dtype):
-        raise TypeError(f"{what} has dtype {np.dtype(dtype).name}, but derivatives are taken "
-                        f"with respect to floating-point inputs only; cast it first")
 
 
 def _all_python_numbers(value) -> bool:

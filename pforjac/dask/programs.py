@@ -24,8 +24,8 @@ from ..jacobians import _gradients
 from ..pfor import vectorize_stacked
 from ..program import make_program
 from ..tape import GradientTape
-from ..tensor import (Tensor, Variable, as_tensor, check_differentiable_input, constant,
-                      is_float)
+from ..inputs import check_differentiable_input
+from ..tensor import Tensor, Variable, as_tensor, constant, is_float
 from .artifact import ChunkProgram
 
 __all__ = ["JacobianPlan", "basis_seeds", "colour_seeds", "chunk_lengths", "reverse_plan",

@@ -16,7 +16,7 @@ from .coloring import (_count, _sp, as_pattern, column_coloring, row_coloring, s
                        unique_in_row)
 from .compressed import flat_program, forward_pass, gradient_program, reverse_pass, seed_matrix
 from ..pickling import picklable_function
-from ..tensor import check_differentiable_input
+from ..inputs import check_differentiable_input
 
 __all__ = ["PreparedJacobian", "PreparedHessian", "prepare_jacobian", "prepare_hessian",
            "prepare_ode_jacobian", "jacobian", "hessian"]
