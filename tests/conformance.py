@@ -41,7 +41,7 @@ class _Slot:
         return self.name
 
 
-A, B = _Slot("A"), _Slot("B")
+A, B, M = _Slot("A"), _Slot("B"), _Slot("M")     # M: a bool mask of A's shape (an ndarray)
 
 DTYPES = ("float64", "float32", "float16", "complex128", "complex64", "int64", "int32", "bool")
 SHAPES = ((), (3,), (2, 3), (3, 3), (2, 2, 3))
@@ -51,11 +51,13 @@ SHAPES = ((), (3,), (2, 3), (3, 3), (2, 2, 3))
 class Call:
     """One call: `fn(*args, **kwargs)` with A and B filled in; `shapes` limits the shapes
     it runs on (None: all); `post` maps the result to what is compared (for results defined
-    up to a sign, as eigenvectors)."""
+    up to a sign, as eigenvectors); `writes`: the function writes into A (np.copyto, np.put:
+    A afterwards is compared, as pforjac's value semantics rebind it)."""
     args: tuple
     kwargs: dict = field(default_factory=dict)
     shapes: tuple | None = None
     post: object = None
+    writes: bool = False
 
     def label(self) -> str:
         parts = [repr(a) if not isinstance(a, _Slot) else a.name for a in self.args]
@@ -63,10 +65,11 @@ class Call:
         return ", ".join(parts)
 
 
-def _c(*args, shapes=None, post=None, **kwargs) -> Call:
-    return Call(tuple(args), kwargs, shapes, post)
+def _c(*args, shapes=None, post=None, writes=False, **kwargs) -> Call:
+    return Call(tuple(args), kwargs, shapes, post, writes)
 
 
+THIRD = 1 / 3                # a float64 float32 rounds
 _MATRIX = ((2, 3), (3, 3), (2, 2, 3))
 _SQUARE = ((3, 3),)
 _VECTOR = ((3,),)
@@ -142,6 +145,10 @@ RECIPES: dict = {
     np.broadcast_arrays: [_c(A, B)],
     np.empty_like: [_c(A, post=lambda r: (np.shape(r), np.dtype(r.dtype).name)),
                     _c(A, dtype=np.float32, post=lambda r: (np.shape(r), np.dtype(r.dtype).name))],
+    np.copyto: [_c(A, B, writes=True), _c(A, 2.5, writes=True), _c(A, B, where=M, writes=True)],
+    np.put: [_c(A, [0, -1], [1.5, 2.5], writes=True), _c(A, 1, THIRD, writes=True)],
+    np.place: [_c(A, M, [1.5, 2.5], writes=True)],
+    np.fill_diagonal: [_c(A, 2.5, writes=True), _c(A, [1.5, 2.5], wrap=True, writes=True)],
     np.where: [_c(A), _c(np.array([True, False, True]), A, B, shapes=((3,), (2, 3))),
                _c(np.array([True, False, True]), A, 0.5, shapes=((3,), (2, 3)))],
 }
@@ -274,6 +281,8 @@ def _fill(args, a, b):
             return a
         if v is B:
             return b
+        if v is M:
+            return np.arange(np.size(a)).reshape(np.shape(a)) % 2 == 0
         if isinstance(v, list) and any(isinstance(x, _Slot) for x in v):
             return [one(x) for x in v]
         return v
@@ -287,7 +296,8 @@ def _invoke(target, call: Call, a, b, method: bool):
         warnings.simplefilter("ignore")
         if method:
             return getattr(args[0], target)(*args[1:], **kwargs)
-        return target(*args, **kwargs)
+        result = target(*args, **kwargs)
+        return args[0] if call.writes else result
 
 
 def run(target, name: str, call: Call, dtype: str, shape: tuple, method: bool = False) -> Outcome:
@@ -295,12 +305,12 @@ def run(target, name: str, call: Call, dtype: str, shape: tuple, method: bool = 
     if call.shapes is not None and shape not in call.shapes:
         return Outcome(None)
     a, b = array(dtype, shape, 0), array(dtype, shape, 1)
+    ta, tb = pj.constant(a), pj.constant(b)        # (before numpy's call: np.copyto writes a)
     try:
         want = _invoke(target, call, a, b, method)
         want = call.post(want) if call.post else want
     except Exception:   # noqa: BLE001  (numpy refuses: pforjac must refuse too)
         want = _REFUSED
-    ta, tb = pj.constant(a), pj.constant(b)
     try:
         got = _invoke(target, call, ta, tb, method)
         got = call.post(got) if call.post else got
