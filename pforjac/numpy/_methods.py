@@ -66,10 +66,6 @@ def _flatten(self, order="C"):
     return numpy_dispatch.reshaped(self, (-1,), order, "flatten")
 
 
-def _ravel(self, order="C"):
-    return numpy_dispatch.reshaped(self, (-1,), order, "ravel")
-
-
 def _reshape(self, *shape, order="C", copy=None):
     """ndarray.reshape: `t.reshape(2, 3)` or `t.reshape((2, 3))`, in `order`."""
     numpy_dispatch._no_extra("reshape", copy=copy)
@@ -77,8 +73,7 @@ def _reshape(self, *shape, order="C", copy=None):
     return numpy_dispatch.reshaped(self, shape, order, "reshape")
 
 
-_NUMPY_SIGNATURES = {"take": _take, "dot": _dot, "flatten": _flatten, "ravel": _ravel,
-                     "reshape": _reshape}
+_NUMPY_SIGNATURES = {"take": _take, "dot": _dot, "flatten": _flatten, "reshape": _reshape}
 
 
 def install() -> None:
