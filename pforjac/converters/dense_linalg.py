@@ -5,7 +5,7 @@ right-hand side is stacked, solves for all iterations as more columns."""
 from __future__ import annotations
 
 from .. import ops
-from ..ops import dense_linalg as la, pseudo_inverse, triangular as tri
+from ..ops import dense_linalg as la, pseudo_inverse, spectral, triangular as tri
 from ..pfor import register_converter
 from ._helpers import align, iter_ndim
 
@@ -45,3 +45,11 @@ def _solve_columns(prim, n, a, b, params):
     wide = ops.reshape(ops.moveaxis(b, 0, -1), tuple(b.shape[1:-1]) + (cols * n,))
     x = prim.bind(a, wide, **params)
     return ops.moveaxis(ops.reshape(x, tuple(x.shape[:-1]) + (cols, n)), -1, 0)
+
+
+@register_converter(spectral.sym_funm_p)
+def _convert_sym_funm(n, args, stacked, f):
+    """Batch axes broadcast in the forward: the loop axis goes in front of every stacked
+    input, padded so that per-iteration batch ranks line up."""
+    rank = max(iter_ndim(x, s) for x, s in zip(args, stacked))
+    return spectral.sym_funm_p.bind(*(align(x, s, rank) for x, s in zip(args, stacked)), f=f), True
