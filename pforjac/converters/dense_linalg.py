@@ -5,7 +5,7 @@ right-hand side is stacked, solves for all iterations as more columns."""
 from __future__ import annotations
 
 from .. import ops
-from ..ops import dense_linalg as la, pseudo_inverse, spectral, triangular as tri
+from ..ops import dense_linalg as la, determinant, pseudo_inverse, spectral, triangular as tri
 from ..pfor import register_converter
 from ._helpers import align, iter_ndim
 
@@ -17,7 +17,8 @@ def _as_batched(prim):
     return convert
 
 
-for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p, pseudo_inverse.pinv_p):
+for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p, pseudo_inverse.pinv_p,
+              determinant.det_p):
     register_converter(_prim)(_as_batched(_prim))
 
 
@@ -47,9 +48,15 @@ def _solve_columns(prim, n, a, b, params):
     return ops.moveaxis(ops.reshape(x, tuple(x.shape[:-1]) + (cols, n)), -1, 0)
 
 
-@register_converter(spectral.sym_funm_p)
-def _convert_sym_funm(n, args, stacked, f):
+def _convert_broadcasting(prim):
     """Batch axes broadcast in the forward: the loop axis goes in front of every stacked
     input, padded so that per-iteration batch ranks line up."""
-    rank = max(iter_ndim(x, s) for x, s in zip(args, stacked))
-    return spectral.sym_funm_p.bind(*(align(x, s, rank) for x, s in zip(args, stacked)), f=f), True
+    def convert(n, args, stacked, **params):
+        rank = max(iter_ndim(x, s) for x, s in zip(args, stacked))
+        return prim.bind(*(align(x, s, rank) for x, s in zip(args, stacked)), **params), True
+    convert.__name__ = f"_convert_{prim.name}"
+    return convert
+
+
+for _prim in (spectral.sym_funm_p, determinant.cofactor_p):
+    register_converter(_prim)(_convert_broadcasting(_prim))

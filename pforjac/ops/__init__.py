@@ -11,14 +11,15 @@ from .dense_linalg import *  # noqa: F401,F403
 from .triangular import *  # noqa: F401,F403
 from .matrix_functions import *  # noqa: F401,F403
 from .spectral import *  # noqa: F401,F403
-from . import dense_linalg, triangular, matrix_functions, spectral
+from .determinant import *  # noqa: F401,F403
+from . import dense_linalg, triangular, matrix_functions, spectral, determinant
 from ._methods import install as _install
 
 __all__ = [name for family in (broadcasting, elementwise, reductions, shape, indexing,
                                            linalg, nn)
            for name in family.__all__]
 __all__ += (dense_linalg.__all__ + triangular.__all__ + matrix_functions.__all__
-            + spectral.__all__)
+            + spectral.__all__ + determinant.__all__)
 
 from . import special, bessel  # noqa: E402,F401  (scipy.special's primitives; names in pforjac.scipy)
 

@@ -24,9 +24,12 @@ from .. import core
 from ..core import defjvp_all, defvjp_all
 from ..tensor import as_tensor
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
-                      from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
+                      from_triangle, invertible, lapack, mT, onto_triangle,
                       result_dtype, solve_shape, spd_example, tril)
 from .broadcasting import broadcast_to, reshape, sum, unbroadcast
+from .elementwise import abs
+from .reductions import max
+from .ties import tie_divide
 from .linalg import matmul
 from .shape import expand_dims
 from .triangular import triangular_solve
@@ -135,16 +138,25 @@ def _eigh_shape(a, lower):
 eigh_p = core.new_primitive("eigh", lapack(_eigh_impl, "eigh"), _eigh_shape, multiple_results=True)
 
 
+def _over_gaps(m, values, op: str):
+    """m[..., i, j] / (values_j - values_i) off the diagonal, 0 on it; NaN at a tie where m is
+    not 0 (`ties.tie_divide`)."""
+    eye = eye_like(m)
+    gaps = expand_dims(values, -2) - expand_dims(values, -1) + eye     # (no tie on the diagonal)
+    scale = expand_dims(max(abs(values), axis=-1, keepdims=True), -1)
+    return tie_divide(m - m * eye, gaps, scale, op=op)
+
+
 def _eigh_vjp(g, ans, a, lower):
     (gw, gv), (w, v) = g, ans
-    inner = diag_embed(gw) + inverse_gaps(w) * matmul(mT(v), gv)
+    inner = diag_embed(gw) + _over_gaps(matmul(mT(v), gv), w, "eigh")
     return [onto_triangle(matmul(v, matmul(inner, mT(v))), lower)]
 
 
 def _eigh_jvp(ts, ans, a, lower):
     w, v = ans
     m = matmul(mT(v), matmul(from_triangle(ts[0], lower), v))
-    return [diag_part(m), matmul(v, inverse_gaps(w) * m)]
+    return [diag_part(m), matmul(v, _over_gaps(m, w, "eigh"))]
 
 
 defvjp_all(eigh_p, _eigh_vjp)
@@ -177,32 +189,40 @@ def _svd_shape(a):
 svd_p = core.new_primitive("svd", lapack(_svd_impl, "svd"), _svd_shape, multiple_results=True)
 
 
+def _over_values(m, s):
+    """m / s along the last axis; 0 where s is 0 and m is too (a zero singular value of a
+    non-square matrix whose vectors nothing uses), NaN where m is not."""
+    scale = max(s, axis=-1, keepdims=True)
+    return tie_divide(m, expand_dims(s, -2), expand_dims(scale, -1), op="svd")
+
+
 def _svd_vjp(g, ans, a):
     (gu, gs, gvh), (u, s, vh) = g, ans
     v, gv = mT(vh), mT(gvh)
-    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    row, col = expand_dims(s, -2), expand_dims(s, -1)
     j, k = matmul(mT(u), gu), matmul(vh, gv)
-    inner = diag_embed(gs) + (f * (j - mT(j))) * row + col * (f * (k - mT(k)))
+    inner = (diag_embed(gs) + _over_gaps(j - mT(j), s * s, "svd") * row
+             + col * _over_gaps(k - mT(k), s * s, "svd"))
     ga = matmul(u, matmul(inner, vh))
     if u.shape[-2] > u.shape[-1]:             # U not square: the part of gu outside its span
-        ga = ga + matmul((gu - matmul(u, j)) / row, vh)
+        ga = ga + matmul(_over_values(gu - matmul(u, j), s), vh)
     if v.shape[-2] > v.shape[-1]:
-        ga = ga + matmul(u, mT((gv - matmul(v, k)) / row))
+        ga = ga + matmul(u, mT(_over_values(gv - matmul(v, k), s)))
     return [ga]
 
 
 def _svd_jvp(ts, ans, a):
     (u, s, vh), da = ans, ts[0]
     v = mT(vh)
-    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    row, col = expand_dims(s, -2), expand_dims(s, -1)
     da_v = matmul(da, v)
     dp = matmul(mT(u), da_v)
-    du = matmul(u, f * (dp * row + col * mT(dp)))
-    dv = matmul(v, f * (col * dp + mT(dp) * row))
+    du = matmul(u, _over_gaps(dp * row + col * mT(dp), s * s, "svd"))
+    dv = matmul(v, _over_gaps(col * dp + mT(dp) * row, s * s, "svd"))
     if u.shape[-2] > u.shape[-1]:
-        du = du + (da_v - matmul(u, dp)) / row
+        du = du + _over_values(da_v - matmul(u, dp), s)
     if v.shape[-2] > v.shape[-1]:
-        dv = dv + (matmul(mT(da), u) - matmul(v, mT(dp))) / row
+        dv = dv + _over_values(matmul(mT(da), u) - matmul(v, mT(dp)), s)
     return [du, diag_part(dp), mT(dv)]
 
 

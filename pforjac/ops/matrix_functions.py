@@ -1,7 +1,7 @@
 """numpy.linalg's functions that are composites of the dense primitives (dense_linalg.py)
 and of elementwise ops and reductions: every rule comes from theirs.
 
-inv solves against the identity; det is sign * exp(log|det|); pinv and lstsq go through
+inv solves against the identity; det is a primitive (`determinant.py`); pinv and lstsq go through
 the svd (singular values under rcond times the largest are cut, as numpy does); norm is
 sums, abs, sqrt and maxima, or singular values for the spectral and nuclear norms;
 matrix_power squares repeatedly.
@@ -16,8 +16,9 @@ import numpy as np
 from ..tensor import as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
 from ._matrix import check_square, mT, result_dtype
-from .dense_linalg import eigh, inverse, slogdet_p, svd_p
-from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
+from .dense_linalg import eigh, inverse, svd_p
+from .determinant import det_p
+from .elementwise import abs, cast, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
 from .linalg import matmul
 from .pseudo_inverse import pinv_p
@@ -37,11 +38,11 @@ def inv(a):
 
 
 def det(a):
-    """The determinant of a square matrix (stack), as `np.linalg.det` (sign * exp(log|det|))."""
+    """The determinant of a square matrix (stack), as `np.linalg.det`; its derivatives (the
+    cofactors and theirs, from an SVD) are exact at singular matrices too."""
     a = as_tensor(a)
     check_square("det", a)
-    sign, logabsdet = slogdet_p.bind(a)
-    return sign * exp(logabsdet)
+    return det_p.bind(a)
 
 
 def eigvalsh(a, UPLO: str = "L"):
