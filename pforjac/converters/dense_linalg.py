@@ -5,7 +5,8 @@ right-hand side is stacked, solves for all iterations as more columns."""
 from __future__ import annotations
 
 from .. import ops
-from ..ops import dense_linalg as la, determinant, pseudo_inverse, spectral, triangular as tri
+from ..ops import dense_linalg as la, determinant, eigenvalues, pseudo_inverse, spectral
+from ..ops import triangular as tri
 from ..pfor import register_converter
 from ._helpers import align, iter_ndim
 
@@ -18,7 +19,7 @@ def _as_batched(prim):
 
 
 for _prim in (la.cholesky_p, la.eigh_p, la.svd_p, la.qr_p, la.slogdet_p, pseudo_inverse.pinv_p,
-              determinant.det_p):
+              determinant.det_p, eigenvalues.eigvalsh_p, eigenvalues.svdvals_p):
     register_converter(_prim)(_as_batched(_prim))
 
 
@@ -60,3 +61,13 @@ def _convert_broadcasting(prim):
 
 for _prim in (spectral.sym_funm_p, determinant.cofactor_p):
     register_converter(_prim)(_convert_broadcasting(_prim))
+
+
+@register_converter(eigenvalues.eigh_lift_p)
+def _convert_eigh_lift(n, args, stacked, lower, constant=0):
+    """a (..., m, m) and c (..., m): their per-iteration batch axes (all but the last 2 and
+    the last 1) line up once each stacked one's loop axis is padded to the same rank."""
+    (a, c), (sa, sc) = args, stacked
+    rank = max(a.ndim - sa - 2, c.ndim - sc - 1)
+    a, c = align(a, sa, rank + 2), align(c, sc, rank + 1)
+    return eigenvalues.eigh_lift_p.bind(a, c, lower=lower, constant=constant), True

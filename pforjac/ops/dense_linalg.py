@@ -245,8 +245,10 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
         raise NotImplementedError(f"svd: full_matrices=True on a {m}x{n} matrix needs an "
                                   f"orthogonal complement, which pforjac does not compute; "
                                   f"pass full_matrices=False (the reduced factors)")
-    u, s, vh = svd_p.bind(a)
-    return SVDResult(u, s, vh) if compute_uv else s
+    if not compute_uv:
+        from .eigenvalues import svdvals_p       # (its derivatives hold at repeated values)
+        return svdvals_p.bind(a)
+    return SVDResult(*svd_p.bind(a))
 
 
 # -- qr: a = Q R, reduced --------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import numpy as np
 from ..tensor import as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
 from ._matrix import check_square, mT, result_dtype
-from .dense_linalg import eigh, inverse, svd_p
+from .dense_linalg import inverse, svd_p
+from .eigenvalues import eigvalsh, svdvals_p
 from .determinant import det_p
 from .elementwise import abs, cast, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
@@ -43,11 +44,6 @@ def det(a):
     a = as_tensor(a)
     check_square("det", a)
     return det_p.bind(a)
-
-
-def eigvalsh(a, UPLO: str = "L"):
-    """The eigenvalues (ascending) of a symmetric matrix (stack), as `np.linalg.eigvalsh`."""
-    return eigh(a, UPLO).eigenvalues
 
 
 def _reciprocal_above(s, cutoff):
@@ -161,7 +157,7 @@ def _matrix_norm(x, ord, axes):
     row, col = axes
     if ord in (2, -2, "nuc"):
         rest = [k for k in range(x.ndim) if k not in axes]
-        s = svd_p.bind(transpose(x, tuple(rest) + (row, col)))[1]
+        s = svdvals_p.bind(transpose(x, tuple(rest) + (row, col)))
         return {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
     if ord in (None, "fro", "f"):
         return sqrt(sum(x * x, axis=axes))
@@ -187,7 +183,7 @@ def lstsq(a, b, rcond=None):
     (m, n), dtype = a.shape, result_dtype("lstsq", a.dtype, b.dtype)
     if rcond is None:
         rcond = float(np.finfo(dtype).eps) * builtins.max(m, n)
-    s = svd_p.bind(a)[1]
+    s = svdvals_p.bind(a)
     rank = sum(cast(greater(s, rcond * max(s)), np.int64))
     column = reshape(b, (m, 1)) if b.ndim == 1 else b
     x = matmul(pinv_p.bind(a, rcond=float(rcond)), column)   # (its derivative: see pinv)
