@@ -6,6 +6,9 @@
   of stacked and unstacked inputs, against stacking the per-iteration results.
 - `check_primitive(op)`: both, and the shape rule, on the examples the op declares
   (or, for an elementwise op, on inputs drawn from its declared domain).
+- `check_degenerate(f, degenerate_matrices(n))`: first and second derivatives at repeated
+  eigenvalues and singular values, rank-deficient and ill-conditioned matrices against
+  central differences; NaN passes only where the caller says the derivative is undefined.
 - `isolated_registries()`: undo every op and rule registered inside a block
   (for tests that declare ops).
 
@@ -29,7 +32,7 @@ from .tensor import Tensor, as_tensor, constant, is_float
 from .tree import tree_flatten
 
 __all__ = ["check_grads", "check_converter", "check_primitive", "examples_of", "sample",
-           "numerical_jvp", "isolated_registries"]
+           "numerical_jvp", "isolated_registries", "check_degenerate", "degenerate_matrices"]
 
 
 # -- check_grads -------------------------------------------------------------------------
@@ -438,3 +441,6 @@ def isolated_registries():
         _warned.clear()
         _warned.update(warned)
         core.rules_changed("")             # code compiled under the block's rules goes
+
+
+from .degenerate_check import check_degenerate, degenerate_matrices  # noqa: E402

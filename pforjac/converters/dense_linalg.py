@@ -64,7 +64,7 @@ for _prim in (spectral.sym_funm_p, determinant.cofactor_p):
 
 
 @register_converter(eigenvalues.eigh_lift_p)
-def _convert_eigh_lift(n, args, stacked, lower, constant=0):
+def _convert_eigh_lift(n, args, stacked, lower, constant=(0, 0)):
     """a (..., m, m) and c (..., m): their per-iteration batch axes (all but the last 2 and
     the last 1) line up once each stacked one's loop axis is padded to the same rank."""
     (a, c), (sa, sc) = args, stacked

@@ -77,7 +77,7 @@ def _gaps(w):
 
 
 # -- eigh_lift: V diag(c) V^T --------------------------------------------------------------------
-def _lift_impl(a, c, lower: bool, constant: int = 0):
+def _lift_impl(a, c, lower: bool, constant: tuple = (0, 0)):
     w, v = np.linalg.eigh(np.asarray(a, np.float64), UPLO="L" if lower else "U")
     c = np.asarray(c, np.float64)
     tie = np.abs(w[..., None, :] - w[..., :, None]) <= _TIE * np.finfo(float).eps * \
@@ -97,7 +97,7 @@ def _lift_impl(a, c, lower: bool, constant: int = 0):
     return out.astype(result_dtype("eigvalsh", a.dtype, c.dtype))
 
 
-def _lift_shape(a, c, lower: bool, constant: int = 0):
+def _lift_shape(a, c, lower: bool, constant: tuple = (0, 0)):
     check_square("eigvalsh", a)
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(c.shape[:-1]))
     return tuple(batch) + tuple(a.shape[-2:]), result_dtype("eigvalsh", a.dtype, c.dtype)
@@ -106,20 +106,21 @@ def _lift_shape(a, c, lower: bool, constant: int = 0):
 eigh_lift_p = core.new_primitive("eigh_lift", _lift_impl, _lift_shape)
 
 
-def _lift_vjp(g, ans, a, c, lower, constant=0):
-    """`constant`: the first entries of c are constants, not functions of the eigenvalues
-    (svdvals' padding): between two of them the term is 0, tied or not."""
+def _lift_vjp(g, ans, a, c, lower, constant=(0, 0)):
+    """`constant` (start, stop): those entries of c are constants, not functions of the
+    eigenvalues (svdvals' padding zeros): between two of them the term is 0, tied or not."""
     w, v = eigh_p.bind(a, lower=lower)
     gt = matmul(mT(v), matmul(g, v))
     gaps, scale = _gaps(w)
     n = w.shape[-1]
-    skip = np.eye(n) + np.pad(np.ones((constant, constant)), (0, n - constant)) * (1 - np.eye(n))
+    inside = (np.arange(n) >= constant[0]) & (np.arange(n) < constant[1])
+    skip = np.maximum(np.eye(n), np.outer(inside, inside))
     inner = _same_in_ties(c, _tied(w)) * tie_divide(gt * (1.0 - skip), gaps, scale, op="eigh")
     ga = onto_triangle(matmul(v, matmul(inner, mT(v))), lower)
     return [unbroadcast(ga, a.shape), unbroadcast(diag_part(gt), c.shape)]
 
 
-def _lift_jvp(ts, ans, a, c, lower, constant=0):
+def _lift_jvp(ts, ans, a, c, lower, constant=(0, 0)):
     (ta, tc), (w, v) = ts, eigh_p.bind(a, lower=lower)
     if ta is None:
         return matmul(v * expand_dims(tc, -2), mT(v))
@@ -187,10 +188,13 @@ svdvals_p = core.new_primitive(
 
 
 def _svdvals_vjp(g, ans, a):
+    """The eigenvalues of [[0, a], [a^T, 0]] are -s, m + n - 2k zeros, s (ascending); c is
+    g/2 on s and -g/2 on -s: sum(c * w) is then a function of the eigenvalues alone, odd in
+    each pair, so ties of +0 and -0 (a zero singular value) are judged like any other."""
     (m, n), k = a.shape[-2:], ans.shape[-1]
-    below = np.zeros(tuple(g.shape[:-1]) + (m + n - k,), g.dtype)
-    lift = eigh_lift_p.bind(_jordan_wielandt(a), concat([below, flip(g, -1)], -1), lower=True,
-                            constant=m + n - k)
+    pad = np.zeros(tuple(g.shape[:-1]) + (m + n - 2 * k,), g.dtype)
+    c = concat([-0.5 * g, pad, 0.5 * flip(g, -1)], -1)
+    lift = eigh_lift_p.bind(_jordan_wielandt(a), c, lower=True, constant=(k, m + n - k))
     return [2.0 * mT(lift[..., m:, :m])]
 
 
@@ -225,7 +229,7 @@ core.defexamples(eigvalsh_p)(lambda rng: [
 core.defexamples(eigh_lift_p)(lambda rng: [
     core.Example(_spectrum(rng, [0.5, -1.0, 2.0]), rng.uniform(-1, 1, (3,)), lower=True),
     core.Example(rng.uniform(-1.5, 1.5, (2, 3, 3)), rng.uniform(-1, 1, (2, 3)), lower=False),
-    core.Example(_spectrum(rng, [0.0, 0.0, 1.0, 2.0]), np.array([0.0, 0.0, 0.5, -1.0]),
-                 lower=True, constant=2)])
+    core.Example(_spectrum(rng, [-1.0, 0.0, 0.0, 2.0]), np.array([0.3, 0.0, 0.0, -1.0]),
+                 lower=True, constant=(1, 3))])
 core.defexamples(svdvals_p)(lambda rng: [
     core.Example(rng.uniform(-1.5, 1.5, s)) for s in ((3, 2), (2, 3), (2, 3, 3))])

@@ -151,11 +151,13 @@ def _sym_funm_jvp(ts, ans, s, *es, f):
 
 
 def _sym_funm_vjp(g, ans, s, *es, f):
-    """<G, D^k f(S)[E..]> is symmetric in G^T and the Es: the cotangents are the same
-    form with G in one slot and the other directions transposed."""
-    flipped = [mT(e) for e in es]
-    cts = [sym_funm_p.bind(s, g, *flipped, f=f)]
-    cts += [sym_funm_p.bind(s, g, *flipped[:j], *flipped[j + 1:], f=f) for j in range(len(es))]
+    """tr(G^T D^k f(S)[E..]) is a cyclic trace of G^T, the Es and powers of S: the cotangent
+    of S (or of one E) is the rest of the cycle, transposed, D^(k+1) f(S^T)[G, E^T..] (or
+    D^k f(S^T)[G, the other E^T]). S^T, not S: the rule must hold off the symmetric
+    matrices too, where it is differentiated again (Hessians)."""
+    st, flipped = mT(s), [mT(e) for e in es]
+    cts = [sym_funm_p.bind(st, g, *flipped, f=f)]
+    cts += [sym_funm_p.bind(st, g, *flipped[:j], *flipped[j + 1:], f=f) for j in range(len(es))]
     return [unbroadcast(ct, x.shape) for ct, x in zip(cts, (s,) + es)]
 
 

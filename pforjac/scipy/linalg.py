@@ -1,6 +1,6 @@
 """`pforjac.scipy.linalg`: scipy.linalg's triangular and Cholesky solvers, and its matrix
 functions of symmetric matrices (`expm`, `logm`, `sqrtm`, `funm`,
-`fractional_matrix_power`), with scipy's names, signatures and defaults, on pforjac Tensors. They are composites of pforjac's ops (numpy's
+`fractional_matrix_power`) and `polar`, with scipy's names, signatures and defaults, on pforjac Tensors. They are composites of pforjac's ops (numpy's
 LAPACK underneath), so they need no scipy; `overwrite_a`/`overwrite_b` change nothing
 (tensors are immutable), `check_finite` checks concrete values (not symbolic ones).
 
@@ -20,7 +20,7 @@ from ..ops.dense_linalg import mT
 from ..tensor import as_tensor
 
 __all__ = ["solve_triangular", "cholesky", "cho_factor", "cho_solve", "expm", "logm", "sqrtm",
-           "funm", "fractional_matrix_power"]
+           "funm", "fractional_matrix_power", "polar"]
 
 
 def _finite(check: bool, *xs) -> None:
@@ -95,3 +95,19 @@ def funm(A, func, disp=True):
     on Tensors), or one of the names of `pj.sym_matrix_function`. `disp=False`: `(F, 0.0)`."""
     out = pj.sym_matrix_function(A, func)
     return out if disp else (out, 0.0)
+
+
+def polar(a, side="right"):
+    """The polar decomposition, as `scipy.linalg.polar`: (u, p) with a = u p (`side="right"`,
+    p = (a^T a)^(1/2)) or a = p u ("left", p = (a a^T)^(1/2)), u with orthonormal columns
+    (rows). u = a (a^T a)^(-1/2) through the symmetric matrix functions, so its derivative is
+    exact where singular values repeat (an orthogonal a); it is infinite (NaN) where a is
+    rank-deficient, as u's is."""
+    a = as_tensor(a)
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    gram = pj.matmul(mT(a), a) if side == "right" else pj.matmul(a, mT(a))
+    gram = 0.5 * (gram + mT(gram))              # exactly symmetric
+    p = pj.sym_matrix_function(gram, "sqrt")
+    root = pj.sym_matrix_function(gram, "power:-0.5")
+    return (pj.matmul(a, root), p) if side == "right" else (pj.matmul(root, a), p)
