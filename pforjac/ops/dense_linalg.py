@@ -10,7 +10,8 @@ these (inv, det, pinv, norm, lstsq, ...) are in `matrix_functions.py`.
 Conventions, numpy's: `cholesky` and `eigh` read one triangle of their input (the lower
 by default) and take the matrix as the symmetric one that triangle defines, so their
 gradients are zero in the other triangle. `eigh`'s vector derivatives need distinct
-eigenvalues, `svd`'s distinct nonzero singular values, `qr`'s a full-rank matrix with at
+eigenvalues, `svd`'s distinct nonzero singular values (where they are used at a tie, the
+result is NaN with a warning: `ties.tie_divide`), `qr`'s a full-rank matrix with at
 least as many rows as columns. float16 is computed in float32 and rounded back (LAPACK
 has no float16), integers and bools in float64; complex matrices are refused.
 """
@@ -166,7 +167,8 @@ defjvp_all(eigh_p, _eigh_jvp)
 def eigh(a, UPLO: str = "L"):
     """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix (stack), as
     `np.linalg.eigh`: reads a's lower triangle (`UPLO="L"`) or upper ("U"). Each vector's
-    sign is LAPACK's; derivatives need distinct eigenvalues."""
+    sign is LAPACK's; the vectors' derivatives are NaN at repeated eigenvalues (use
+    `eigvalsh` or `pj.sym_matrix_function` for what has a derivative there)."""
     a = as_tensor(a)
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
