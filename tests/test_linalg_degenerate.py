@@ -67,7 +67,7 @@ def _whitened(s):
 def test_whitening_through_eigh_at_a_tie_is_nan_with_a_warning_never_finite():
     with pytest.warns(RuntimeWarning, match="eigh: the derivative of its vectors at repeated"):
         g = pj.grad(_whitened)(np.eye(3))
-    assert np.all(np.isnan(g.numpy()[np.tril_indices(3, -1)]))   # never the old diagonal-only answer
+    assert np.all(np.isnan(np.asarray(g)[np.tril_indices(3, -1)]))   # never the old diagonal-only answer
     for path, jac in _paths(_whitened, np.eye(3)).items():
         assert np.isnan(jac[1, 0]) and np.isnan(jac[2, 1]), path
 
