@@ -16,7 +16,8 @@ Example:
     >>> import numpy as np, pforjac as pj
     >>> from pforjac.testing import check_degenerate, degenerate_matrices
     >>> points = degenerate_matrices(3, symmetric=True)
-    >>> report = check_degenerate(lambda s: pj.sym_matrix_function(s, "exp"), points)
+    >>> report = check_degenerate(lambda s: pj.sym_matrix_function(s, "exp"), points,
+    ...                           symmetric=True)
     >>> sorted(set(report.values()))
     ['ok']
 """
@@ -71,21 +72,21 @@ def check_degenerate(f: Callable, points: dict, order: int = 2, nan_ok=(), rtol:
 
     Returns {(point, check): "ok" or "nan"}; raises AssertionError naming the point, the
     check and both numbers at the first disagreement."""
-    from . import testing
+    from . import _derivatives as testing
     report = {}
     for name, (x, step) in points.items():
         rng = np.random.default_rng(seed)
         xs = [constant(np.asarray(x, np.float64))]
-        us = [constant(rng.standard_normal(np.shape(y))) for y in testing._float_outputs(f, xs)]
+        us = [constant(rng.standard_normal(np.shape(y))) for y in testing.float_outputs(f, xs)]
         v, w = (constant(_direction(rng, np.shape(x), symmetric)) for _ in range(2))
-        probes = {"": lambda a: _dot(us, testing._float_outputs(f, [a]))}
+        probes = {"": lambda a: _dot(us, testing.float_outputs(f, [a]))}
         if order >= 2:
-            probes["rev-over-"] = lambda a: _dot([w], testing._vjp(f, [a], us))
-            probes["fwd-over-"] = lambda a: _dot(us, testing._jvp(f, [a], [w]))
+            probes["rev-over-"] = lambda a: _dot([w], testing.vjp(f, [a], us))
+            probes["fwd-over-"] = lambda a: _dot(us, testing.jvp(f, [a], [w]))
         for label, probe in probes.items():
             fds = _central(probe, xs[0], v, step)
-            for mode, got in (("rev", _dot([v], testing._vjp(probe, xs, [constant(1.0)]))),
-                              ("fwd", _dot([constant(1.0)], testing._jvp(probe, xs, [v])))):
+            for mode, got in (("rev", _dot([v], testing.vjp(probe, xs, [constant(1.0)]))),
+                              ("fwd", _dot([constant(1.0)], testing.jvp(probe, xs, [v])))):
                 check = f"{label}{mode}"
                 report[name, check] = _judge(float(got.numpy()), fds, name, check, nan_ok,
                                              rtol, atol)

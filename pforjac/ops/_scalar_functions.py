@@ -1,6 +1,6 @@
 """Scalar functions with derivatives of every order, for the divided differences of the
-symmetric matrix functions (`spectral.py`): exp, log, sqrt, powers, sin, cos, and a
-user's elementwise callable written with pforjac-differentiable operations.
+symmetric matrix functions (`spectral.py`): exp, log, sqrt, powers, sin, cos, and users'
+elementwise callables (registered by `pforjac.matrix_function`, which differentiates them).
 
 A function is known to the primitive by its name (a string param, so that compiled code
 can render it); a user's callable is registered here under a name made from its id and
@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["scalar_function", "function_name"]
+__all__ = ["scalar_function", "function_name", "register_callable"]
 
 
 class ScalarFunction:
@@ -72,33 +72,21 @@ def scalar_function(name: str) -> ScalarFunction:
 
 
 def function_name(f) -> str:
-    """The primitive's name for `f`: a known name, a power, or a callable registered here."""
+    """The primitive's name for `f`: a known name or a power (a callable must be registered
+    first: `register_callable`, which `pj.sym_matrix_function` does)."""
     if isinstance(f, str):
         scalar_function(f)                    # refuses an unknown name here
         return f
-    if not callable(f):
-        raise TypeError(f"sym_matrix_function: f must be a function name or a callable "
-                        f"elementwise function, got {type(f).__name__}")
+    raise TypeError(f"sym_funm: f must be a function name, got {type(f).__name__} (for a "
+                    f"callable use pj.sym_matrix_function)")
+
+
+def register_callable(f, deriv) -> str:
+    """Registers a callable under a name made from its id (kept alive for the process), with
+    `deriv(x, d)` its d-th derivative in numpy, and returns the name."""
     name = f"user:{getattr(f, '__qualname__', 'f')}:{id(f):x}"
     with _user_lock:
         if name not in _USER:
-            _USER[name] = ScalarFunction(name, _callable_deriv(f))
+            _USER[name] = ScalarFunction(name, deriv)
+            _USER[name].owner = f
     return name
-
-
-def _callable_deriv(f):
-    """Derivatives of a user's elementwise callable by nested forward mode on pforjac
-    Tensors (the callable must be elementwise and written with differentiable ops)."""
-    def deriv(x, d):
-        from ..functional import jvp
-        from ..tensor import constant
-
-        def nth(k):
-            if k == 0:
-                return f
-            inner = nth(k - 1)
-            return lambda t: jvp(inner, t, np.ones(t.shape), create_graph=True)[1]
-        out = nth(d)(constant(np.asarray(x, np.float64)))
-        return np.broadcast_to(np.asarray(getattr(out, "numpy", lambda: out)(), np.float64),
-                               np.shape(x))
-    return deriv

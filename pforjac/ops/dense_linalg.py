@@ -35,7 +35,7 @@ from .linalg import matmul
 from .shape import expand_dims
 from .triangular import triangular_solve
 
-__all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet"]
+__all__ = ["solve", "cholesky", "eigh", "qr", "slogdet"]   # svd: in eigenvalues.py
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
@@ -230,27 +230,6 @@ def _svd_jvp(ts, ans, a):
 
 defvjp_all(svd_p, _svd_vjp)
 defjvp_all(svd_p, _svd_jvp)
-
-
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular value decomposition of a matrix (stack), as `np.linalg.svd`: (U, S, Vh) with
-    S descending, or S alone with `compute_uv=False`. Only the reduced factors exist here:
-    pass `full_matrices=False` for a non-square matrix. Vector signs are LAPACK's;
-    derivatives need distinct nonzero singular values."""
-    a = as_tensor(a)
-    check_matrix("svd", a)
-    if hermitian:
-        raise NotImplementedError("svd: hermitian=True is not supported; call svd without it "
-                                  "(or eigh for a symmetric matrix)")
-    m, n = a.shape[-2:]
-    if full_matrices and compute_uv and m != n:
-        raise NotImplementedError(f"svd: full_matrices=True on a {m}x{n} matrix needs an "
-                                  f"orthogonal complement, which pforjac does not compute; "
-                                  f"pass full_matrices=False (the reduced factors)")
-    if not compute_uv:
-        from .eigenvalues import svdvals_p       # (its derivatives hold at repeated values)
-        return svdvals_p.bind(a)
-    return SVDResult(*svd_p.bind(a))
 
 
 # -- qr: a = Q R, reduced --------------------------------------------------------------------------

@@ -29,14 +29,14 @@ from ..warn import warn_wrong_result
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
                       from_triangle, lapack, mT, onto_triangle, result_dtype)
 from .broadcasting import sum, unbroadcast
-from .dense_linalg import eigh_p
+from .dense_linalg import SVDResult, eigh_p, svd_p
 from .elementwise import abs, cast, greater, less_equal, logical_and, where
 from .linalg import matmul
 from .reductions import max
 from .shape import concat, expand_dims, flip
 from .ties import tie_divide
 
-__all__ = ["svdvals"]
+__all__ = ["svd", "svdvals"]
 
 _TIE = 16.0           # eigenvalues within 16 eps of the largest magnitude are tied
 _SAME = 1e-8          # values of c within 1e-8 of its largest magnitude are the same
@@ -60,8 +60,11 @@ def _rotated(w, et, vectors: bool):
     blocks = et * tie
     big = 2.0 * sum(abs(blocks), axis=(-2, -1), keepdims=True)[..., 0] + 1.0
     offsets = below * big
-    values, q = eigh_p.bind(blocks + diag_embed(offsets), lower=True)
-    return values - offsets, (q if vectors else None)
+    m = blocks + diag_embed(offsets)
+    if not vectors:             # (eigh's vectors would warn in forward mode at their own ties)
+        return eigvalsh_p.bind(m, lower=True) - offsets, None
+    values, q = eigh_p.bind(m, lower=True)
+    return values - offsets, q
 
 
 def _same_in_ties(c, tie):
@@ -146,9 +149,17 @@ def _eigvalsh_shape(a, lower: bool):
     return tuple(a.shape[:-1]), result_dtype("eigvalsh", a.dtype)
 
 
-eigvalsh_p = core.new_primitive(
-    "eigvalsh", lapack(lambda a, lower: np.linalg.eigvalsh(a, UPLO="L" if lower else "U"),
-                       "eigvalsh"), _eigvalsh_shape)
+def _eigvalsh_impl(a, lower: bool):
+    """numpy's eigvalsh; NaN for a matrix holding NaN or inf (a derivative's NaN flows on
+    instead of stopping LAPACK)."""
+    bad = ~np.all(np.isfinite(a), axis=(-2, -1))
+    if not np.any(bad):
+        return np.linalg.eigvalsh(a, UPLO="L" if lower else "U")
+    w = np.linalg.eigvalsh(np.where(bad[..., None, None], 0, a), UPLO="L" if lower else "U")
+    return np.where(bad[..., None], np.nan, w)
+
+
+eigvalsh_p = core.new_primitive("eigvalsh", lapack(_eigvalsh_impl, "eigvalsh"), _eigvalsh_shape)
 
 
 def _eigvalsh_jvp(ts, ans, a, lower):
@@ -216,6 +227,27 @@ def svdvals(a):
     a = as_tensor(a)
     check_matrix("svdvals", a)
     return svdvals_p.bind(a)
+
+
+def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """Singular value decomposition of a matrix (stack), as `np.linalg.svd`: (U, S, Vh) with
+    S descending, or S alone with `compute_uv=False`. Only the reduced factors exist here:
+    pass `full_matrices=False` for a non-square matrix. Vector signs are LAPACK's;
+    derivatives need distinct nonzero singular values."""
+    a = as_tensor(a)
+    check_matrix("svd", a)
+    if hermitian:
+        raise NotImplementedError("svd: hermitian=True is not supported; call svd without it "
+                                  "(or eigh for a symmetric matrix)")
+    m, n = a.shape[-2:]
+    if full_matrices and compute_uv and m != n:
+        raise NotImplementedError(f"svd: full_matrices=True on a {m}x{n} matrix needs an "
+                                  f"orthogonal complement, which pforjac does not compute; "
+                                  f"pass full_matrices=False (the reduced factors)")
+    if not compute_uv:                          # (the values' derivatives hold at ties)
+        return svdvals_p.bind(a)
+    return SVDResult(*svd_p.bind(a))
+
 
 
 # -- examples for the generated checks -----------------------------------------------------------

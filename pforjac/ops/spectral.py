@@ -30,7 +30,7 @@ from ._matrix import check_square, mT, result_dtype
 from ._scalar_functions import function_name, scalar_function
 from .broadcasting import unbroadcast
 
-__all__ = ["sym_matrix_function"]
+__all__ = ["sym_funm"]
 
 _TAYLOR = 1e-3       # a relative spread of the points below which f[...] is a Taylor series
 _ASYMMETRY = 1e-4    # relative asymmetry up to which S is a symmetric matrix plus a direction
@@ -165,10 +165,9 @@ defvjp_all(sym_funm_p, _sym_funm_vjp)
 defjvp_all(sym_funm_p, _sym_funm_jvp)
 
 
-def sym_matrix_function(a, f):
-    """f(a) = V f(W) V^T for a symmetric matrix (stack) a = V diag(W) V^T: `f` is a name
-    ("exp", "log", "sqrt", "sin", "cos", "power:<p>") or an elementwise callable written
-    with differentiable operations (`np.exp`, `pj.tanh`, ... work on Tensors). Its
+def sym_funm(a, f: str):
+    """f(a) = V f(W) V^T for a symmetric matrix (stack) a = V diag(W) V^T, f a name ("exp",
+    "log", "sqrt", "sin", "cos", "power:<p>"; callables: `pj.sym_matrix_function`). Its
     derivatives of every order are exact at repeated eigenvalues (divided differences),
     and equal the general matrix function's (scipy.linalg.expm's) at symmetric points.
     A matrix that is not symmetric raises ValueError."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as pj
+from ..matrix_function import sym_matrix_function
 from ..ops.dense_linalg import mT
 from ..tensor import as_tensor
 
@@ -65,13 +66,13 @@ def expm(A):
     """The matrix exponential of a symmetric matrix (stack), as `scipy.linalg.expm` there;
     derivatives of every order exact, at repeated eigenvalues too (`pj.sym_matrix_function`).
     A matrix that is not symmetric raises ValueError."""
-    return pj.sym_matrix_function(A, "exp")
+    return sym_matrix_function(A, "exp")
 
 
 def logm(A, disp=True):
     """The principal logarithm of a symmetric positive definite matrix, as
     `scipy.linalg.logm` (with `disp=False`, `(logm, 0.0)`: the error estimate is 0 here)."""
-    out = pj.sym_matrix_function(A, "log")
+    out = sym_matrix_function(A, "log")
     return out if disp else (out, 0.0)
 
 
@@ -79,21 +80,21 @@ def sqrtm(A, disp=True, blocksize=64):
     """The principal square root of a symmetric positive semidefinite matrix, as
     `scipy.linalg.sqrtm` (`disp=False`: `(sqrtm, 0.0)`). Its derivative is infinite
     where an eigenvalue is 0."""
-    out = pj.sym_matrix_function(A, "sqrt")
+    out = sym_matrix_function(A, "sqrt")
     return out if disp else (out, 0.0)
 
 
 def fractional_matrix_power(A, t):
     """A**t for a symmetric positive definite matrix A and a real t, as
     `scipy.linalg.fractional_matrix_power`."""
-    return pj.sym_matrix_function(A, f"power:{float(t)!r}")
+    return sym_matrix_function(A, f"power:{float(t)!r}")
 
 
 def funm(A, func, disp=True):
     """func(A) = V func(W) V^T for a symmetric matrix A, as `scipy.linalg.funm`: `func` is
     an elementwise callable written with differentiable operations (np.exp, np.sin, pj.tanh
     on Tensors), or one of the names of `pj.sym_matrix_function`. `disp=False`: `(F, 0.0)`."""
-    out = pj.sym_matrix_function(A, func)
+    out = sym_matrix_function(A, func)
     return out if disp else (out, 0.0)
 
 
@@ -108,6 +109,6 @@ def polar(a, side="right"):
         raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
     gram = pj.matmul(mT(a), a) if side == "right" else pj.matmul(a, mT(a))
     gram = 0.5 * (gram + mT(gram))              # exactly symmetric
-    p = pj.sym_matrix_function(gram, "sqrt")
-    root = pj.sym_matrix_function(gram, "power:-0.5")
+    p = sym_matrix_function(gram, "sqrt")
+    root = sym_matrix_function(gram, "power:-0.5")
     return (pj.matmul(a, root), p) if side == "right" else (pj.matmul(root, a), p)
