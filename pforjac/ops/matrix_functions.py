@@ -1,7 +1,7 @@
 """numpy.linalg's functions that are composites of the dense primitives (dense_linalg.py)
 and of elementwise ops and reductions: every rule comes from theirs.
 
-inv solves against the identity; det is sign * exp(log|det|); pinv and lstsq go through
+inv solves against the identity; det is a primitive (`determinant.py`); pinv and lstsq go through
 the svd (singular values under rcond times the largest are cut, as numpy does); norm is
 sums, abs, sqrt and maxima, or singular values for the spectral and nuclear norms;
 matrix_power squares repeatedly.
@@ -16,8 +16,10 @@ import numpy as np
 from ..tensor import as_operands, as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
 from ._matrix import check_square, mT, result_dtype
-from .dense_linalg import eigh, inverse, slogdet_p, svd_p
-from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
+from .dense_linalg import inverse, svd_p
+from .eigenvalues import eigvalsh, svdvals_p
+from .determinant import det_p
+from .elementwise import abs, cast, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
 from .complex_parts import abs_squared
 from .linalg import matmul
@@ -38,16 +40,11 @@ def inv(a):
 
 
 def det(a):
-    """The determinant of a square matrix (stack), as `np.linalg.det` (sign * exp(log|det|))."""
+    """The determinant of a square matrix (stack), as `np.linalg.det`; its derivatives (the
+    cofactors and theirs, from an SVD) are exact at singular matrices too."""
     a = as_tensor(a)
     check_square("det", a)
-    sign, logabsdet = slogdet_p.bind(a)
-    return sign * exp(logabsdet)
-
-
-def eigvalsh(a, UPLO: str = "L"):
-    """The eigenvalues (ascending) of a symmetric matrix (stack), as `np.linalg.eigvalsh`."""
-    return eigh(a, UPLO).eigenvalues
+    return det_p.bind(a)
 
 
 def _reciprocal_above(s, cutoff):
@@ -161,7 +158,7 @@ def _matrix_norm(x, ord, axes):
     row, col = axes
     if ord in (2, -2, "nuc"):
         rest = [k for k in range(x.ndim) if k not in axes]
-        s = svd_p.bind(transpose(x, tuple(rest) + (row, col)))[1]
+        s = svdvals_p.bind(transpose(x, tuple(rest) + (row, col)))
         return {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
     if ord in (None, "fro", "f"):
         return sqrt(sum(abs_squared(x), axis=axes))
@@ -187,7 +184,7 @@ def lstsq(a, b, rcond=None):
     (m, n), dtype = a.shape, result_dtype("lstsq", a.dtype, b.dtype)
     if rcond is None:
         rcond = float(np.finfo(dtype).eps) * builtins.max(m, n)
-    s = svd_p.bind(a)[1]
+    s = svdvals_p.bind(a)
     rank = sum(cast(greater(s, rcond * max(s)), np.int64))
     column = reshape(b, (m, 1)) if b.ndim == 1 else b
     x = matmul(pinv_p.bind(a, rcond=float(rcond)), column)   # (its derivative: see pinv)
