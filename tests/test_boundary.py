@@ -168,3 +168,13 @@ def test_memory_advice_names_an_argument_the_called_function_takes(monkeypatch):
             call()
         assert f"{name}(..., parallel_iterations" not in str(e.value)
         assert "pj.jacobian(..., parallel_iterations=k)" in str(e.value)
+
+
+def test_compiled_results_are_read_only_views_that_stay_read_only():
+    double = pj.function(lambda x: x * 2.0)
+    out = double(X)
+    assert type(out) is np.ndarray and not out.flags.writeable
+    with pytest.raises(ValueError):
+        out.setflags(write=True)        # its memory may be a buffer pforjac reuses
+    np.testing.assert_array_equal(double(X), 2 * X)
+    assert X.flags.writeable            # the caller's input is left as it was
