@@ -245,7 +245,6 @@ def _torch_or_jax(torch_form: Callable, jax_form: Callable) -> Callable:
 
 
 jacobian = _torch_or_jax(functional.jacobian, jacrev)
-jacobian.__doc__ = functional.jacobian.__doc__
 # JAX's hessian(f): reverse over reverse, as hessian(f, x)'s default (Python branches work)
 hessian = _torch_or_jax(functional.hessian, lambda f, argnums: jacrev(jacrev(f, argnums),
                                                                      argnums))

@@ -178,3 +178,10 @@ def test_compiled_results_are_read_only_views_that_stay_read_only():
         out.setflags(write=True)        # its memory may be a buffer pforjac reuses
     np.testing.assert_array_equal(double(X), 2 * X)
     assert X.flags.writeable            # the caller's input is left as it was
+
+
+def test_python_floats_are_float64_in_the_pytorch_style_functions_too():
+    J = pj.jacobian(lambda x: x ** 3, 2.0)
+    out, hv = pj.hvp(lambda x: x ** 3, 2.0, 1.0)
+    assert type(J) is type(out) is type(hv) is np.float64
+    assert (J, out, hv) == (12.0, 8.0, 12.0)
