@@ -53,8 +53,9 @@ def returns_numpy(args: tuple, kwargs: dict | None = None) -> bool:
     if _state.tapes or _state.traces:
         return False
     if not kwargs:
-        for a in args:                    # the common call, positional arrays: no flattening
-            if type(a) is not np.ndarray and type(a) is not float:
+        for a in args:       # the common call, positional arrays or a dict of parameters:
+            if type(a) is not np.ndarray and type(a) is not float and not (   # no flattening
+                    type(a) is dict and all(type(v) is np.ndarray for v in a.values())):
                 break
         else:
             return True
