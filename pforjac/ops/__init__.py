@@ -34,6 +34,7 @@ from .sorting import *  # noqa: F401,F403,E402
 from .scans import *  # noqa: F401,F403,E402
 from .convolution import *  # noqa: F401,F403,E402
 from .numeric import *  # noqa: F401,F403,E402
-from . import ufuncs, sorting, scans, convolution, numeric  # noqa: E402
-__all__ += [name for family in (ufuncs, sorting, scans, convolution, numeric)
+from .complex_parts import *  # noqa: F401,F403,E402
+from . import ufuncs, sorting, scans, convolution, numeric, complex_parts  # noqa: E402
+__all__ += [name for family in (ufuncs, sorting, scans, convolution, numeric, complex_parts)
             for name in family.__all__]

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp_all, defvjp_all
-from ..tensor import as_tensor
+from ..tensor import as_operands, as_tensor
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
                       from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
                       result_dtype, solve_shape, spd_example, tril)
@@ -73,7 +73,7 @@ def solve(a, b):
     """The solution x of a @ x = b, as `np.linalg.solve`: `b` is a vector when it is 1-D,
     else a stack of matrices (..., n, k); batch axes broadcast. A singular `a` raises
     numpy's LinAlgError."""
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = as_operands([a, b])                   # (Python numbers are weak: never float32)
     check_square("solve", a)
     if b.ndim == 1:
         if b.shape[0] != a.shape[-1]:

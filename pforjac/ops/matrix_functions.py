@@ -13,12 +13,13 @@ import operator
 
 import numpy as np
 
-from ..tensor import as_tensor, is_float
+from ..tensor import as_operands, as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
 from ._matrix import check_square, mT, result_dtype
 from .dense_linalg import eigh, inverse, slogdet_p, svd_p
 from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
+from .complex_parts import abs_squared
 from .linalg import matmul
 from .pseudo_inverse import pinv_p
 from .reductions import max, min
@@ -124,7 +125,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         x = cast(x, np.float64)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
-            out = sqrt(sum(x * x))
+            out = sqrt(sum(abs_squared(x)))
             return reshape(out, (1,) * x.ndim) if keepdims else out
         axis = tuple(range(x.ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -142,7 +143,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
 
 def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord is None or ord == 2:
-        return sqrt(sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(sum(abs_squared(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
     if ord == np.inf:
@@ -150,7 +151,7 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord == -np.inf:
         return min(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return sum(cast(not_equal(x, 0), x.dtype), axis=axis, keepdims=keepdims)
+        return sum(cast(not_equal(x, 0), abs(x).dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     return power(sum(power(abs(x), float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
@@ -163,7 +164,7 @@ def _matrix_norm(x, ord, axes):
         s = svd_p.bind(transpose(x, tuple(rest) + (row, col)))[1]
         return {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
     if ord in (None, "fro", "f"):
-        return sqrt(sum(x * x, axis=axes))
+        return sqrt(sum(abs_squared(x), axis=axes))
     if ord in (1, -1):          # the largest (smallest) column sum
         return (max if ord == 1 else min)(sum(abs(x), axis=row), axis=col - (col > row))
     if ord in (np.inf, -np.inf):   # the largest (smallest) row sum
@@ -179,7 +180,7 @@ def lstsq(a, b, rcond=None):
     array otherwise, and, eagerly, when a is rank-deficient, as numpy); rank is an integer
     tensor. x's derivative is the pseudo-inverse's (of constant rank: repeated singular
     values are fine); s's needs distinct ones."""
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = as_operands([a, b])                   # (Python numbers are weak: never float32)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise np.linalg.LinAlgError(f"lstsq: needs a 2-D a and a b with as many rows; got "
                                     f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
@@ -201,7 +202,7 @@ def lstsq(a, b, rcond=None):
 def multi_dot(arrays):
     """The product of a chain of matrices, as `np.linalg.multi_dot`: the first may be a
     vector (a row), the last a vector (a column); multiplied in the order of fewest flops."""
-    arrays = [as_tensor(x) for x in arrays]
+    arrays = as_operands(list(arrays))
     if len(arrays) < 2:
         raise ValueError("multi_dot: needs at least two arrays")
     first, last = arrays[0].ndim == 1, arrays[-1].ndim == 1
