@@ -80,7 +80,8 @@ def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
             where = f"the value at index {k}" if is_tuple else f"the given {arg_name}"
             raise TypeError(f"{fn_name}: {arg_name} must be a Tensor (or numpy array) or a tuple "
                             f"of them, but {where} has type {type(v).__name__}")
-    return is_tuple, tuple(as_tensor(v) for v in values)
+    return is_tuple, tuple(as_tensor(np.asarray(v) if isinstance(v, numbers.Number) else v)
+                           for v in values)      # (a Python float as numpy reads it: float64)
 
 
 def _as_inputs(inputs, fn_name: str) -> tuple[bool, tuple]:

@@ -326,7 +326,8 @@ def _torch_or_jax(torch_form: Callable, jax_form: Callable) -> Callable:
 
 
 jacobian = _torch_or_jax(functional.jacobian, jacrev)
-jacobian.__doc__ = functional.jacobian.__doc__
+
+
 def _jax_hessian(f: Callable, argnums=0) -> Callable:
     """JAX's hessian(f), `jacfwd(jacrev(f))`, as hessian(f, x)'s default: reverse over
     reverse where f can't be traced (a Python `if` on a value)."""
