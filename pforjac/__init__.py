@@ -9,7 +9,7 @@ Example:
     >>> g.batch_jacobian(y, x).numpy().tolist()
     [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
 """
-from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor
+from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor, ConcretizationError
 from .ops import *  # noqa: F401,F403
 from .tape import GradientTape, UnconnectedGradients
 from .program import Program, make_program, run_program
@@ -17,6 +17,7 @@ from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import vjp, jvp, hvp
+from .matrix_function import sym_matrix_function
 from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian, float0
 from .linearize import vjp_fn, linearize
 from .vmap import vmap
@@ -37,9 +38,10 @@ from .ops import __all__ as _ops_names  # noqa: E402
 
 # `from pforjac import *`: the API, not the submodules (pj.memory, pj.compiled, ... stay
 # reachable as attributes)
-__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "GradientTape",
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "ConcretizationError",
+           "GradientTape",
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
            *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
-           "float0", "vjp_fn", "linearize"]
+           "float0", "vjp_fn", "linearize", "sym_matrix_function"]
