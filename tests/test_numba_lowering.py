@@ -17,7 +17,7 @@ numba = pytest.importorskip("numba")
 
 LOWERED = sorted("""
 abs add all_finite arccos arccosh arcsin arcsinh arctan arctan2 arctanh broadcast_to cast cbrt
-ceil concat copy copysign cos cosh deg2rad divide equal exp exp2 expm1 floor floor_divide fmax
+ceil concat conj copy copysign cos cosh deg2rad divide equal exp exp2 expm1 floor floor_divide fmax
 fmin fmod gather getitem greater greater_equal hypot isfinite isinf isnan less less_equal log
 log10 log1p log2 logaddexp2 logical_and logical_not logical_or matmul max maximum min minimum
 multiply multiply_no_nan multiply_zero_safe neg not_equal ones_like power prod rad2deg reciprocal remainder

@@ -30,9 +30,8 @@ from ..boundary import numpy_result, returns_numpy
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
-from .numba_backend import use_backend
+from .numba_backend import checked_backend, use_backend
 from .passes import pass_list
-from ..config import checked_backend, config
 from ..program import Program
 from ..pfor import deferred_warnings
 from ..tensor import SymbolicTensor, Tensor, Variable, constant
@@ -266,7 +265,7 @@ class Function:
                                       "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        use_backend(compiled, self._backend or config.backend, name)
+        use_backend(compiled, self._backend, name)
         return compiled
 
 

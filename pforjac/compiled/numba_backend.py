@@ -25,6 +25,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
 from .numba_codegen import HEADER, bakeable, numba_source, numba_type, variable_names
 from .numba_lowering import NotLowered
@@ -182,10 +183,11 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
     return run
 
 
-def use_backend(compiled, backend: str, function_name: str) -> None:
-    """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code where that
-    backend can; otherwise it keeps its numpy code, and one warning per function and
-    cause names the op(s) or the error."""
+def use_backend(compiled, backend: str | None, function_name: str) -> None:
+    """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code (None:
+    `pforjac.config.backend`'s) where that backend can; otherwise it keeps its numpy code,
+    and one warning per function and cause names the op(s) or the error."""
+    backend = backend or config.backend
     if backend == "numpy":
         return
     try:
