@@ -19,6 +19,7 @@ from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian
 from .functional import jacobian, hessian, vjp, jvp, hvp
 from .transforms import grad, value_and_grad, jacrev, jacfwd
 from .diagnostics import fallback_report
+from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
@@ -35,4 +36,5 @@ __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "Gra
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
-           *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd"]
+           *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "custom_jvp", "custom_vjp",
+           "custom_gradient"]
