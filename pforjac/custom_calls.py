@@ -236,7 +236,8 @@ def _checked_cts(rec: CallRules, cts: list, xs) -> list:
 
 def _residual_vjp(rec: CallRules, xs, g_res) -> list:
     from .tape import GradientTape
-    xs = [ops.reshape(x, x.shape) for x in xs]       # fresh: this tape's sources
+    from .ops.shape import reshape_p
+    xs = [reshape_p.bind(x, shape=tuple(x.shape)) for x in xs]   # distinct, fresh sources
     floats = [x for x in xs if is_float(x.dtype)]
     with GradientTape() as tape:
         tape.watch(floats)
