@@ -69,6 +69,8 @@ class CallRules:
         self.kind = "jvp" if jvp is not None else "vjp"
         self.layouts: dict[tuple, tuple] = {}    # avals -> (out_tree, n_out, res_tree)
         self.key = -1
+        self.programs: dict[tuple, object] = {}   # (avals, residuals) -> Program or its error
+        self.seen: dict[tuple, list] = {}         # (avals, residuals) -> output avals, eager
         self._batched: dict[int, "CallRules"] = {}
 
     def __repr__(self) -> str:
@@ -83,26 +85,40 @@ class CallRules:
         return list(self.fun(*xs))
 
     def out_avals(self, avals, residuals: bool) -> list[tuple]:
-        """The outputs' (shape, dtype), traced once per input avals (no tape, no trace)."""
-        program = self.traced(avals, residuals)
+        """The outputs' (shape, dtype): from the primal traced once per input avals (no
+        tape, no trace), or, for a primal that can't be traced (a solver on numpy values),
+        as an earlier eager call with inputs of these shapes gave them."""
+        try:
+            program = self.traced(avals, residuals)
+        except TypeError:
+            key = _avals_key(avals)
+            seen = self.seen.get((key, residuals))
+            if seen is None and not residuals and (key, True) in self.seen:
+                seen = self.seen[(key, True)][:self.layouts[key][1]]   # fwd's, less residuals
+            if seen is None:
+                raise
+            return seen
         return [(tuple(v.shape), v.dtype) for v in program.outputs]
 
     def traced(self, avals, residuals: bool):
-        cache = self.__dict__.setdefault("_programs", {})
         key = (_avals_key(avals), residuals)
-        if key not in cache:
+        if key not in self.programs:
             fn = (lambda *xs: self.run(xs, True)) if residuals else (lambda *xs: self.run(xs, False))
             with clean_state():
                 try:
-                    cache[key] = make_program(fn, [(a.shape, a.dtype) for a in avals])
-                except Exception as e:
-                    raise TypeError(
+                    self.programs[key] = make_program(fn, [(a.shape, a.dtype) for a in avals])
+                except Exception as e:  # noqa: BLE001  (kept: the error is raised each time)
+                    self.programs[key] = TypeError(
                         f"custom_{self.kind} function '{self.name}' could not be traced with "
                         f"symbolic inputs of shapes {[tuple(a.shape) for a in avals]} ({e}); "
                         f"inside pforjac.function, pfor or forward mode its primal must be "
-                        f"written with pforjac ops or numpy on Tensors (a solver on numpy "
-                        f"values works eagerly and under tapes)") from e
-        return cache[key]
+                        f"written with pforjac ops or numpy on Tensors, or have been called "
+                        f"once eagerly (under a tape, or at top level through pforjac's "
+                        f"transforms) with inputs of these shapes")
+        program = self.programs[key]
+        if isinstance(program, Exception):
+            raise program
+        return program
 
     def layout(self, xs) -> tuple:
         try:
@@ -133,9 +149,12 @@ def rules_of(key: int) -> CallRules:
 # -- the primitives ---------------------------------------------------------------------------
 def _impl(*arrays, rules: int, residuals: bool = False):
     rec = _records[rules]
+    xs = [Tensor._from_array(np.asarray(a)) for a in arrays]
     with clean_state():
-        outs = rec.run([Tensor._from_array(np.asarray(a)) for a in arrays], residuals)
-    return [np.asarray(o.numpy() if isinstance(o, Tensor) else o) for o in outs]
+        outs = rec.run(xs, residuals)
+    outs = [np.asarray(o.numpy() if isinstance(o, Tensor) else o) for o in outs]
+    rec.seen[(_avals_key(xs), residuals)] = [(o.shape, o.dtype) for o in outs]
+    return outs
 
 
 def _shape(*avals, rules: int, residuals: bool = False):

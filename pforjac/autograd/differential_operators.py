@@ -28,7 +28,8 @@ def _out(value):
     """numpy values at top level (autograd's results), Tensors inside another operator."""
     if not _top_level():
         return value
-    return tree_map(lambda v: v.numpy() if isinstance(v, Tensor) else v, value)
+    from .numpy._wrap import _plain
+    return tree_map(_plain, value)
 
 
 def _nary(unary):

@@ -10,11 +10,16 @@ from ._wrap import wrapped as _wrapped
 
 
 def __getattr__(name: str):
-    return _wrapped(getattr(_pnp, name))
+    try:
+        return _wrapped(getattr(_pnp, name))
+    except AttributeError:
+        if name.startswith("__") or not hasattr(_np, name):
+            raise
+        # numpy's own (seterr, iinfo, ...): on Tensors it dispatches to pforjac, which
+        # refuses by name what it does not implement
+        return getattr(_np, name)
 
 
 def __dir__():
     return sorted(set(dir(_pnp)) | {"random", "linalg"})
 
-
-del _np

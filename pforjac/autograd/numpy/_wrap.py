@@ -49,4 +49,6 @@ def _plain(value):
     if not isinstance(value, Tensor):
         return value
     array = value.numpy()
-    return array[()] if array.ndim == 0 else array
+    if array.ndim == 0:
+        return array[()]
+    return array if array.flags.writeable else array.copy()   # the caller's to write into
