@@ -20,6 +20,7 @@ from .functional import jacobian, hessian, vjp, jvp, hvp
 from .transforms import grad, value_and_grad, jacrev, jacfwd
 from .diagnostics import fallback_report
 from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient
+from . import custom_examples as _custom_examples  # noqa: F401  (the calls' generated checks)
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)

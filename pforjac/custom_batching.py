@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Callable
 
 from . import ops
-from .custom_calls import CallRules, _avals_key
+from .custom_calls import CallRules, _avals_key, register_rules
 from .diagnostics import record_fallback
 from .tree import tree_flatten, tree_map, tree_unflatten
 
-__all__ = ["batched_rules"]
+__all__ = ["mapped_rules"]
 
 
 def _mapped(fn: Callable, n: int, what: str) -> Callable:
@@ -68,5 +68,8 @@ class _Aval:
         self.ndim = len(self.shape)
 
 
-def batched_rules(base: CallRules, n: int) -> CallRules:
-    return _Batched(base, n)
+def mapped_rules(base: CallRules, n: int) -> CallRules:
+    """`base` mapped over n rows, registered once per n (its key is the call's param)."""
+    if n not in base.batched:
+        base.batched[n] = register_rules(_Batched(base, n))
+    return base.batched[n]

@@ -32,6 +32,7 @@ from .forward import jvp_program
 from .program import make_program
 from .tensor import SymbolicTensor, Tensor, as_tensor, is_float
 
+# (their generated checks' calls: custom_examples.py)
 __all__ = ["CallRules", "custom_jvp_call_p", "custom_vjp_call_p", "register_rules",
            "rules_of", "clean_state"]
 
@@ -71,7 +72,7 @@ class CallRules:
         self.key = -1
         self.programs: dict[tuple, object] = {}   # (avals, residuals) -> Program or its error
         self.seen: dict[tuple, list] = {}         # (avals, residuals) -> output avals, eager
-        self._batched: dict[int, "CallRules"] = {}
+        self.batched: dict[int, "CallRules"] = {}    # n -> mapped (custom_batching.py)
 
     def __repr__(self) -> str:
         return f"<custom_{self.kind} {self.name} #{self.key}>"
@@ -127,13 +128,6 @@ class CallRules:
             raise RuntimeError(f"custom_{self.kind} '{self.name}': no call with inputs "
                                f"{_avals_key(xs)} was seen") from None
 
-    def batched(self, n: int) -> "CallRules":
-        """The same function mapped over a leading axis of size n (pfor's converter)."""
-        if n not in self._batched:
-            from .custom_batching import batched_rules
-            self._batched[n] = register_rules(batched_rules(self, n))
-        return self._batched[n]
-
 
 def register_rules(rules: CallRules) -> CallRules:
     with _lock:
@@ -161,19 +155,10 @@ def _shape(*avals, rules: int, residuals: bool = False):
     return _records[rules].out_avals(avals, residuals)
 
 
-def _examples(kind: str):
-    def examples(rng):
-        from . import custom_examples
-        return custom_examples.examples(kind, rng)
-    return examples
-
-
 custom_jvp_call_p = core.new_primitive(
-    "custom_jvp_call", _impl, _shape, multiple_results=True, may_alias=True,
-    examples=_examples("jvp"))
+    "custom_jvp_call", _impl, _shape, multiple_results=True, may_alias=True)
 custom_vjp_call_p = core.new_primitive(
-    "custom_vjp_call", _impl, _shape, multiple_results=True, may_alias=True,
-    examples=_examples("vjp"))
+    "custom_vjp_call", _impl, _shape, multiple_results=True, may_alias=True)
 
 
 def _zeros(xs) -> list:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from . import ops
-from .core import Example
+from .core import Example, defexamples
+from .custom_calls import custom_jvp_call_p, custom_vjp_call_p
 from .custom_derivatives import custom_jvp, custom_vjp
 from .tree import tree_flatten
 
@@ -49,3 +50,7 @@ def examples(kind: str, rng) -> list[Example]:
     key = _key(sin_times, 2)
     x, y = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
     return [Example(x, y, rules=key, residuals=False), Example(x, y, rules=key, residuals=True)]
+
+
+defexamples(custom_jvp_call_p)(lambda rng: examples("jvp", rng))
+defexamples(custom_vjp_call_p)(lambda rng: examples("vjp", rng))

@@ -66,3 +66,7 @@ def _uncached_because(reason: str) -> str:
         "needs values": f"{detail} reads index values, so it is checked on every call",
         "untraceable": f"the traced call raised {detail} (the uncached call ran alone)",
     }.get(kind, reason)
+
+# scripts that compute fixtures with JAX or autograd (not dependencies of pforjac): not
+# imported by pytest's --doctest-modules
+collect_ignore_glob = ["data/make_*.py"]

@@ -27,8 +27,13 @@ def _plain(value):
     return value.tolist()
 
 
-listing: dict = {}
-exec((EXAMPLES / "__init__.py").read_text(), listing)
-values = {name: run(name) for name in listing["EXAMPLES"]}
-(HERE / "autograd_examples.json").write_text(json.dumps(values, indent=1) + "\n")
-print("wrote", sorted(values))
+def main():
+    listing: dict = {}
+    exec((EXAMPLES / "__init__.py").read_text(), listing)
+    values = {name: run(name) for name in listing["EXAMPLES"]}
+    (HERE / "autograd_examples.json").write_text(json.dumps(values, indent=1) + "\n")
+    print("wrote", sorted(values))
+
+
+if __name__ == "__main__":
+    main()

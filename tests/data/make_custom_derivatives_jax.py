@@ -170,30 +170,35 @@ def L(v):
     return jnp.asarray(v).tolist()
 
 
-X = jnp.array([-3.0, 0.0, 10.0, 100.0, 1000.0])
-T = jnp.linspace(0.0, 10.0, 7)
-XS, YS = jnp.array([0.5, 1.0, 2.0]), jnp.array([2.0, 3.0, -1.0])
-values = {
-    "log1pexp": {"x": L(X), "value": L(log1pexp(X)),
-                 "grad": L(jax.vmap(grad(log1pexp))(X)),
-                 "hessian_diag": L(jax.vmap(grad(grad(log1pexp)))(X[:3]))},
-    "stable": {"x": [0.0, 1.0, 4.0], "grad": L(jax.vmap(grad(stable))(jnp.array([0.0, 1.0, 4.0])))},
-    "safe_norm": {"x": [[0.0, 0.0], [3.0, 4.0]],
-                  "grad": [L(grad(safe_norm)(jnp.zeros(2))), L(grad(safe_norm)(jnp.array([3.0, 4.0])))]},
-    "f_jvp": {"x": L(XS), "y": L(YS),
-              "grad": L(grad(lambda x, y: jnp.sum(f_jvp(x, y)), argnums=(0, 1))(XS, YS)),
-              "jacfwd": L(jacfwd(f_jvp)(XS, YS)),
-              "hessian": L(jax.hessian(lambda x: jnp.sum(f_jvp(x, YS)))(XS))},
-    "f_jvps": {"grad": L(grad(lambda x, y: jnp.sum(f_jvps(x, y)), argnums=(0, 1))(XS, YS))},
-    "f_vjp": {"grad": L(grad(lambda x, y: jnp.sum(f_vjp(x, y)), argnums=(0, 1))(XS, YS)),
-              "jacrev": L(jacrev(f_vjp)(XS, YS)),
-              "hessian": L(jacrev(jacrev(lambda x: jnp.sum(f_vjp(x, YS))))(XS))},
-    "clip_gradient": {"t": L(T), "grad": L(jax.vmap(grad(lambda x: jnp.sin(clip_gradient(-0.75, 0.75, x))))(T))},
-    "app_vjp": {"grad": float(grad(app_vjp, 1)(lambda x: x ** 3, 3.))},
-    "app_jvp": {"jvp": [float(v) for v in jvp(lambda x: app_jvp(lambda y: y ** 2, x), (4.,), (1.,))]},
-    "newton_sqrt": {"a": 2.0, "value": float(newton_sqrt(2.)), "grad": float(grad(newton_sqrt)(2.)),
-                    "grad2": float(grad(grad(newton_sqrt))(2.))},
-}
-out = pathlib.Path(__file__).with_name("custom_derivatives_jax.json")
-out.write_text(json.dumps(values, indent=1) + "\n")
-print("wrote", out)
+def main():
+    X = jnp.array([-3.0, 0.0, 10.0, 100.0, 1000.0])
+    T = jnp.linspace(0.0, 10.0, 7)
+    XS, YS = jnp.array([0.5, 1.0, 2.0]), jnp.array([2.0, 3.0, -1.0])
+    values = {
+        "log1pexp": {"x": L(X), "value": L(log1pexp(X)),
+                     "grad": L(jax.vmap(grad(log1pexp))(X)),
+                     "hessian_diag": L(jax.vmap(grad(grad(log1pexp)))(X[:3]))},
+        "stable": {"x": [0.0, 1.0, 4.0], "grad": L(jax.vmap(grad(stable))(jnp.array([0.0, 1.0, 4.0])))},
+        "safe_norm": {"x": [[0.0, 0.0], [3.0, 4.0]],
+                      "grad": [L(grad(safe_norm)(jnp.zeros(2))), L(grad(safe_norm)(jnp.array([3.0, 4.0])))]},
+        "f_jvp": {"x": L(XS), "y": L(YS),
+                  "grad": L(grad(lambda x, y: jnp.sum(f_jvp(x, y)), argnums=(0, 1))(XS, YS)),
+                  "jacfwd": L(jacfwd(f_jvp)(XS, YS)),
+                  "hessian": L(jax.hessian(lambda x: jnp.sum(f_jvp(x, YS)))(XS))},
+        "f_jvps": {"grad": L(grad(lambda x, y: jnp.sum(f_jvps(x, y)), argnums=(0, 1))(XS, YS))},
+        "f_vjp": {"grad": L(grad(lambda x, y: jnp.sum(f_vjp(x, y)), argnums=(0, 1))(XS, YS)),
+                  "jacrev": L(jacrev(f_vjp)(XS, YS)),
+                  "hessian": L(jacrev(jacrev(lambda x: jnp.sum(f_vjp(x, YS))))(XS))},
+        "clip_gradient": {"t": L(T), "grad": L(jax.vmap(grad(lambda x: jnp.sin(clip_gradient(-0.75, 0.75, x))))(T))},
+        "app_vjp": {"grad": float(grad(app_vjp, 1)(lambda x: x ** 3, 3.))},
+        "app_jvp": {"jvp": [float(v) for v in jvp(lambda x: app_jvp(lambda y: y ** 2, x), (4.,), (1.,))]},
+        "newton_sqrt": {"a": 2.0, "value": float(newton_sqrt(2.)), "grad": float(grad(newton_sqrt)(2.)),
+                        "grad2": float(grad(grad(newton_sqrt))(2.))},
+    }
+    out = pathlib.Path(__file__).with_name("custom_derivatives_jax.json")
+    out.write_text(json.dumps(values, indent=1) + "\n")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()
