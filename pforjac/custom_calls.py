@@ -255,8 +255,7 @@ def _residual_vjp(rec: CallRules, xs, g_res) -> list:
 def _jvp_of_custom_vjp(tangents, ans, *xs, rules: int, residuals: bool = False):
     rec = _records[rules]
     outs, res = _split(rec, xs, ans, residuals)
-    cts = [t for t in tangents]
-    t_outs = _transpose(lambda gs: list(rec.bwd(res, gs)), outs, cts)
+    t_outs = _transpose(lambda gs: list(rec.bwd(res, gs)), outs, list(tangents))
     if not residuals:
         return t_outs
     program = rec.traced(xs, True)

@@ -312,3 +312,17 @@ def test_second_derivative_with_one_tensor_passed_as_two_arguments():
 
     cube.defvjp(lambda x, x0: (cube(x, x0), (x ** 2,)), lambda r, g: (3 * r[0] * g, 0.0 * g))
     close(pj.grad(pj.grad(lambda a: cube(a, a)))(np.float64(2.0)), 12.0)
+
+
+def test_a_primal_on_numpy_values_works_under_tapes_and_says_why_it_cannot_be_traced():
+    @pj.custom_vjp
+    def cube_root(a):
+        return np.cbrt(np.asarray(a))              # numpy values: never traced
+
+    cube_root.defvjp(lambda a: (cube_root(a), cube_root(a)),
+                     lambda r, g: (g / (3 * r ** 2),))
+    x = np.array([1.0, 8.0])
+    with pytest.raises(TypeError, match="custom_vjp function 'cube_root' could not be traced"):
+        pj.jacfwd(cube_root)(x)                    # no eager call yet: shapes unknown
+    close(pj.jacrev(cube_root)(x), np.diag([1 / 3, 1 / 12]))
+    close(pj.jacfwd(cube_root)(x), np.diag([1 / 3, 1 / 12]))    # shapes from that call
