@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import conversion_error, needed_by
+from .conversion import conversion_error, dlpack, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -194,6 +194,14 @@ class Tensor:
                                  f"needs a copy, but copy=False was asked for")
             return value.astype(dtype)
         return value.copy() if copy else value  # np.array(t) copies: tensors stay immutable
+
+    def __format__(self, spec: str) -> str:   # numpy's: f"{t:.3f}" works for a 0-d tensor
+        return format(self.numpy(), spec) if spec else str(self)
+
+    __dlpack__ = dlpack                         # np.from_dlpack(t), refused as __array__ is
+
+    def __dlpack_device__(self) -> tuple:
+        return self.numpy().__dlpack_device__()
 
     def __bool__(self) -> bool:
         return bool(self.numpy())
