@@ -169,7 +169,7 @@ def test_log1pexp_values_gradients_and_hessian_match_jax():
         close(pj.grad(lambda x: np.sum(log1pexp(x)))(x), case["grad"])
         close(np.diag(pj.hessian(lambda x: pj.sum(log1pexp(x)), pj.constant(x[:3])).numpy()),
               case["hessian_diag"])
-        close(np.diag(pj.jacfwd(log1pexp)(x).numpy()), case["grad"])
+        close(np.diag(pj.jacfwd(log1pexp)(x)), case["grad"])
 
 
 def test_stable_and_safe_norm_gradients_at_the_singular_points_match_jax():
@@ -182,7 +182,7 @@ def test_stable_and_safe_norm_gradients_at_the_singular_points_match_jax():
 def test_sin_times_y_gradients_match_jax(fn):
     x, y = np.array(JAX["f_jvp"]["x"]), np.array(JAX["f_jvp"]["y"])
     got = pj.grad(lambda x, y: np.sum(fn(x, y)), argnums=(0, 1))(x, y)
-    close([g.numpy() for g in got], JAX["f_jvp"]["grad"])
+    close([np.asarray(g) for g in got], JAX["f_jvp"]["grad"])
 
 
 def test_jacobians_and_hessians_through_both_kinds_of_rules_match_jax():
