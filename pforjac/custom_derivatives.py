@@ -252,25 +252,57 @@ def custom_gradient(f: Callable | None = None):
         ...     def grad(upstream):
         ...         return np.clip(upstream, -1.0, 1.0)
         ...     return x * 1.0, grad
-        >>> pj.grad(lambda x: np.sum(clip_grad(x) * 5.0))(np.ones(2)).numpy().tolist()
+        >>> pj.grad(lambda x: np.sum(clip_grad(x) * 5.0))(np.ones(2)).tolist()
         [1.0, 1.0]
     """
     if f is None:
         return custom_gradient
+    name = getattr(f, "__name__", "custom_gradient")
+    plain, with_variables = _gradient_custom(f, name, False), _gradient_custom(f, name, True)
 
-    def primal(*xs):
-        return f(*xs)[0]
-    primal.__name__ = getattr(f, "__name__", "custom_gradient")
-    custom = custom_vjp(primal)
+    @functools.wraps(f)
+    def call(*xs):
+        if _plain():
+            return f(*xs)[0]
+        variables = _variables_read(f, xs)
+        if not variables:
+            return plain(*xs)
+        return with_variables(len(xs), *xs, *variables)
+    return call
 
-    def fwd(*xs):
-        return f(*xs)[0], xs
 
-    def bwd(xs, upstream):
+def _variables_read(f: Callable, xs) -> list:
+    """The trainable Variables `f` reads (one probe run, alone on its own tape)."""
+    from .custom_calls import clean_state
+    from .tape import GradientTape
+    with clean_state(), GradientTape() as probe:
+        f(*xs)
+    return list(probe.watched_variables())
+
+
+def _gradient_custom(f: Callable, name: str, variables: bool) -> custom_vjp:
+    """The custom_vjp of a custom_gradient function; with `variables`, called as
+    `(n, *xs, *variables)`, its gradient also `grad_fn(..., variables=...)`'s second part."""
+    def primal(*args):
+        return f(*args[1:1 + args[0]] if variables else args)[0]
+    primal.__name__ = name
+    custom = custom_vjp(primal, nondiff_argnums=(0,) if variables else ())
+
+    def fwd(*args):
+        return primal(*args), (args[1:] if variables else args)
+
+    def bwd(*rest):
+        n, saved, upstream = (rest[0], rest[1], rest[2]) if variables else (None, rest[0], rest[1])
+        xs, vs = (saved[:n], saved[n:]) if variables else (saved, ())
         grad_fn = f(*xs)[1]
         ups = upstream if isinstance(upstream, (list, tuple)) else (upstream,)
-        grads = grad_fn(*ups)
-        return tuple(grads) if isinstance(grads, (list, tuple)) else (grads,)
+        if not variables:
+            return _as_tuple(grad_fn(*ups))
+        grads, var_grads = _pair(grad_fn(*ups, variables=list(vs)), "grad_fn", name)
+        return _as_tuple(grads) + tuple(var_grads)
     custom.defvjp(fwd, bwd)
-    functools.update_wrapper(custom, f)
     return custom
+
+
+def _as_tuple(grads) -> tuple:
+    return tuple(grads) if isinstance(grads, (list, tuple)) else (grads,)

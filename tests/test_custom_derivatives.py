@@ -326,3 +326,22 @@ def test_a_primal_on_numpy_values_works_under_tapes_and_says_why_it_cannot_be_tr
         pj.jacfwd(cube_root)(x)                    # no eager call yet: shapes unknown
     close(pj.jacrev(cube_root)(x), np.diag([1 / 3, 1 / 12]))
     close(pj.jacfwd(cube_root)(x), np.diag([1 / 3, 1 / 12]))    # shapes from that call
+
+
+def test_custom_gradient_with_variables_as_tensorflow():
+    v = pj.Variable(np.array([2.0, 3.0]))
+
+    @pj.custom_gradient
+    def scale(x):
+        def grad(upstream, variables=None):
+            return upstream * v, [upstream * x * 10.0]     # a deliberately custom rule
+        return x * v, grad
+
+    x = pj.constant(np.array([1.0, -1.0]))
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.sum(scale(x))
+    gx, gv = tape.gradient(y, [x, v])
+    close(gx, [2.0, 3.0])
+    close(gv, [10.0, -10.0])
+    close(scale(x), [2.0, -3.0])
