@@ -49,6 +49,8 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     if not _has_tensor(object):
         return _constant(np.array(object, dtype=dtype, ndmin=ndmin))
     result = _stacked(object)
+    if result is object and copy:           # a new tensor, as numpy's copy (to assign into)
+        result = pj.indexing.fresh(result)
     if dtype is not None:
         result = pj.cast(result, dtype)
     if result.ndim < ndmin:
@@ -184,4 +186,4 @@ def copy(a, order="K", subok=False):
     """numpy.copy: a Tensor of `a`'s value now (of a Variable: its value, which a later
     assign does not change), differentiable."""
     _no_options("copy", order)
-    return pj.reshape(a, tuple(a.shape)) if isinstance(a, Tensor) else array(a)
+    return pj.indexing.fresh(a) if isinstance(a, Tensor) else array(a)   # (a new tensor to assign into)

@@ -437,6 +437,9 @@ INTERNAL = {
                        "checks of test_rules/test_converters and test_custom_derivatives",
     "custom_vjp_call": "not drawn (a user's rule is not a numpy function): the generated "
                        "checks of test_rules/test_converters and test_custom_derivatives",
+    "index_update": "in-place assignment (t[key] = v, np.put, np.copyto, ...; "
+                    "tests/test_mutation.py holds every idiom to its functional rewrite)",
+    "copy": "t.copy(), np.copy(t): a new tensor object to assign into (tests/test_mutation.py)",
 }
 
 # -- not drawn: the minimizer and the known-issue tests put it in place of a line ---------------
