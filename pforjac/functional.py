@@ -41,6 +41,7 @@ from .memory import check_results_fit, entry_point, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
 from .program import make_program
+from .pytree_inputs import pytree_inputs
 from .tape import GradientTape
 from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
@@ -172,6 +173,7 @@ def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
 
 # -- jacobian ----------------------------------------------------------------------------------
 @numpy_boundary
+@pytree_inputs("jacobian")
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = True, strategy: str = "reverse-mode", *,
              parallel_iterations: int | None = None):
@@ -342,6 +344,7 @@ def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
 
 
 @numpy_boundary
+@pytree_inputs("hessian")
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode"):
     """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
@@ -373,6 +376,7 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
 
 # -- vjp, jvp, hvp -----------------------------------------------------------------------------
 @numpy_boundary
+@pytree_inputs("vjp")
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), v^T J)`, as `torch.autograd.functional.vjp`.
 
@@ -409,6 +413,7 @@ def _fill(value, like: Tensor, k: int, strict: bool, fn_name: str, why: str) -> 
 
 
 @numpy_boundary
+@pytree_inputs("jvp")
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), J v)` by forward mode, as `torch.autograd.functional.jvp`.
 
@@ -437,6 +442,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 
 @numpy_boundary
+@pytree_inputs("hvp")
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), H v)` for a scalar `func`, as `torch.autograd.functional.hvp`.
 
