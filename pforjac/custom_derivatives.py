@@ -225,7 +225,7 @@ class custom_vjp(_Custom):
         return rec
 
     def _input_cts(self, cts, in_tree) -> list:
-        n = len(in_tree[1])
+        n = len(in_tree.children)
         if n == 1 and not (isinstance(cts, (tuple, list)) and len(cts) == 1):
             cts = (cts,)
         if not isinstance(cts, (tuple, list)) or len(cts) != n:

@@ -10,13 +10,22 @@ import numpy as np
 from .. import core
 from ..tape import GradientTape
 from ..tensor import Tensor
-from ..transforms import _input
+from ..ops.shape import reshape_p
 from ..tree import tree_map
 
 __all__ = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobian", "hessian",
            "hessian_vector_product", "hessian_tensor_product", "make_hvp", "make_vjp",
            "make_jvp", "holomorphic_grad", "grad_named", "tensor_jacobian_product",
            "vector_jacobian_product", "deriv"]
+
+
+def _input(leaf, who: str) -> Tensor:
+    """A fresh differentiable view of one input leaf (closures over it don't count)."""
+    x = leaf if isinstance(leaf, Tensor) else Tensor._from_array(np.array(leaf))
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{who}: can't differentiate with respect to an input of dtype "
+                        f"{x.dtype.name} (autograd refuses integers too); cast it to float")
+    return reshape_p.bind(x, shape=tuple(x.shape))
 
 
 def _top_level() -> bool:
