@@ -345,3 +345,13 @@ def test_custom_gradient_with_variables_as_tensorflow():
     close(gx, [2.0, 3.0])
     close(gv, [10.0, -10.0])
     close(scale(x), [2.0, -3.0])
+
+
+def test_vmap_of_jacobians_and_hessians_through_custom_rules_has_no_fallback():
+    X = np.random.default_rng(2).normal(size=(5, 3))
+    with pj.fallback_report() as report:
+        jac = pj.vmap(pj.jacrev(lambda z: f_jvp(z, z)))(X)
+        hess = pj.vmap(pj.hessian(lambda z: np.sum(f_vjp(z, z))))(X)
+    assert len(report) == 0, str(report)
+    close(jac, np.stack([np.diag(np.cos(r) * r + np.sin(r)) for r in X]))
+    close(hess, np.stack([np.diag(2 * np.cos(r) - np.sin(r) * r) for r in X]), rtol=1e-10)
