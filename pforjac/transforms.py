@@ -222,7 +222,8 @@ def _called(args: list, nums: tuple, trees: list, xs) -> list:
     return called
 
 
-def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, opts: _Options) -> Callable:
+def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, opts: _Options,
+                        chunk_size=None, progress: bool = True) -> Callable:
     """jacrev and jacfwd: `functional.jacobian` (vectorized) of `fun` flattened to a function
     of its differentiated leaves returning its output leaves; the blocks regrouped as JAX
     does, the output's structure outside, the input's inside."""
@@ -246,9 +247,10 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, opts: _Optio
             return tuple(leaves)
 
         if flat:
-            with entry_point(fn_name, None):
+            with entry_point(fn_name, "chunk_size"):
                 rows = functional.jacobian(flat_fun, tuple(flat), create_graph=True,
-                                           vectorize=True, strategy=strategy)
+                                           vectorize=True, strategy=strategy,
+                                           chunk_size=chunk_size, progress=progress)
         else:                                  # only integer inputs: float0 blocks alone
             rows = [()] * len(flat_fun())
         blocks = [_regrouped(list(row), trees, is_tuple,
@@ -264,11 +266,15 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, opts: _Optio
 
 
 def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False) -> Callable:
+           allow_int: bool = False, *, chunk_size: int | None = None,
+           progress: bool = True) -> Callable:
     """The Jacobian of `fun` by reverse mode, all rows at once (pfor), as `jax.jacrev`: for
     an output leaf of shape `out` and an input leaf of shape `in`, a block `out + in`, nested
     in the output's structure, then the inputs'. A complex output needs `holomorphic=True`
     (then every input and output is complex); `allow_int` as in `value_and_grad`.
+    `chunk_size` rows at a time if given (as torch.func.jacrev's), else all at once, or in
+    chunks that fit when all at once would not fit in memory; `progress=False` hides the bar
+    of a long chunked Jacobian.
 
     Example:
         >>> import numpy as np, pforjac as pj
@@ -276,15 +282,17 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         [[2.0, 0.0], [0.0, 2.0]]
     """
     return _jacobian_transform(fun, argnums, has_aux, "reverse-mode",
-                               _Options("jacrev", allow_int, holomorphic))
+                               _Options("jacrev", allow_int, holomorphic), chunk_size, progress)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
-           allow_int: bool = False) -> Callable:
+           allow_int: bool = False, *, chunk_size: int | None = None,
+           progress: bool = True) -> Callable:
     """The Jacobian of `fun` by forward mode, all columns at once (pfor), as `jax.jacfwd`
     (the result is laid out as jacrev's). `fun` is traced: no Python `if` on tensor values.
     With `has_aux=True` the function runs once more, eagerly, for its auxiliary data. A
     complex input needs `holomorphic=True`; `allow_int` as in `value_and_grad`.
+    `chunk_size` and `progress` as for `jacrev` (columns instead of rows).
 
     Example:
         >>> import numpy as np, pforjac as pj
@@ -292,7 +300,7 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         [[2.0, 0.0], [0.0, 6.0]]
     """
     return _jacobian_transform(fun, argnums, has_aux, "forward-mode",
-                               _Options("jacfwd", allow_int, holomorphic))
+                               _Options("jacfwd", allow_int, holomorphic), chunk_size, progress)
 
 
 _NO_INPUTS = object()
