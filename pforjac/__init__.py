@@ -9,7 +9,7 @@ Example:
     >>> g.batch_jacobian(y, x).numpy().tolist()
     [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
 """
-from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor
+from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor, ConcretizationError
 from .ops import *  # noqa: F401,F403
 from .tape import GradientTape, UnconnectedGradients
 from .program import Program, make_program, run_program
@@ -39,7 +39,8 @@ from .ops import __all__ as _ops_names  # noqa: E402
 
 # `from pforjac import *`: the API, not the submodules (pj.memory, pj.compiled, ... stay
 # reachable as attributes)
-__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "GradientTape",
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "ConcretizationError",
+           "GradientTape",
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",

@@ -259,6 +259,12 @@ class Tensor:
     __str__ = __repr__
 
 
+class ConcretizationError(TypeError):
+    """A traced value was asked for data it does not have yet (a Python `if` on it, float(),
+    numpy()): the function can run eagerly, on a tape, but not traced. Entry points that
+    prefer a traced pass (a Hessian's forward-over-reverse) fall back on it."""
+
+
 class SymbolicTensor(Tensor):
     """A value inside a trace: it has a shape and a dtype, but no data."""
 
@@ -280,11 +286,11 @@ class SymbolicTensor(Tensor):
 
     def _concrete_error(self, what: str) -> TypeError:
         if self._trace is not None and not self._trace.active:
-            return TypeError(
+            return ConcretizationError(
                 f"cannot {what} of the symbolic value {self.describe()}: it belongs to a "
                 f"finished trace (it was stored outside the traced function, where it has no "
                 f"data); return values from the traced function instead of storing them")
-        return TypeError(
+        return ConcretizationError(
             f"cannot {what} of the symbolic value {self.describe()} while tracing: it has no "
             f"data until the traced program runs. Replace a Python `if`/`while` on it with "
             f"pforjac.where(cond, a, b), and keep numpy()/float() calls outside the traced function")
