@@ -23,6 +23,8 @@ from .linearize import vjp_fn, linearize
 from .vmap import vmap
 from . import tree_util, flatten_util  # noqa: F401  (public: pytrees, ravel_pytree)
 from .diagnostics import fallback_report
+from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient
+from . import custom_examples as _custom_examples  # noqa: F401  (the calls' generated checks)
 from .compiled import function, Function
 from .config import config
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
@@ -44,4 +46,5 @@ __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "Con
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
            *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
-           "float0", "vjp_fn", "linearize", "sym_matrix_function"]
+           "float0", "vjp_fn", "linearize", "sym_matrix_function", "custom_jvp", "custom_vjp",
+           "custom_gradient"]

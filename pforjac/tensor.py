@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import conversion_error, dlpack, needed_by
+from .conversion import ConcretizationError, conversion_error, dlpack, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -257,12 +257,6 @@ class Tensor:
         return f"pforjac.Tensor({sep}{text}, shape={self.shape}, dtype={self.dtype.name})"
 
     __str__ = __repr__
-
-
-class ConcretizationError(TypeError):
-    """A traced value was asked for data it does not have yet (a Python `if` on it, float(),
-    numpy()): the function can run eagerly, on a tape, but not traced. Entry points that
-    prefer a traced pass (a Hessian's forward-over-reverse) fall back on it."""
 
 
 class SymbolicTensor(Tensor):
