@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import conversion_error, needed_by
+from .conversion import array_conversion_error, conversion_error, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -185,8 +185,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if _state.tapes or self._trace is not None:
             if needed_by(self):
-                raise conversion_error(self, "np.asarray/np.array (or a numpy function "
-                                             "pforjac does not dispatch)")
+                raise array_conversion_error(self)
         value = self.numpy()
         if dtype is not None and np.dtype(dtype) != value.dtype:
             if copy is False:
@@ -289,8 +288,7 @@ class SymbolicTensor(Tensor):
         raise self._concrete_error("take numpy()")
 
     def __array__(self, dtype=None, copy=None):
-        raise conversion_error(self, "np.asarray/np.array (or a numpy function pforjac does not "
-                                     "dispatch)")
+        raise array_conversion_error(self)
 
     def __bool__(self):
         raise self._concrete_error("use the truth value (Python `if`, `and`, `or`)")
@@ -434,6 +432,7 @@ class _Ops:
     """The ops `constant` needs (cast, stop_gradient), installed by pforjac.ops when it
     loads: tensor.py sits below the ops and does not import them."""
     cast = stop_gradient = None
+    stack_nested = holds_tensor = None     # lists holding Tensors, for as_tensor
 
 
 _ops = _Ops()
@@ -475,6 +474,9 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
     `argument` names what `value` was passed as, for the error if it can't be converted."""
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (list, tuple)) and _ops.stack_nested is not None \
+            and _ops.holds_tensor(value):          # differentiably, as np.stack would
+        return _ops.stack_nested(value)
     try:
         return Tensor._from_array(_own_array(value))
     except TypeError as e:

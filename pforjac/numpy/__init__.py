@@ -23,6 +23,7 @@ from ..tensor import Tensor as ndarray
 from . import _namespace
 from ._creation import *  # noqa: F401,F403
 from ._dtypes import *  # noqa: F401,F403
+from ._index_tricks import c_, r_  # noqa: F401
 
 for _module in _pkgutil.iter_modules(__path__):
     if _module.name.startswith("_"):

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _no_extra, implements
+from .. import tensor
 from ..tensor import Tensor, constant
 
 __all__ = ["array", "asarray", "arange", "linspace", "logspace", "eye", "identity", "full",
@@ -40,6 +41,9 @@ def _stacked(obj):
     if isinstance(obj, (list, tuple)) and _has_tensor(obj):
         return pj.stack([_stacked(o) for o in obj])
     return obj
+
+
+tensor._ops.stack_nested, tensor._ops.holds_tensor = _stacked, _has_tensor
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
