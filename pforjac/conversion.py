@@ -3,6 +3,7 @@ says so (float(t), np.asarray(t), t.tolist(), a numpy function pforjac lacks, un
 recording tape or in a trace)."""
 from __future__ import annotations
 
+import dis
 import importlib
 import linecache
 import re
@@ -85,13 +86,28 @@ def _direct_call(caller) -> str:
     """np.array/np.asarray called from the user's own line: a list of Tensors, if the line
     says so."""
     line = linecache.getline(caller.f_code.co_filename, caller.f_lineno) if caller else ""
-    if _ARRAY_OF_LIST.search(line):
-        return (f"np.array([...]) of Tensors (line {caller.f_lineno}: {line.strip()!r:.80}): "
+    if _ARRAY_OF_LIST.search(line) or not line and caller and _calls_array_of_list(caller):
+        where = f": {line.strip()!r:.80}" if line else ""
+        return (f"np.array([...]) of Tensors (line {caller.f_lineno}{where}): "
                 f"numpy converts each entry with np.asarray, without dispatching to pforjac; "
                 f"use np.stack([...]) (np.stack of np.stacks for nested lists) or "
                 f"pforjac.numpy.array([...]), which stack differentiably")
     return ASARRAY + " (for np.array of a list holding Tensors, use np.stack or " \
                      "pforjac.numpy.array)"
+
+
+def _calls_array_of_list(frame) -> bool:
+    """Whether the call running in `frame` (source unavailable: exec'd code) is
+    array/asarray/asanyarray of a list or tuple built in place, read from its bytecode."""
+    built = False
+    for ins in reversed([i for i in dis.get_instructions(frame.f_code) if i.offset < frame.f_lasti]):
+        if ins.opname in ("BUILD_LIST", "BUILD_TUPLE", "LIST_EXTEND"):
+            built = True
+        elif ins.opname.startswith("LOAD_") and ins.argval in ("array", "asarray", "asanyarray"):
+            return built
+        elif ins.opname.startswith(("STORE_", "POP_TOP", "RETURN")):   # the statement before
+            return False
+    return False
 
 
 def _public_name(frame) -> str:
@@ -103,6 +119,8 @@ def _public_name(frame) -> str:
             break
         parts.append(part)
     code, owner = frame.f_code, frame.f_locals.get("self")
+    if "wrap" in code.co_name:                  # a decorator's frame: the function it wraps
+        return ".".join(parts + [_wrapped_name(frame) or code.co_name])
     if owner is not None:
         for alias in ("r_", "c_"):
             if sys.modules.get("numpy") is not None and owner is getattr(sys.modules["numpy"], alias, None):
@@ -112,6 +130,20 @@ def _public_name(frame) -> str:
             else type(dist).__name__.removesuffix("_gen")
         return ".".join(parts + [label, code.co_name.lstrip("_")])
     return ".".join(parts + [code.co_name])
+
+
+def _wrapped_name(frame) -> str | None:
+    """The public name of the function a decorator's frame wraps (a library function among
+    its locals, or the `name` of the record it keeps, as scipy.special's wrappers do)."""
+    for value in frame.f_locals.values():
+        name = getattr(value, "__name__", None)
+        module = getattr(value, "__module__", None) or ""
+        if callable(value) and isinstance(name, str) and not name.startswith("_") \
+                and "wrap" not in name and module.split(".")[0] in _LIBRARIES:
+            return name
+    owner = frame.f_locals.get("self")
+    name = getattr(owner, "name", None)
+    return name if isinstance(name, str) else None
 
 
 def _list_argument(frame) -> bool:

@@ -189,3 +189,44 @@ def test_scipys_own_function_names_the_counterpart():
             ss.norm.logpdf(x)
     assert str(info.value).startswith("scipy.stats.norm.logpdf converts its arguments")
     assert "call pforjac.scipy.stats.norm.logpdf instead" in str(info.value)
+
+
+_ARRAY_API_SCRIPT = r'''
+import os, sys
+os.environ["SCIPY_ARRAY_API"] = "1"
+import numpy as np, scipy.special as sp, scipy.stats as st, scipy.optimize as so
+import scipy.integrate as si
+import pforjac as pj
+x0 = np.array([0.3, 1.2, 2.2, 0.8])
+cases = {
+    "special.softmax": lambda x: sp.softmax(x)[0], "special.xlogy": lambda x: sp.xlogy(x, x + 1).sum(),
+    "special.entr": lambda x: sp.entr(x).sum(), "special.erf": lambda x: sp.erf(x).sum(),
+    "special.gammaln": lambda x: sp.gammaln(x).sum(), "stats.moment": lambda x: st.moment(x, 3),
+    "stats.skew": st.skew, "stats.kurtosis": st.kurtosis, "stats.variation": st.variation,
+    "stats.sem": st.sem, "stats.tmean": st.tmean, "stats.gmean": st.gmean, "stats.hmean": st.hmean,
+    "stats.pmean": lambda x: st.pmean(x, 2.0), "stats.entropy": st.entropy,
+    "integrate.trapezoid": si.trapezoid, "optimize.rosen": so.rosen,
+}
+failed = []
+for name, f in cases.items():
+    got = np.asarray(pj.grad(f)(x0))
+    value = lambda v: float(np.asarray(f(pj.constant(v))))
+    want = np.array([(value(x0 + 1e-6 * e) - value(x0 - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
+    if not np.allclose(got, want, rtol=1e-5, atol=1e-8):
+        failed.append(name)
+print("FAILED", failed) if failed else print("ALL", len(cases))
+'''
+
+
+def test_scipys_array_api_mode_runs_on_pforjac_numpy():
+    """SCIPY_ARRAY_API is read when scipy is imported: a fresh interpreter (docs/stats.md)."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONWARNINGS="ignore")
+    done = subprocess.run([sys.executable, "-c", _ARRAY_API_SCRIPT], capture_output=True,
+                          text=True, env=env, cwd=root, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ALL 17", done.stdout

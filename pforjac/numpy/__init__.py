@@ -35,6 +35,9 @@ __array_api_version__ = "2024.12"
 
 
 def __getattr__(name: str):
+    if name == "special":   # the array API's anticipated extension, which scipy's array-API
+        # mode looks for: scipy.special.erf(t) then runs pforjac.scipy.special.erf
+        return _importlib.import_module("pforjac.scipy.special")
     return _namespace.lookup(_np, __name__, name)
 
 
