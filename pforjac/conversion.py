@@ -57,7 +57,7 @@ def array_conversion_error(t) -> TypeError:
         return conversion_error(t, _direct_call(caller))
     name = _public_name(entry)
     what = f"{name} converts its arguments with np.asarray"
-    listed = _list_argument(entry)
+    listed = _list_argument(entry, _tensor_class(t))
     if listed and name.startswith("numpy."):
         what += (f"; numpy does not dispatch on Tensors inside a list (or nested lists): "
                  f"call pforjac.numpy.{name[6:]}, which takes them, or np.stack the list (each "
@@ -146,18 +146,24 @@ def _wrapped_name(frame) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _list_argument(frame) -> bool:
+def _tensor_class(t) -> type:
+    """pforjac.Tensor, read from `t` (symbolic values subclass it): tensor.py imports this
+    module, so it is not imported here."""
+    return next(c for c in type(t).__mro__ if c.__name__ == "Tensor")
+
+
+def _list_argument(frame, tensor: type) -> bool:
     """Whether the frame's first argument is a list or tuple holding a Tensor."""
     code = frame.f_code
     if not code.co_argcount:
         return False
     first = frame.f_locals.get(code.co_varnames[0])
-    return isinstance(first, (list, tuple)) and any(_holds_tensor(v) for v in first)
+    return isinstance(first, (list, tuple)) and any(_holds(v, tensor) for v in first)
 
 
-def _holds_tensor(v) -> bool:
-    from .tensor import Tensor
-    return isinstance(v, Tensor) or isinstance(v, (list, tuple)) and any(map(_holds_tensor, v))
+def _holds(v, tensor: type) -> bool:
+    return isinstance(v, tensor) or isinstance(v, (list, tuple)) and \
+        any(_holds(e, tensor) for e in v)
 
 
 def counterpart(name: str) -> str | None:

@@ -18,9 +18,13 @@ import math
 
 import numpy as np
 
+from .. import core
 from ..tensor import Tensor, as_tensor
+from .broadcasting import reshape
+from .elementwise import cast, less, where
 
-__all__ = ["is_mask", "mask_indices", "concrete_mask", "gather_several", "advanced_first"]
+__all__ = ["is_mask", "mask_indices", "concrete_mask", "merge_axes", "flat_positions",
+           "advanced_first"]
 
 
 def is_mask(k) -> bool:
@@ -45,7 +49,8 @@ def concrete_mask(k, what: str) -> np.ndarray:
                 f"selects, and the result's shape, is unknown until the program runs; write "
                 f"np.where(mask, x, 0) instead of x[mask] (np.sum(x[mask]) is "
                 f"np.sum(np.where(mask, x, 0))), or compute the mask outside the traced function "
-                f"from numpy values")
+                f"from numpy values (a numpy array passed to pforjac.function is traced too: "
+                f"close over it instead)")
         return k.numpy()
     return np.asarray(k)
 
@@ -73,37 +78,33 @@ def advanced_first(key: tuple, positions) -> bool:
     return any(isinstance(key[q], slice) or key[q] is None for q in span)
 
 
-def gather_several(y: Tensor, axes: list, indices: list) -> Tensor:
-    """`y` indexed at its `axes` by the index arrays `indices` (broadcast together), the
-    result's index axes standing where `axes[0]` was."""
+def merge_axes(y: Tensor, axes: list) -> tuple:
+    """`y` with its `axes` moved together to where `axes[0]` was and merged into one (row
+    major), and their sizes."""
     first = axes[0]
     rest = [a for a in range(y.ndim) if a not in axes]
     perm = tuple(rest[:first] + list(axes) + rest[first:])
-    from .broadcasting import reshape
-    from .shape import transpose            # (shape.py imports indexing, which imports us)
-    if perm != tuple(range(y.ndim)):
-        y = transpose(y, perm)
+    if perm != tuple(range(y.ndim)):        # (shape.py imports indexing, which imports us)
+        y = core.primitive_named("transpose").bind(y, perm=perm)
     sizes = [y.shape[first + q] for q in range(len(axes))]
     merged = tuple(y.shape[:first]) + (math.prod(sizes),) + tuple(y.shape[first + len(axes):])
-    y = reshape(y, merged)
-    from .indexing import gather
-    return gather(y, _flat_positions(indices, sizes), axis=first)
+    return reshape(y, merged), sizes
 
 
-def _flat_positions(indices: list, sizes: list):
-    """The positions in the merged axis (row-major), negative indices counted from the end
-    and an index out of range refused, as numpy does."""
+def flat_positions(indices: list, sizes: list, check_index):
+    """The positions in the merged axis of the index arrays `indices` (broadcast together),
+    negative indices counted from the end and one out of range refused, as numpy does:
+    computed now for known indices, else with pforjac ops (`check_index(t, size)` guards a
+    traced one)."""
     if all(not isinstance(t, Tensor) or t._trace is None for t in indices):
         values = [np.asarray(t.numpy() if isinstance(t, Tensor) else t) for t in indices]
         checked = [_checked(v, s) for v, s in zip(values, sizes)]
         return np.ravel_multi_index(np.broadcast_arrays(*checked), sizes) \
             if math.prod(sizes) else np.zeros(np.broadcast_shapes(*(v.shape for v in values)),
                                               np.int64)
-    from .elementwise import cast, less, where
-    from .indexing import check_index_p
     flat = None
     for t, size in zip(indices, sizes):
-        t = cast(check_index_p.bind(as_tensor(t), size=size), np.int64)
+        t = cast(check_index(as_tensor(t), size), np.int64)
         t = where(less(t, 0), t + np.int64(size), t)
         flat = t if flat is None else flat * np.int64(size) + t
     return flat
