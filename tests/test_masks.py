@@ -107,12 +107,26 @@ def test_several_stacked_index_arrays_vectorize():
     np.testing.assert_array_equal(out.numpy(), rows[:, [0, 2], [1, -1]])
 
 
+def test_sparse_jacobians_through_constant_masks_and_index_arrays():
+    ps = pytest.importorskip("pforjac.sparse")
+    mask, f0 = X0 > 0, np.arange(12.0).reshape(3, 4)
+    jac = ps.jacobian(lambda x: x[mask] ** 2, X0).toarray()
+    np.testing.assert_array_equal(jac, np.diag(2 * X0)[mask])
+    ix, iy = np.array([0, 2, 2]), np.array([1, 3, 0])
+    jac = ps.jacobian(lambda f: f[ix, iy] * 3.0, f0).toarray()
+    want = np.zeros((3, 12))
+    want[np.arange(3), ix * 4 + iy] = 3.0
+    np.testing.assert_array_equal(jac, want)
+
+
 def test_a_traced_mask_is_refused_with_the_where_rewrite():
     with pytest.raises(TypeError, match=r"boolean mask .*traced value.*np\.where\(mask, x, 0\)"):
         pj.function(lambda x: np.sum(x[x > 0]))(X0)
     rows = pj.constant(np.stack([X0, X0 + 1]))
     with pytest.raises(TypeError, match=r"boolean mask .*traced value"):
         pj.vectorized_map(lambda r: r[r > 0], rows)
+    with pytest.raises(TypeError, match=r"boolean mask .*traced value"):
+        pj.jacfwd(lambda x: x[x > 0])(X0)          # forward mode traces f
     with pytest.raises(TypeError, match=r"numpy\.nonzero: the boolean mask .*traced"):
         pj.function(lambda x: np.nonzero(x > 0)[0])(X0)
 

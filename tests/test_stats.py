@@ -14,7 +14,8 @@ pst = pytest.importorskip("pforjac.scipy.stats")
 X = np.array([-40.0, -5.0, -1.5, -0.3, 0.0, 0.2, 0.5, 0.999, 1.0, 2.5, 10.0, 60.0])
 K = np.array([-1.0, 0.0, 1.0, 2.0, 3.5, 5.0, 10.0, 30.0])
 CONTINUOUS = [("norm", ()), ("norm", (0.3, 2.0)), ("t", (3.5,)), ("t", (1.5, 0.2, 0.7)),
-              ("gamma", (2.5,)), ("gamma", (0.7, 0.1, 2.0)), ("beta", (2.0, 3.5)),
+              ("gamma", (2.5,)), ("gamma", (0.7, 0.1, 2.0)), ("chi2", (3.0,)),
+              ("chi2", (1.5, -0.2, 0.5)), ("beta", (2.0, 3.5)),
               ("beta", (0.5, 0.8)), ("expon", ()), ("expon", (0.1, 3.0)),
               ("laplace", (0.2, 1.5)), ("cauchy", (0.0, 2.0)), ("lognorm", (0.8,)),
               ("lognorm", (1.2, 0.0, 2.0)), ("logistic", (0.5, 2.0)), ("uniform", (-1.0, 3.0))]
@@ -23,7 +24,7 @@ DISCRETE = [("poisson", (3.2,)), ("poisson", (2.0, 1)), ("binom", (10, 0.3)),
 DENSITY = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf"]
 MASS = ["logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"]
 # formulas through the shape parameters of gammainc/betainc: no derivative in those
-NO_SHAPE_DERIVATIVE = {"t", "gamma", "beta"}
+NO_SHAPE_DERIVATIVE = {"t", "gamma", "chi2", "beta"}
 INSIDE = {"beta": np.array([0.15, 0.4, 0.85]), "uniform": np.array([-0.5, 0.7, 1.9])}
 
 
@@ -126,6 +127,12 @@ def test_multivariate_normal_values_and_derivatives():
         x, mu, a = pj.reshape(v[:12], (4, 3)), v[12:15], pj.reshape(v[15:], (3, 3))
         return pst.multivariate_normal.logpdf(x, mu, a @ pj.swapaxes(a, 0, 1) + np.eye(3))
     _check(ours, theirs, np.concatenate([x.ravel(), mu, a.ravel()]))
+    _close(pst.multivariate_normal.entropy(mu, cov).numpy(), ss.multivariate_normal.entropy(mu, cov))
+    def square(v):
+        return pj.reshape(v, (3, 3)) @ pj.swapaxes(pj.reshape(v, (3, 3)), 0, 1) + np.eye(3)
+    _check(lambda v: pst.multivariate_normal.entropy(cov=square(v)),
+           lambda v: ss.multivariate_normal.entropy(cov=v.reshape(3, 3) @ v.reshape(3, 3).T
+                                                    + np.eye(3)), a.ravel())
 
 
 def test_multivariate_normal_allow_singular():

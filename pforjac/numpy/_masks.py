@@ -11,14 +11,13 @@ and the `where` rewrite.
 """
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _no_extra, implements
 from ..ops.advanced_indexing import concrete_mask
 from ..tensor import Tensor, as_tensor, constant, needed_by
+from ..warn import warn_wrong_result
 
 __all__ = ["nonzero", "argwhere", "flatnonzero", "compress", "extract", "unique"]
 
@@ -86,9 +85,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
                        0 if axis is None else axis)
     repeated = first.size < (values.size if axis is None else values.shape[axis])
     if repeated and ar.dtype.kind in "fc" and needed_by(ar):
-        warnings.warn("numpy.unique of a differentiated tensor with repeated values: its "
-                      "derivative is not defined there (moving one copy splits the value); "
-                      "pforjac uses the first copy's", RuntimeWarning, stacklevel=2)
+        warn_wrong_result("numpy.unique of a differentiated tensor with repeated values: its "
+                          "derivative is not defined there (moving one copy splits the "
+                          "value); pforjac uses the first copy's")
     extras = [first] * return_index + [found[k] for k in range(2, len(found))]
     if not extras:
         return picked

@@ -13,11 +13,11 @@ See docs/stats.md.
 """
 from __future__ import annotations
 
-from ._continuous import (beta, cauchy, expon, gamma, laplace, logistic, lognorm,  # noqa: F401
-                          norm, t, uniform)
+from ._continuous import (beta, cauchy, chi2, expon, gamma, laplace, logistic,  # noqa: F401
+                          lognorm, norm, t, uniform)
 from ._discrete import bernoulli, binom, geom, nbinom, poisson  # noqa: F401
 from ._multivariate import dirichlet, multivariate_normal  # noqa: F401
 
-__all__ = ["norm", "t", "gamma", "beta", "expon", "laplace", "cauchy", "lognorm", "logistic",
+__all__ = ["norm", "t", "gamma", "chi2", "beta", "expon", "laplace", "cauchy", "lognorm", "logistic",
            "uniform", "poisson", "binom", "bernoulli", "nbinom", "geom", "multivariate_normal",
            "dirichlet"]

@@ -11,7 +11,7 @@ from ... import ops as pj
 from ...ops import special as sp
 from ._base import rv_continuous
 
-__all__ = ["norm", "t", "gamma", "beta", "expon", "laplace", "cauchy", "lognorm", "logistic",
+__all__ = ["norm", "t", "gamma", "chi2", "beta", "expon", "laplace", "cauchy", "lognorm", "logistic",
            "uniform"]
 
 _LOG_2PI = float(np.log(2 * np.pi))
@@ -60,6 +60,23 @@ class gamma_gen(rv_continuous):
 
     def _sf(self, z, a):
         return sp.gammaincc(a, z)
+
+
+class chi2_gen(rv_continuous):
+    name, shapes, support, inside_point = "chi2", ("df",), (0.0, np.inf), 1.0
+
+    def _valid(self, df):
+        return pj.greater(df, 0.0)
+
+    def _logpdf(self, z, df):
+        half = 0.5 * df
+        return sp.xlogy(half - 1.0, z) - 0.5 * z - sp.gammaln(half) - half * _LOG_2
+
+    def _cdf(self, z, df):
+        return sp.gammainc(0.5 * df, 0.5 * z)
+
+    def _sf(self, z, df):
+        return sp.gammaincc(0.5 * df, 0.5 * z)
 
 
 class beta_gen(rv_continuous):
@@ -152,6 +169,6 @@ class uniform_gen(rv_continuous):
     _sf = staticmethod(lambda z: 1.0 - z)
 
 
-norm, t, gamma, beta = norm_gen(), t_gen(), gamma_gen(), beta_gen()
+norm, t, gamma, chi2, beta = norm_gen(), t_gen(), gamma_gen(), chi2_gen(), beta_gen()
 expon, laplace, cauchy, lognorm = expon_gen(), laplace_gen(), cauchy_gen(), lognorm_gen()
 logistic, uniform = logistic_gen(), uniform_gen()

@@ -74,6 +74,11 @@ class multivariate_normal_gen:
     def pdf(self, x, mean=None, cov=1, allow_singular=False):
         return pj.exp(self.logpdf(x, mean, cov, allow_singular))
 
+    def entropy(self, mean=None, cov=1):
+        """0.5 (d (1 + log 2 pi) + log det cov)."""
+        _, cov, d = self._points(np.zeros(1), mean, cov)
+        return 0.5 * (d * (1.0 + _LOG_2PI) + 2.0 * pj.sum(pj.log(pj.diagonal(pj.cholesky(cov)))))
+
     def __repr__(self) -> str:
         return "pforjac.scipy.stats.multivariate_normal"
 
