@@ -18,41 +18,6 @@ import _blas_env
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
-# -- this benchmark process's allocator (pforjac itself never changes it) ----------------------
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3      # glibc's mallopt parameters
-_MALLOC_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TOP_PAD_",
-               "MALLOC_MMAP_MAX_")
-
-
-def tune_allocator() -> str:
-    """Sets glibc's malloc in this benchmark process, for every library it times alike, to
-    serve allocations under 32 MiB from its heap and to keep up to 256 MiB of freed heap;
-    returns what was done, for the result header. In a fresh process glibc gives every
-    allocation of 128 KiB or more a mapping of its own and returns freed heap above 128 KiB
-    to the system, so each numpy temporary of that size pays its page faults again on every
-    call, and a workload's timings depended on which workloads ran before it (the
-    elementwise while-loop: 266 ms as the first workload, 55 ms after any larger array had
-    been freed). pforjac does not do this to the programs that import it: a program that
-    wants it sets MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=268435456 in its
-    environment. PFORJAC_BENCH_MALLOC=default leaves glibc as the process started; so do
-    glibc's own variables in the environment (they stand)."""
-    if os.environ.get("PFORJAC_BENCH_MALLOC") == "default":
-        return "glibc malloc as started (PFORJAC_BENCH_MALLOC=default)"
-    if any(name in os.environ for name in _MALLOC_ENV) \
-            or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
-        return "glibc malloc as the environment sets it"
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return "malloc as started (no glibc)"
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    if mallopt(_M_MMAP_THRESHOLD, 32 << 20) and mallopt(_M_TRIM_THRESHOLD, 256 << 20):
-        return ("glibc malloc tuned by benchmarks/_common.py for this process: mmap threshold "
-                "32 MiB, trim threshold 256 MiB")
-    return "glibc malloc as started (mallopt refused)"
-
-
-ALLOCATOR = tune_allocator()     # every script imports this module before its workloads
 
 
 def settle_threads(quiet: float = 0.1, slice_s: float = 0.01, limit: float = 1.0) -> float:
@@ -221,7 +186,7 @@ def machine_header() -> str:
     return (f"date: {now}; {rev}machine: {cpu_model()}, {os.cpu_count()} cores; "
             f"Python {platform.python_version()}; numpy {np.__version__}; "
             f"OPENBLAS_NUM_THREADS={blas}; OpenBLAS kernel {blas_core()} ({_blas_env.describe()}); "
-            f"load average at start {load}; {ALLOCATOR}")
+            f"load average at start {load}; glibc malloc as the process started")
 
 
 def mib(nbytes: float) -> str:

@@ -515,7 +515,7 @@ TARGETS = {
     "small_jacobian": [("#5 compiled <= 5x best", "compiled", 5.0)],
     "seed_jacobian": [("#7 eager <= 1/3 best", "pfor", 1 / 3), ("#7 compiled <= 1/3 best", "compiled", 1 / 3)],
 }
-TF_EAGER_FACTOR = 10.0   # issue 5: eager pfor at least 10x faster than TensorFlow eager pfor
+TF_EAGER_FACTOR = 10.0   # target: eager pfor at least 10x faster than TensorFlow eager pfor
 
 
 def main(argv=None) -> int:

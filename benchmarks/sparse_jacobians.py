@@ -1,5 +1,5 @@
 """Sparse Jacobians and Hessians side by side: pforjac.sparse, scipy's sparse finite
-differences, JAX's dense jit(jacfwd), asdex and sparsejac (issue 25).
+differences, JAX's dense jit(jacfwd), asdex and sparsejac.
 
 Workloads: the 2-D Brusselator of SciMLBenchmarks (N=32 and 64), the 1-D heat equation
 with nonlinear conductivity (n=10,000), the extended Rosenbrock Hessian (n=10,000), and
@@ -192,7 +192,7 @@ def main():
                                 % args.t_end,
                                 "Jacobian evaluations", "success"],
                                [[k, f"{v[0]:.2f} s", v[1], v[2]] for k, v in ivp.items()])
-    text = (f"# Sparse Jacobians and Hessians (issue 25)\n\n`python benchmarks/sparse_jacobians.py "
+    text = (f"# Sparse Jacobians and Hessians\n\n`python benchmarks/sparse_jacobians.py "
             f"--rounds {args.rounds} --t-end {args.t_end:g}`\n\n{header}\n\n"
             f"uptime before: {uptime}\n\nuptime after: {uptime_end}\n\n"
             f"JAX side: JAX {theirs.get('jax', '-')}, asdex {theirs.get('asdex', '-')}, sparsejac "

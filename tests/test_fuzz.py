@@ -62,7 +62,7 @@ def test_known_issue_absent(ci_run, name):
     """One per known issue: xfails while the ci profile still meets it."""
     seen = ci_run["known"].get(name, 0)
     if seen:
-        pytest.xfail(f"known issue (issue 24): {name}; {seen} mismatches in the ci profile")
+        pytest.xfail(f"known difference: {name}; {seen} mismatches in the ci profile")
 
 
 # -- the op table covers every primitive, and says truly which -------------------------------

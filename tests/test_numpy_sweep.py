@@ -60,7 +60,7 @@ CALLS = {
 }
 
 # (call, dtype name or None for all) -> why pforjac's result differs from numpy's on purpose
-_WEAK = "Python numbers are weak (issue 24, item 5): they take the tensor's dtype"
+_WEAK = "Python numbers are weak (NEP 50): they take the tensor's dtype"
 KNOWN = {
     ("append_float", "float32"): _WEAK + "; numpy's asarray(1.5) is float64",
     ("append_float", "float16"): _WEAK, ("append_float", "int64"): _WEAK,

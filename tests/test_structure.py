@@ -418,7 +418,7 @@ def test_an_elementwise_batch_jacobian_comes_out_row_major():
     np.testing.assert_array_equal(eager, compiled)
 
 
-# -- the row check knows every primitive (issue 24, item 1) ---------------------------------
+# -- the row check knows every primitive ----------------------------------------------------
 def _row_warnings(f, x):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

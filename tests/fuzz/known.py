@@ -1,6 +1,6 @@
 """Known issues (being fixed by others): a mismatch that matches one is marked, not new.
 
-Each entry: a name (the item of issue 24's list of issues under way) and a test on the
+Each entry: a name (the known difference it records) and a test on the
 mismatch record (and its call). The tests are narrow, and where they can, they check the
 cause: the cumsum test removes the program's cumsum lines and asks the oracle whether the
 rows still mix. A mismatch no test claims is new: the report gives its reproducer.
