@@ -156,6 +156,13 @@ def test_compress_extract_unique_differentiate_as_gathers():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
+def test_the_compress_method_takes_the_condition_first():
+    a = np.array([[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(pj.constant(a).compress([True, False], axis=1).numpy(),
+                                  a.compress([True, False], axis=1))
+    np.testing.assert_array_equal(pj.constant(a).nonzero()[1].numpy(), a.nonzero()[1])
+
+
 def test_unique_returns_numpys_index_inverse_counts():
     a = np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 1.0]])
     for kwargs in ({}, {"axis": 0}):

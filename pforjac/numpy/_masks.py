@@ -92,3 +92,12 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if not extras:
         return picked
     return (picked, *(_positions(e) for e in extras))
+
+
+def _compress_method(self, condition, axis=None, out=None):
+    """`t.compress(condition)` is `np.compress(condition, t)`: the tensor is numpy's second
+    argument (the generic methods pass it first)."""
+    return compress(condition, self, axis, out)
+
+
+Tensor.compress = _compress_method
