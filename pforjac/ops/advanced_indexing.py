@@ -31,12 +31,11 @@ def is_mask(k) -> bool:
     """A boolean index of rank >= 1 (numpy array, Tensor or list of bools)."""
     if isinstance(k, (np.ndarray, Tensor)):
         return k.dtype == np.bool_ and k.ndim > 0
-    if isinstance(k, list) and k:
-        try:
-            return np.asarray(k).dtype == np.bool_
-        except (TypeError, ValueError):
-            return False
-    return False
+    if not isinstance(k, list):
+        return False
+    while isinstance(k, list) and k:        # a (nested) list of Python or numpy bools
+        k = k[0]
+    return isinstance(k, (bool, np.bool_))
 
 
 def concrete_mask(k, what: str) -> np.ndarray:

@@ -51,8 +51,9 @@ def _normalize_key(key, shape: tuple) -> tuple:
     """`key` with its Ellipsis spelled out as slices, slice bounds as ints and each boolean
     mask as the index arrays of its nonzero() (a mask of rank k stands for k axes)."""
     key = key if isinstance(key, tuple) else (key,)
-    ranks = [0 if k is None or k is Ellipsis else np.ndim(k) if advanced.is_mask(k) else 1
-             for k in key]
+    ranks = [0 if k is None or k is Ellipsis else
+             np.ndim(k) if isinstance(k, (np.ndarray, Tensor, list)) and advanced.is_mask(k)
+             else 1 for k in key]
     consumed, ndim = sum(ranks), len(shape)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
