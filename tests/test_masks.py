@@ -119,6 +119,16 @@ def test_sparse_jacobians_through_constant_masks_and_index_arrays():
     np.testing.assert_array_equal(jac, want)
 
 
+def test_traced_index_arrays_in_a_compiled_function():
+    f0, rows, cols = np.arange(12.0).reshape(3, 4), np.array([[0], [2]]), np.array([1, -1, 3])
+    picked = pj.function(lambda f, i, j: f[i, j] * 2.0)
+    np.testing.assert_array_equal(np.asarray(picked(f0, rows, cols)), f0[rows, cols] * 2.0)
+    np.testing.assert_array_equal(np.asarray(picked(f0, rows[::-1], cols)),
+                                  f0[rows[::-1], cols] * 2.0)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for an axis of size 3"):
+        picked(f0, np.array([3]), cols)
+
+
 def test_a_traced_mask_is_refused_with_the_where_rewrite():
     with pytest.raises(TypeError, match=r"boolean mask .*traced value.*np\.where\(mask, x, 0\)"):
         pj.function(lambda x: np.sum(x[x > 0]))(X0)
