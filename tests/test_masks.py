@@ -166,6 +166,15 @@ def test_compress_extract_unique_differentiate_as_gathers():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
 
 
+def test_where_with_the_condition_alone_is_nonzero():
+    x0 = np.array([[0.5, -1.0], [2.0, -3.0]])
+    x = pj.constant(x0)
+    for got, want in zip(np.where(x > 0), np.where(x0 > 0)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_allclose(np.asarray(pj.grad(lambda x: np.sum(x[np.where(x > 0)] ** 2))(x0)),
+                               np.where(x0 > 0, 2 * x0, 0.0))
+
+
 def test_the_compress_method_takes_the_condition_first():
     a = np.array([[0.0, 1.0], [2.0, 3.0]])
     np.testing.assert_array_equal(pj.constant(a).compress([True, False], axis=1).numpy(),
