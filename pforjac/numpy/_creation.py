@@ -7,6 +7,8 @@ and `array`/`asarray`, which stack lists holding Tensors differentiably (numpy's
 """
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from .. import ops as pj
@@ -29,10 +31,17 @@ def _constant(array: np.ndarray) -> Tensor:
     return constant(array)              # a copy: numpy's own array is never made read-only
 
 
+_NESTS = (Tensor, list, tuple)
+
+
 def _has_tensor(obj) -> bool:
+    """Whether a (nested) list holds a Tensor; a list of numbers is scanned in C (as_tensor
+    asks this of every list an op is given)."""
     if isinstance(obj, Tensor):
         return True
-    return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
+    if not isinstance(obj, (list, tuple)) or not any(map(isinstance, obj, repeat(_NESTS))):
+        return False
+    return any(_has_tensor(o) for o in obj if isinstance(o, _NESTS))
 
 
 def _stacked(obj):
