@@ -52,6 +52,8 @@ def test_bad_masks_and_indices_raise_as_numpy_does():
         x[np.array([True, False])]
     with pytest.raises(IndexError, match="index 3 is out of bounds.*size 3"):
         x[np.array([0, 3]), np.array([0, 1])]
+    with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \(2,\) \(3,\)"):
+        x[np.array([0, 1]), np.array([0, 1, 2])]
     with pytest.raises(IndexError, match="rank 0"):
         x[np.array(True)]
 
@@ -202,3 +204,56 @@ def test_unique_of_repeated_differentiated_values_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         np.unique(pj.constant(np.array([2.0, 2.0])))     # nothing differentiated: no warning
+
+
+def _random_key(rng, shape):
+    """A key mixing ints, slices, None, Ellipsis, index arrays (broadcasting against each
+    other) and one-axis masks selecting exactly two entries (so they broadcast too)."""
+    index_shape = [(2,), (1, 2), (2, 1), ()][rng.integers(4)]
+    key, axes = [], list(shape)
+    ellipsis = rng.random() < 0.2
+    for size in axes:
+        kind = rng.integers(6)
+        if kind == 0:
+            key.append(int(rng.integers(-size, size)))
+        elif kind == 1:
+            start, stop = sorted(rng.integers(-size, size + 1, 2))
+            key.append(slice(int(start), int(stop), int(rng.choice([1, 2, -1]))))
+        elif kind == 2:
+            key.append(rng.integers(-size, size, index_shape))
+        elif kind == 3:
+            mask = np.zeros(size, bool)
+            mask[rng.choice(size, 2, replace=False)] = True
+            key.append(mask if index_shape in ((2,), (1, 2)) else slice(None))
+        elif kind == 4:
+            key.extend([None, slice(None)])
+        else:
+            key.append(slice(None))
+    if ellipsis:
+        cut = int(rng.integers(len(key) + 1))
+        key = key[:cut] + [Ellipsis] + [k for k in key[cut:] if k is None][:1]
+    return tuple(key)
+
+
+def test_random_keys_index_as_numpy_does():
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(3, 4, 5))
+    t = pj.constant(a)
+    checked = 0
+    for _ in range(300):
+        key = _random_key(rng, a.shape)
+        try:
+            want = a[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                t[key]
+            continue
+        np.testing.assert_array_equal(t[key].numpy(), want, err_msg=repr(key))
+        checked += 1
+        if checked % 20 == 0:          # and the gradient: the adjoint of the selection
+            w = rng.normal(size=want.shape)
+            want_grad = np.zeros_like(a)
+            np.add.at(want_grad, key, w)
+            got = pj.grad(lambda x: pj.sum(x[key] * w))(a)
+            np.testing.assert_allclose(np.asarray(got), want_grad, err_msg=repr(key))
+    assert checked > 150

@@ -23,8 +23,8 @@ from ..tensor import Tensor, as_tensor
 from .broadcasting import reshape
 from .elementwise import cast, less, where
 
-__all__ = ["is_mask", "mask_indices", "concrete_mask", "merge_axes", "flat_positions",
-           "advanced_first"]
+__all__ = ["is_mask", "mask_indices", "concrete_mask", "broadcast_shape", "merge_axes",
+           "flat_positions", "advanced_first"]
 
 
 def is_mask(k) -> bool:
@@ -75,6 +75,16 @@ def advanced_first(key: tuple, positions) -> bool:
     advanced = [q for q, k in enumerate(key) if isinstance(k, int)] + list(positions)
     span = range(min(advanced), max(advanced))
     return any(isinstance(key[q], slice) or key[q] is None for q in span)
+
+
+def broadcast_shape(indices: list) -> tuple:
+    """The shape index arrays broadcast to, or numpy's IndexError."""
+    shapes = [tuple(t.shape) for t in indices]
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast together "
+                         f"with shapes {' '.join(map(str, shapes))}") from None
 
 
 def merge_axes(y: Tensor, axes: list) -> tuple:

@@ -132,11 +132,11 @@ def getitem(x, key):
     y = getitem(x, tuple(slice(None) if p in indices else k for p, k in enumerate(key)))
     axes = [sum(1 for k in key[:p] if not isinstance(k, int)) for p in arrays]
     if len(arrays) > 1 and any(t.ndim for t in indices.values()):
+        width = len(advanced.broadcast_shape(list(indices.values())))
         y, sizes = advanced.merge_axes(y, axes)
         flat = advanced.flat_positions([indices[p] for p in arrays], sizes,
                                        lambda t, size: check_index_p.bind(t, size=size))
         y = gather(y, flat, axis=axes[0])
-        width = len(np.broadcast_shapes(*(tuple(t.shape) for t in indices.values())))
     else:           # one gather per index tensor, from the last axis to the first
         for p, axis in sorted(zip(arrays, axes), key=lambda pa: -pa[1]):
             y = gather(y, indices[p], axis=axis)
