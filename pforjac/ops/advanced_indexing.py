@@ -59,7 +59,7 @@ def mask_indices(k, shape: tuple) -> tuple:
     boolean mask `k`, checked against those axes as numpy checks them."""
     mask = concrete_mask(k, "getitem")
     for axis, (size, length) in enumerate(zip(shape, mask.shape)):
-        if size != length:
+        if size is not None and size != length:
             raise IndexError(f"boolean index did not match indexed tensor along axis {axis}; "
                              f"size of axis is {size} but size of corresponding boolean axis "
                              f"is {length}")

@@ -47,9 +47,11 @@ defvjp(setitem_zeros_p, lambda g, ans, x, key, shape: getitem_p.bind(g, key=key)
 defjvp(setitem_zeros_p, lambda t, ans, x, key, shape: setitem_zeros_p.bind(t, key=key, shape=shape))
 
 
-def _normalize_key(key, shape: tuple) -> tuple:
+def _normalize_key(key, shape) -> tuple:
     """`key` with its Ellipsis spelled out as slices, slice bounds as ints and each boolean
-    mask as the index arrays of its nonzero() (a mask of rank k stands for k axes)."""
+    mask as the index arrays of its nonzero() (a mask of rank k stands for k axes). `shape`
+    is the indexed shape (or its rank alone: then masks are not checked against it)."""
+    shape = (None,) * shape if isinstance(shape, int) else shape
     key = key if isinstance(key, tuple) else (key,)
     ranks = [0 if k is None or k is Ellipsis else
              np.ndim(k) if isinstance(k, (np.ndarray, Tensor, list)) and advanced.is_mask(k)
