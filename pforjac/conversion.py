@@ -51,10 +51,18 @@ def array_conversion_error(t) -> TypeError:
     """The error for `t.__array__` refused: it names the function that asked for the
     conversion (found from the calling frames, on this error path only) and its pforjac
     counterpart, or says that `np.array([...])` of Tensors is `np.stack` / `pnp.array`."""
-    frame = sys._getframe(2)                 # whoever called Tensor.__array__
+    try:
+        what = _asker(t, sys._getframe(2))       # whoever called Tensor.__array__
+    except Exception:                  # (an odd frame must not hide the conversion error)
+        what = ASARRAY
+    return conversion_error(t, what)
+
+
+def _asker(t, frame) -> str:
+    """What asked for the conversion, and what to call instead."""
     entry, caller = _library_entry(frame)
     if entry is None:
-        return conversion_error(t, _direct_call(caller))
+        return _direct_call(caller)
     name = _public_name(entry)
     what = f"{name} converts its arguments with np.asarray"
     listed = _list_argument(entry, _tensor_class(t))
@@ -66,7 +74,7 @@ def array_conversion_error(t) -> TypeError:
         twin = counterpart(name)
         what += f"; call {twin} instead" if twin else \
             "; pforjac has no counterpart for it: write it with pforjac.numpy / pforjac.scipy"
-    return conversion_error(t, what)
+    return what
 
 
 def _library_entry(frame):
