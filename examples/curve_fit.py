@@ -24,8 +24,8 @@ def rosenbrock(x):
 
 
 def jacobian(p, t, y):
-    """The (n, 4) Jacobian of the residuals, a numpy array for scipy."""
-    return pj.jacobian(lambda p: residuals(p, t, y), p).numpy()
+    """The (n, 4) Jacobian of the residuals (numpy in, numpy out: an array for scipy)."""
+    return pj.jacobian(lambda p: residuals(p, t, y), p)
 
 
 def fit(n=1000, seed=0):
@@ -39,9 +39,8 @@ def fit(n=1000, seed=0):
 
 def minimize_rosenbrock(dim=100):
     x0 = np.full(dim, -0.5)
-    gradient = lambda x: pj.grad(rosenbrock)(x).numpy()        # noqa: E731
-    hessian = lambda x: pj.hessian(rosenbrock, x).numpy()      # noqa: E731
-    return minimize(rosenbrock, x0, jac=gradient, hess=hessian, method="trust-exact")
+    return minimize(rosenbrock, x0, jac=pj.grad(rosenbrock), hess=pj.hessian(rosenbrock),
+                    method="trust-exact")
 
 
 def main(dim=100):

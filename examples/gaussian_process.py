@@ -35,9 +35,9 @@ def data(n=30, seed=0):
 def main():
     X, y = data()
     start = np.log(np.array([1.0, 1.0, 0.1]))
-    gradient = lambda p: pj.grad(neg_log_marginal_likelihood)(p, X, y).numpy()  # noqa: E731
-    fitted = minimize(lambda p: float(neg_log_marginal_likelihood(p, X, y)), start,
-                      jac=gradient, method="L-BFGS-B")
+    # numpy arrays in, numpy array out: scipy calls jac(p, X, y) and gets an array
+    fitted = minimize(lambda p, X, y: float(neg_log_marginal_likelihood(p, X, y)), start,
+                      args=(X, y), jac=pj.grad(neg_log_marginal_likelihood), method="L-BFGS-B")
     print(f"log marginal likelihood {-fitted.fun:.3f} at length {np.exp(fitted.x[0]):.3f}, "
           f"signal variance {np.exp(fitted.x[1]):.3f}, noise variance {np.exp(fitted.x[2]):.4f}")
     return {"start": start, "fitted": fitted, "X": X, "y": y}

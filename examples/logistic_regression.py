@@ -41,12 +41,12 @@ def main(steps=100, learning_rate=0.5):
     X, y = data()
     w = np.zeros(X.shape[1])
     for _ in range(steps):
-        w = w - learning_rate * pj.grad(loss)(w, X, y).numpy()
+        w = w - learning_rate * pj.grad(loss)(w, X, y)       # numpy in, numpy out
     grads = per_example_gradients(w, X, y).numpy()
     norms = np.linalg.norm(grads, axis=1)
     print(f"loss {loss(w, X, y):.4f}; per-example gradient norms: median {np.median(norms):.3f}, "
           f"max {norms.max():.3f}; their mean is the full gradient: "
-          f"{np.allclose(grads.mean(0), pj.grad(loss)(w, X, y).numpy())}")
+          f"{np.allclose(grads.mean(0), pj.grad(loss)(w, X, y))}")
     return {"w": w, "X": X, "y": y, "per_example": grads}
 
 

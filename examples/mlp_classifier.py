@@ -56,7 +56,7 @@ def main(steps=150, learning_rate=0.3):
     params = init()
     for _ in range(steps):
         value, grads = pj.value_and_grad(loss)(params, X, labels)
-        params = {k: v - learning_rate * grads[k].numpy() for k, v in params.items()}
+        params = {k: v - learning_rate * grads[k] for k, v in params.items()}
     accuracy = np.mean(np.argmax(logits(params, X), axis=1) == np.argmax(labels, axis=1))
     per_example = {k: g.numpy() for k, g in per_example_gradients(params, X, labels).items()}
     print(f"loss {float(value):.4f}, training accuracy {accuracy:.2f}; per-example gradient "

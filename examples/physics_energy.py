@@ -31,17 +31,17 @@ def relaxed(n=7, seed=0):
     grid = np.array([[a, b, c] for a in range(2) for b in range(2) for c in range(2)], float)
     x0 = 1.12 * grid[:n] + 0.05 * rng.standard_normal((n, 3))
     flat_energy = lambda v: float(energy(v.reshape(n, 3)))                        # noqa: E731
-    flat_gradient = lambda v: pj.grad(energy)(v.reshape(n, 3)).numpy().ravel()    # noqa: E731
+    flat_gradient = lambda v: pj.grad(energy)(v.reshape(n, 3)).ravel()    # noqa: E731
     result = minimize(flat_energy, x0.ravel(), jac=flat_gradient, method="BFGS", tol=1e-10)
     return result.x.reshape(n, 3)
 
 
 def main(n=7):
     x = relaxed(n)
-    H = pj.hessian(energy, x).numpy().reshape(3 * n, 3 * n)
+    H = pj.hessian(energy, x).reshape(3 * n, 3 * n)        # numpy in, numpy out
     eigenvalues = np.linalg.eigvalsh(H)
     print(f"{n} atoms: E = {float(energy(x)):.4f}, |force| = "
-          f"{np.abs(pj.grad(energy)(x).numpy()).max():.1e}; Hessian eigenvalues: six near zero "
+          f"{np.abs(pj.grad(energy)(x)).max():.1e}; Hessian eigenvalues: six near zero "
           f"(max {np.abs(eigenvalues[:6]).max():.1e}), then {eigenvalues[6]:.3f} .. "
           f"{eigenvalues[-1]:.1f}")
     return {"x": x, "hessian": H, "eigenvalues": eigenvalues}

@@ -21,8 +21,8 @@ def robertson(t, y, k1=RATES[0], k2=RATES[1], k3=RATES[2]):
 
 
 def jacobian(t, y):
-    """d(dy/dt)/dy, a (3, 3) numpy array for scipy."""
-    return pj.jacobian(lambda y: robertson(t, y), y).numpy()
+    """d(dy/dt)/dy, a (3, 3) numpy array for scipy (numpy in, numpy out)."""
+    return pj.jacobian(lambda y: robertson(t, y), y)
 
 
 def main(t_end=1e5, method="Radau"):

@@ -16,8 +16,8 @@ from .program import Program, make_program, run_program
 from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
-from .functional import jacobian, hessian, vjp, jvp, hvp
-from .transforms import grad, value_and_grad, jacrev, jacfwd
+from .functional import vjp, jvp, hvp
+from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian
 from .diagnostics import fallback_report
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)

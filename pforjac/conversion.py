@@ -1,6 +1,6 @@
 """When converting a Tensor to numpy would drop it from a derivative, and the one error that
-says so (float(t), np.asarray(t), t.tolist(), a numpy function pforjac lacks, under a
-recording tape or in a trace)."""
+says so (float(t), np.asarray(t), np.from_dlpack(t), t.tolist(), a numpy function pforjac
+lacks, under a recording tape or in a trace)."""
 from __future__ import annotations
 
 import dis
@@ -194,3 +194,22 @@ def counterpart(name: str) -> str | None:
         if found is not None:
             return f"{module}.{'.'.join(parts[split:])}"
     return None
+
+
+def dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """`Tensor.__dlpack__`: the value through DLPack (`np.from_dlpack(t)`), read-only;
+    refused as `__array__` is where a derivative needs the tensor. A consumer that can't
+    take read-only memory (DLPack before 1.0) gets a copy unless it asked for copy=False.
+    A string made of a tensor (`format`) leaves no derivative behind and is not refused."""
+    if (_state.tapes or t._trace is not None) and needed_by(t):
+        raise conversion_error(t, "np.from_dlpack (DLPack)")
+    value = t.numpy()
+    kwargs = {"stream": stream, "dl_device": dl_device, "copy": copy}
+    if max_version is not None:
+        kwargs["max_version"] = max_version
+    try:
+        return value.__dlpack__(**kwargs)
+    except BufferError:
+        if copy is False:
+            raise
+        return value.copy().__dlpack__(**kwargs)

@@ -2,7 +2,8 @@
 
 `jacobian`, `hessian`, `vjp`, `jvp` and `hvp` take a function and its inputs
 (a Tensor or a tuple of Tensors; numpy arrays are converted) and nest their
-results the way PyTorch does. Reverse mode runs `func` once under a
+results the way PyTorch does (given numpy arrays or Python numbers at top level, they return
+numpy arrays: `pforjac.boundary`; given Tensors, Tensors). Reverse mode runs `func` once under a
 `GradientTape` and takes one row of the Jacobian per output entry: all rows at
 once through pfor (`vectorize=True`, the default), or one row per Python loop
 iteration with `vectorize=False` (the same numbers, 35-300x slower). Forward mode traces
@@ -28,13 +29,15 @@ JAX's (holomorphic) convention, without PyTorch's conjugate in `vjp`.
 from __future__ import annotations
 
 import contextlib
+import numbers
 from typing import Callable
 
 import numpy as np
 
 from . import core, ops
+from .boundary import numbers_as_array, numpy_boundary
 from .forward import inputs_reaching_outputs, jvp_program
-from .memory import check_results_fit, working_memory_advice
+from .memory import check_results_fit, entry_point, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
 from .program import make_program
@@ -59,11 +62,17 @@ def _check_func(func, fn_name: str) -> None:
 
 
 def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
-    """(was it a tuple, the Tensors as a tuple); numpy arrays are converted."""
+    """(was it a tuple, the Tensors as a tuple); numpy arrays, Python numbers and lists of
+    numbers (one array, as numpy reads them) are converted."""
+    if value is None and arg_name == "inputs":
+        raise TypeError(f"{fn_name}: {arg_name} is None; pass a numpy array or a Tensor (or a "
+                        f"tuple of them)")
+    value = numbers_as_array(value)
     is_tuple = isinstance(value, (tuple, list))
     values = tuple(value) if is_tuple else (value,)
     for k, v in enumerate(values):
-        if not isinstance(v, (Tensor, np.ndarray, np.generic)):
+        number = arg_name in ("inputs", "v") and isinstance(v, numbers.Number)
+        if not (number or isinstance(v, (Tensor, np.ndarray, np.generic))):
             where = f"the value at index {k}" if is_tuple else f"the given {arg_name}"
             raise TypeError(f"{fn_name}: {arg_name} must be a Tensor (or numpy array) or a tuple "
                             f"of them, but {where} has type {type(v).__name__}")
@@ -162,10 +171,14 @@ def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
 
 
 # -- jacobian ----------------------------------------------------------------------------------
+@numpy_boundary
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = True, strategy: str = "reverse-mode", *,
              parallel_iterations: int | None = None):
     """Jacobian of `func` at `inputs`, as `torch.autograd.functional.jacobian`.
+
+    `pj.jacobian(func)` without inputs is JAX's form (pforjac.transforms.jacobian): a
+    function of func's arguments, so `scipy.optimize.root(fun, x0, jac=pj.jacobian(fun))`.
 
     Args:
         func: a function of Tensors returning a Tensor or a tuple of Tensors.
@@ -194,14 +207,15 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
         >>> import numpy as np, pforjac as pj
         >>> x = np.array([[0.0, 1.0], [2.0, 3.0]])
         >>> J = pj.jacobian(lambda x: x.exp().sum(axis=1), x)
-        >>> J.shape, float(J[1, 0, 0])
-        ((2, 2, 2), 0.0)
+        >>> type(J).__name__, J.shape, float(J[1, 0, 0])
+        ('ndarray', (2, 2, 2), 0.0)
     """
     _check_func(func, "jacobian")
     is_inputs_tuple, xs = _as_inputs(inputs, "jacobian")
     _check_strategy(strategy, "strategy", "jacobian")
-    is_outputs_tuple, rows = _jacobian(func, xs, create_graph, strict, vectorize, strategy,
-                                       parallel_iterations, "jacobian")
+    with entry_point("jacobian", "parallel_iterations"):
+        is_outputs_tuple, rows = _jacobian(func, xs, create_graph, strict, vectorize, strategy,
+                                           parallel_iterations, "jacobian")
     return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
 
 
@@ -327,6 +341,7 @@ def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
     return out, tuple(ops.zeros(x.shape, x.dtype) if g is None else g for g, x in zip(grads, xs))
 
 
+@numpy_boundary
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode"):
     """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
@@ -338,22 +353,26 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     The Jacobian of the gradient: reverse-over-reverse by default, or
     forward-over-reverse with `outer_jacobian_strategy="forward-mode"` (which
     requires `vectorize=True`). `H[i][j]` has shape `inputs[i].shape + inputs[j].shape`.
+    `pj.hessian(func)` without inputs is JAX's form (pforjac.transforms.hessian), a function
+    of func's arguments: `minimize(f, x0, hess=pj.hessian(f))`.
 
     Example:
         >>> import numpy as np, pforjac as pj
         >>> H = pj.hessian(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]))
-        >>> H.numpy().tolist()
+        >>> H.tolist()
         [[6.0, 0.0], [0.0, 12.0]]
     """
     _check_func(func, "hessian")
     is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
     _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
-    _, rows = _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph, strict,
-                        vectorize, outer_jacobian_strategy, None, "hessian")
+    with entry_point("hessian", None):
+        _, rows = _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph,
+                            strict, vectorize, outer_jacobian_strategy, None, "hessian")
     return _unpack(rows, (is_inputs_tuple, is_inputs_tuple))
 
 
 # -- vjp, jvp, hvp -----------------------------------------------------------------------------
+@numpy_boundary
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), v^T J)`, as `torch.autograd.functional.vjp`.
 
@@ -362,7 +381,7 @@ def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     Example:
         >>> import numpy as np, pforjac as pj
         >>> out, g = pj.vjp(lambda x: x * x, np.array([1.0, 2.0]), np.array([1.0, 1.0]))
-        >>> g.numpy().tolist()
+        >>> g.tolist()
         [2.0, 4.0]
     """
     _check_func(func, "vjp")
@@ -389,6 +408,7 @@ def _fill(value, like: Tensor, k: int, strict: bool, fn_name: str, why: str) -> 
     return ops.zeros(like.shape, _float_dtype(like))
 
 
+@numpy_boundary
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), J v)` by forward mode, as `torch.autograd.functional.jvp`.
 
@@ -397,7 +417,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     Example:
         >>> import numpy as np, pforjac as pj
         >>> out, t = pj.jvp(lambda x: x * x, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
-        >>> t.numpy().tolist()
+        >>> t.tolist()
         [2.0, 0.0]
     """
     _check_func(func, "jvp")
@@ -416,6 +436,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     return _unpack(outputs, is_outputs_tuple), _unpack(tangents, is_outputs_tuple)
 
 
+@numpy_boundary
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), H v)` for a scalar `func`, as `torch.autograd.functional.hvp`.
 
@@ -425,7 +446,7 @@ def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
     Example:
         >>> import numpy as np, pforjac as pj
         >>> out, hv = pj.hvp(lambda x: (x ** 3).sum(), np.array([1.0, 2.0]), np.array([1.0, 1.0]))
-        >>> hv.numpy().tolist()
+        >>> hv.tolist()
         [6.0, 12.0]
     """
     _check_func(func, "hvp")

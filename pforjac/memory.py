@@ -23,24 +23,60 @@ class JacobianMemoryError(MemoryError):
     available."""
 
 
+class _EntryPoint(threading.local):
+    called = None     # (name, argument) of the entry point the user called, outermost
+
+
+_entry = _EntryPoint()
+
+
 @contextlib.contextmanager
-def working_memory_advice(what: str, parallel_iterations: int | None = None):
+def entry_point(name: str, argument: str | None):
+    """Names the function the user called and its argument that bounds the rows computed at
+    a time (None if it takes none), for the advice of any memory error raised below it:
+    `pj.hessian` runs `GradientTape.jacobian`, but its user can only pass hessian's
+    arguments. The outermost entry point wins."""
+    if _entry.called is not None:
+        yield
+        return
+    _entry.called = (name, argument)
+    try:
+        yield
+    finally:
+        _entry.called = None
+
+
+def chunking_advice(argument: str | None, value: int | None) -> str:
+    """How to compute fewer rows at a time, naming `argument` (the caller's; None when it
+    takes none: then the functions that do)."""
+    if argument is None:
+        return ("compute fewer rows at a time with pj.jacobian(..., parallel_iterations=k) or "
+                "GradientTape.jacobian(..., parallel_iterations=k)")
+    fewer = f"{argument}=k" if value is None else f"a smaller {argument}"
+    return f"pass {fewer} to compute fewer rows at a time"
+
+
+@contextlib.contextmanager
+def working_memory_advice(what: str, parallel_iterations: int | None = None,
+                          argument: str | None = "parallel_iterations"):
     """Turns numpy's MemoryError while `what` computes its rows (all at once, or
     `parallel_iterations` at a time) into a JacobianMemoryError that says how to compute
-    fewer at a time."""
+    fewer at a time, through the argument the function the user called takes (`argument`,
+    unless an outer `entry_point` names its own)."""
     try:
         yield
     except JacobianMemoryError:
         raise
     except MemoryError as e:
+        if _entry.called is not None:
+            what, argument = _entry.called[0], _entry.called[1]
         rows = "all rows at once" if parallel_iterations is None else \
-            f"{parallel_iterations} rows at a time (parallel_iterations={parallel_iterations})"
-        fewer = "parallel_iterations=k" if parallel_iterations is None else \
-            "a smaller parallel_iterations"
+            f"{parallel_iterations} rows at a time" + \
+            (f" ({argument}={parallel_iterations})" if argument else "")
         raise JacobianMemoryError(
-            f"{what}: the working memory for {rows} does not fit ({e}). Pass {fewer} to "
-            f"compute fewer rows at a time: the working memory falls roughly in proportion "
-            f"(the result itself still has to fit)") from e
+            f"{what}: the working memory for {rows} does not fit ({e}); "
+            f"{chunking_advice(argument, parallel_iterations)}: the working memory falls "
+            f"roughly in proportion (the result itself still has to fit)") from e
 
 
 def available_memory() -> int:

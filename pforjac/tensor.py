@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import array_conversion_error, conversion_error, needed_by
+from .conversion import array_conversion_error, conversion_error, dlpack, needed_by
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -193,6 +193,14 @@ class Tensor:
                                  f"needs a copy, but copy=False was asked for")
             return value.astype(dtype)
         return value.copy() if copy else value  # np.array(t) copies: tensors stay immutable
+
+    def __format__(self, spec: str) -> str:   # numpy's: f"{t:.3f}" works for a 0-d tensor
+        return format(self.numpy(), spec) if spec else str(self)
+
+    __dlpack__ = dlpack                         # np.from_dlpack(t), refused as __array__ is
+
+    def __dlpack_device__(self) -> tuple:
+        return self.numpy().__dlpack_device__()
 
     def __bool__(self) -> bool:
         return bool(self.numpy())
@@ -431,8 +439,7 @@ def _array_of(value, where: str) -> np.ndarray:
 class _Ops:
     """The ops `constant` needs (cast, stop_gradient), installed by pforjac.ops when it
     loads: tensor.py sits below the ops and does not import them."""
-    cast = stop_gradient = None
-    stack_nested = holds_tensor = None     # lists holding Tensors, for as_tensor
+    cast = stop_gradient = stack_list = None     # stack_list: lists of Tensors, as_tensor's
 
 
 _ops = _Ops()
@@ -472,11 +479,10 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
     """`value` as a Tensor: a Tensor as it is, anything else as `constant` makes it (a numpy
     array copied, so an op's result or a tape's record never changes with the array).
     `argument` names what `value` was passed as, for the error if it can't be converted."""
+    if isinstance(value, (list, tuple)) and _ops.stack_list:   # holding Tensors: stacked
+        value = _ops.stack_list(value)
     if isinstance(value, Tensor):
         return value
-    if isinstance(value, (list, tuple)) and _ops.stack_nested is not None \
-            and _ops.holds_tensor(value):          # differentiably, as np.stack would
-        return _ops.stack_nested(value)
     try:
         return Tensor._from_array(_own_array(value))
     except TypeError as e:

@@ -4,13 +4,15 @@ They take JAX's arguments (`argnums` an int or a tuple of ints, `has_aux`) and p
 inputs (nested lists, tuples and dicts, as `tree.py` flattens them), and work on functions
 written with numpy (`np.sin(x)`, `x @ A`: numpy's dispatch runs pforjac's ops). Inputs given
 as numpy arrays or Python numbers are read as numpy reads them (Python floats: float64).
-Results are Tensors, differentiable again: `jacfwd(jacrev(f))` is a Hessian.
+Given numpy arrays or Python numbers at top level, they return numpy arrays (numpy in, numpy
+out: `pforjac.boundary`); given Tensors, or inside a tape or trace, Tensors, differentiable
+again: `jacfwd(jacrev(f))` is a Hessian.
 
 Example:
     >>> import numpy as np, pforjac as pj
     >>> f = lambda x, y: np.sum(np.sin(x) * y)
     >>> dx, dy = pj.grad(f, argnums=(0, 1))(np.array([0.0, 1.0]), np.array([2.0, 3.0]))
-    >>> dx.numpy().round(4).tolist(), dy.numpy().round(4).tolist()
+    >>> dx.round(4).tolist(), dy.round(4).tolist()
     ([2.0, 1.6209], [0.0, 0.8415])
 """
 from __future__ import annotations
@@ -22,12 +24,14 @@ from typing import Callable
 import numpy as np
 
 from . import functional
+from .boundary import numbers_as_array, numpy_boundary
+from .memory import entry_point
 from .ops.shape import reshape_p
 from .tape import GradientTape
 from .tensor import Tensor, is_float
 from .tree import tree_flatten, tree_unflatten
 
-__all__ = ["grad", "value_and_grad", "jacrev", "jacfwd"]
+__all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "jacobian", "hessian"]
 
 
 def _argnums(argnums, nargs: int, fn_name: str) -> tuple[tuple, bool]:
@@ -61,6 +65,10 @@ def _prepared(args: tuple, nums: tuple, fn_name: str):
     tree of each differentiated argument)."""
     args, flat, trees = list(args), [], []
     for k in nums:
+        if args[k] is None:
+            raise TypeError(f"{fn_name}: the argument to differentiate (position {k}) is None; "
+                            f"pass a numpy array, a Python number or a Tensor")
+        args[k] = numbers_as_array(args[k])      # [1.0, 2.0] is an array, as numpy reads it
         leaves, tree = tree_flatten(args[k])
         xs = [_input(v, fn_name) for v in leaves]
         args[k] = tree_unflatten(tree, xs)
@@ -88,15 +96,25 @@ def _split_aux(out, has_aux: bool, fn_name: str):
 
 
 def _scalar(value, fn_name: str) -> Tensor:
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"{fn_name}: the function returned a {type(value).__name__} of "
+                        f"{len(value)}, but a gradient needs a scalar output; if the other "
+                        f"items are auxiliary data, pass has_aux=True and return (output, aux)")
     if not isinstance(value, Tensor):
         value = Tensor._from_array(np.array(value))
     if value.shape != ():
         raise TypeError(f"{fn_name}: Gradient only defined for scalar-output functions. Output "
                         f"had shape: {tuple(value.shape)} (use jacrev or jacfwd for a Jacobian)")
-    if not is_float(value.dtype):
-        raise TypeError(f"{fn_name} requires real-valued outputs (a floating dtype), got "
-                        f"{value.dtype.name}")
+    if not is_float(value.dtype) or value.dtype.kind == "c":
+        raise TypeError(f"{fn_name} requires real-valued outputs (a real floating dtype), got "
+                        f"{value.dtype.name}" + (_COMPLEX_ADVICE if value.dtype.kind == "c"
+                                                 else ""))
     return value
+
+
+_COMPLEX_ADVICE = ("; for a real loss of complex values take its real part or modulus "
+                   "(np.real(z), np.abs(z) ** 2); for the complex derivative of a holomorphic "
+                   "function use pj.jacrev or pj.vjp (JAX's holomorphic convention)")
 
 
 def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
@@ -108,9 +126,10 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
     Example:
         >>> import numpy as np, pforjac as pj
         >>> value, g = pj.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
-        >>> float(value), g.numpy().tolist()
+        >>> float(value), g.tolist()
         (5.0, [2.0, 4.0])
     """
+    @numpy_boundary
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
         nums, is_tuple = _argnums(argnums, len(args), "grad")
@@ -132,7 +151,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     Example:
         >>> import numpy as np, pforjac as pj
-        >>> pj.grad(lambda x: np.sum(np.exp(x)))(np.array([0.0, 1.0])).numpy().round(4).tolist()
+        >>> pj.grad(lambda x: np.sum(np.exp(x)))(np.array([0.0, 1.0])).round(4).tolist()
         [1.0, 2.7183]
     """
     value_and_grad_fun = value_and_grad(fun, argnums, has_aux)
@@ -148,6 +167,7 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str
     """jacrev and jacfwd: `functional.jacobian` (vectorized) of `fun` flattened to a function
     of its differentiated leaves returning its output leaves; the blocks regrouped as JAX
     does, the output's structure outside, the input's inside."""
+    @numpy_boundary
     @functools.wraps(fun)
     def jacobian_fun(*args, **kwargs):
         nums, is_tuple = _argnums(argnums, len(args), fn_name)
@@ -163,8 +183,9 @@ def _jacobian_transform(fun, argnums, has_aux: bool, strategy: str, fn_name: str
             leaves, shape["tree"] = tree_flatten(out)
             return tuple(leaves)
 
-        rows = functional.jacobian(flat_fun, tuple(flat), create_graph=True, vectorize=True,
-                                   strategy=strategy)
+        with entry_point(fn_name, None):
+            rows = functional.jacobian(flat_fun, tuple(flat), create_graph=True,
+                                       vectorize=True, strategy=strategy)
         blocks = [_regrouped(list(row), trees, is_tuple) for row in rows]
         result = tree_unflatten(shape["tree"], blocks)
         if not has_aux:
@@ -182,7 +203,7 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     Example:
         >>> import numpy as np, pforjac as pj
-        >>> pj.jacrev(lambda x: np.sin(x) * 2.0)(np.zeros(2)).numpy().tolist()
+        >>> pj.jacrev(lambda x: np.sin(x) * 2.0)(np.zeros(2)).tolist()
         [[2.0, 0.0], [0.0, 2.0]]
     """
     return _jacobian_transform(fun, argnums, has_aux, "reverse-mode", "jacrev")
@@ -195,7 +216,36 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False) -> Callable:
 
     Example:
         >>> import numpy as np, pforjac as pj
-        >>> pj.jacfwd(lambda x: x ** 2)(np.array([1.0, 3.0])).numpy().tolist()
+        >>> pj.jacfwd(lambda x: x ** 2)(np.array([1.0, 3.0])).tolist()
         [[2.0, 0.0], [0.0, 6.0]]
     """
     return _jacobian_transform(fun, argnums, has_aux, "forward-mode", "jacfwd")
+
+
+_NO_INPUTS = object()
+
+
+def _torch_or_jax(torch_form: Callable, jax_form: Callable) -> Callable:
+    """`torch_form(func, inputs, ...)` (`pj.jacobian(f, x)`, PyTorch's), or, called with
+    the function alone, `jax_form(func, argnums)` (`pj.jacobian(f)`, JAX's): a function of
+    f's arguments, as scipy's `jac=`/`hess=` take it."""
+    @functools.wraps(torch_form)
+    def either(func, inputs=_NO_INPUTS, *args, argnums=0, **kwargs):
+        if inputs is _NO_INPUTS and not args and not kwargs:
+            if not callable(func):
+                raise TypeError(f"{torch_form.__name__}: func must be callable, got "
+                                f"{type(func).__name__}")
+            return jax_form(func, argnums)
+        if argnums != 0:
+            raise TypeError(f"{torch_form.__name__}: argnums is JAX's form's argument "
+                            f"({torch_form.__name__}(func, argnums=...)); with inputs given, "
+                            f"pass the inputs to differentiate")
+        return torch_form(func, inputs, *args, **kwargs)
+    return either
+
+
+jacobian = _torch_or_jax(functional.jacobian, jacrev)
+jacobian.__doc__ = functional.jacobian.__doc__
+# JAX's hessian(f): reverse over reverse, as hessian(f, x)'s default (Python branches work)
+hessian = _torch_or_jax(functional.hessian, lambda f, argnums: jacrev(jacrev(f, argnums),
+                                                                     argnums))

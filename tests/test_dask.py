@@ -53,7 +53,7 @@ def _mlp(dtype, n_out=40, n_in=12, hidden=24, seed=0):
 
 def _in_process(f, x, k, mode):
     strategy = "reverse-mode" if mode == "reverse" else "forward-mode"
-    return pj.jacobian(f, x, vectorize=True, strategy=strategy, parallel_iterations=k).numpy()
+    return np.asarray(pj.jacobian(f, x, vectorize=True, strategy=strategy, parallel_iterations=k))
 
 
 def _scheduler_idle(client, timeout=5.0) -> bool:

@@ -262,10 +262,10 @@ def test_jacobians_and_compiled_functions_follow_a_rule_replaced_with_override()
     compiled = pj.function(jac)
     for _ in range(3):                                                 # cached from the 2nd
         np.testing.assert_allclose(jac(x).numpy().diagonal(), 6.0)
-    np.testing.assert_allclose(compiled(np.ones(3)).numpy().diagonal(), 6.0)
+    np.testing.assert_allclose(np.asarray(compiled(np.ones(3))).diagonal(), 6.0)
     extend.defvjp(foo, lambda g, ans, x: 2.0 * g, override=True)
     np.testing.assert_allclose(jac(x).numpy().diagonal(), 4.0)
-    np.testing.assert_allclose(compiled(np.ones(3)).numpy().diagonal(), 4.0)
+    np.testing.assert_allclose(np.asarray(compiled(np.ones(3))).diagonal(), 4.0)
     assert compiled.trace_count == 2
 
 

@@ -617,7 +617,7 @@ def test_prod_hessian_with_random_zeros_every_mode(case):
                              unconnected_gradients=pj.UnconnectedGradients.ZERO)
         got = got.numpy().reshape(n, n)
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
-    fwd = pj.hessian(f, x0, vectorize=True, outer_jacobian_strategy="forward-mode").numpy()
+    fwd = np.asarray(pj.hessian(f, x0, vectorize=True, outer_jacobian_strategy="forward-mode"))
     np.testing.assert_allclose(fwd.reshape(n, n), expected, rtol=1e-12, atol=1e-12)
 
 

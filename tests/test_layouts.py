@@ -19,7 +19,7 @@ def _compiled_equals_eager(f, *args):
         got = pj.function(f)(*args)
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     for w, g in zip(want, got):
-        assert (w is None and g is None) or same_bits(g.numpy(), w.numpy())
+        assert (w is None and g is None) or same_bits(np.asarray(g), np.asarray(w))
 
 
 X = RNG.standard_normal((40, 43))
@@ -220,8 +220,8 @@ def test_a_value_only_c_ordered_ufuncs_read_is_layout_blind():
     exact, batch_first = pj.function(head, batch_major=False), pj.function(head)
     with caching(False), np.errstate(all="ignore"):
         want = head(pj.constant(x)).numpy()
-        got = exact(x).numpy()
-        fast = batch_first(x).numpy()
+        got = np.asarray(exact(x))
+        fast = np.asarray(batch_first(x))
     assert same_bits(got, want)
     np.testing.assert_allclose(fast, want, rtol=1e-5, atol=1e-5)
     assert fast.flags.c_contiguous

@@ -346,7 +346,7 @@ def test_solve_ivp_with_a_prepared_jacobian(method):
     rhs_c = pj.function(rhs)
 
     def fun(t, y):
-        return rhs_c(np.asarray(t), y).numpy()
+        return np.asarray(rhs_c(np.asarray(t), y))
     ours = integrate.solve_ivp(fun, (0, 1.5), y0, method=method, jac=p.scipy_jac(),
                                rtol=1e-6, atol=1e-6)
     fd = integrate.solve_ivp(fun, (0, 1.5), y0, method=method, jac_sparsity=pattern,
@@ -366,7 +366,7 @@ def test_least_squares_with_a_sparse_jacobian():
     n = 200
     p = pjs.prepare_jacobian(broyden_tridiagonal, -np.ones(n), sparsity=tridiagonal(n))
     fun = pj.function(broyden_tridiagonal)
-    res = optimize.least_squares(lambda x: fun(x).numpy(), -np.ones(n), jac=p, method="trf")
+    res = optimize.least_squares(lambda x: np.asarray(fun(x)), -np.ones(n), jac=p, method="trf")
     assert res.success and res.cost < 1e-16 and res.njev >= 1
     assert sp.issparse(res.jac)
 
@@ -384,7 +384,7 @@ def test_minimize_trust_constr_with_a_sparse_hessian():
         return g.gradient(y, x)
     f = pj.function(chained_rosenbrock)
     res = optimize.minimize(lambda x: float(f(x)), np.full(n, 0.5), method="trust-constr",
-                            jac=lambda x: grad(x).numpy(), hess=p.scipy_hess(),
+                            jac=lambda x: np.asarray(grad(x)), hess=p.scipy_hess(),
                             options={"gtol": 1e-10, "maxiter": 2000})
     np.testing.assert_allclose(res.x, np.ones(n), atol=1e-6)
     assert res.nhev >= 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import weakref
 from collections import OrderedDict
@@ -25,6 +26,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import core
+from ..boundary import as_numpy, returns_numpy
+from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
 from .passes import pass_list
@@ -47,7 +50,7 @@ class Function:
         ...         g.watch(x)
         ...         y = x * x
         ...     return g.batch_jacobian(y, x)
-        >>> jac(np.array([[1., 2.], [3., 4.]], np.float32)).numpy().tolist()
+        >>> jac(np.array([[1., 2.], [3., 4.]], np.float32)).tolist()
         [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
         >>> jac.trace_count
         1
@@ -73,6 +76,14 @@ class Function:
         self._value_variants: dict = {}     # signature without Python values -> traces
         self._warned_values = self._warned_dropping = False
 
+    def __reduce__(self):
+        """Pickled as its function and options (no traces: the receiving process traces on
+        first use); `@pforjac.function` at module level by its name. See pforjac.pickling."""
+        if _named_as(self):
+            return self.__qualname__
+        fn = picklable_function(self._fn, f"pforjac.function '{self._name()}'")
+        return Function, (fn, self._simplify, self._batch_major)
+
     def experimental_get_tracing_count(self) -> int:
         return self.trace_count
 
@@ -91,8 +102,9 @@ class Function:
             compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
-        return tree_unflatten(compiled.program.out_tree,
-                              [Tensor._from_array(np.asarray(o)) for o in outs])
+        result = tree_unflatten(compiled.program.out_tree,
+                                [Tensor._from_array(np.asarray(o)) for o in outs])
+        return as_numpy(result) if returns_numpy(args, kwargs) else result
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
@@ -438,11 +450,21 @@ def _value_key(leaf):
     return leaf
 
 
+def _named_as(f: Function) -> bool:
+    """Whether `f` is what its module holds under its qualified name (`@pforjac.function`
+    on a module-level function): then pickle stores that name."""
+    obj = sys.modules.get(getattr(f, "__module__", None) or "")
+    for part in (getattr(f, "__qualname__", None) or "<none>").split("."):
+        obj = getattr(obj, part, None)
+    return obj is f
+
+
 def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: bool = True):
     """Compiles `fn` per input signature (usable as `@pforjac.function`).
 
     Tensors and numpy arrays are inputs (their shapes and dtypes form the
-    signature); Variables are read at call time (passed as arguments, by shape and
+    signature; given numpy arrays and Python values only, at top level, it returns numpy
+    arrays, as every entry point does: `pforjac.boundary`); Variables are read at call time (passed as arguments, by shape and
     dtype too); other arguments are baked in by value. `f.trace_count` counts traces; `f.program(*args)` and
     `f.source(*args)` show what runs.
 

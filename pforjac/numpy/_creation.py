@@ -52,7 +52,7 @@ def _stacked(obj):
     return obj
 
 
-tensor._ops.stack_nested, tensor._ops.holds_tensor = _stacked, _has_tensor
+tensor._ops.stack_list = _stacked          # (a list without Tensors comes back as it is)
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):

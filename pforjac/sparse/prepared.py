@@ -15,6 +15,7 @@ from .colored import ColoredPattern
 from .coloring import (_count, _sp, as_pattern, column_coloring, row_coloring, star_coloring,
                        unique_in_row)
 from .compressed import flat_program, forward_pass, gradient_program, reverse_pass, seed_matrix
+from ..pickling import picklable_function
 
 __all__ = ["PreparedJacobian", "PreparedHessian", "prepare_jacobian", "prepare_hessian",
            "prepare_ode_jacobian", "jacobian", "hessian"]
@@ -25,7 +26,13 @@ _FORMATS = ("csr", "csc", "coo")
 
 # -- inputs ------------------------------------------------------------------------------------
 def _float_array(x, what: str) -> np.ndarray:
+    if x is None:
+        raise TypeError(f"{what} is None; pass a sample point, an array of the input's shape "
+                        f"and dtype (its values matter only to pattern detection)")
     arr = np.asarray(x)
+    if arr.dtype.kind not in "biuf" + "c":
+        raise TypeError(f"{what} is not numeric (it makes a numpy array of dtype {arr.dtype}); "
+                        f"pass a sample point, an array of the input's shape and dtype")
     if arr.dtype.kind == "c":
         raise TypeError(f"{what} is complex ({arr.dtype}); pforjac.sparse takes real inputs")
     if arr.dtype.kind not in "f":
@@ -123,15 +130,27 @@ class _Assembler:
 class _Prepared(ColoredPattern):
     """A coloured pattern with its compiled compressed pass; call it at new points."""
 
-    def __init__(self, pattern, colors, mode, compiled, fmt, shape, dtype, args, name,
-                 out_dtype=None):
+    def __init__(self, pattern, colors, mode, compiled, fmt, shape, dtype, arg_avals, name,
+                 out_dtype=None, f=None):
         super().__init__(pattern, colors, mode)
         self.input_shape, self.dtype, self.format = tuple(shape), np.dtype(dtype), fmt
-        self._nargs, self._arg_dtypes = len(args), [a.dtype for a in args]
+        self._arg_avals = [(tuple(s), np.dtype(d)) for s, d in arg_avals]
+        self._nargs, self._arg_dtypes = len(arg_avals), [d for _, d in self._arg_avals]
+        self._f = f                   # the user's function: what pickling stores
         self._compiled, self._name = compiled, name
         self._assemble = _Assembler(pattern, _take_indices(pattern, self.colors, mode), fmt)
         self._out_dtype = np.dtype(out_dtype or dtype)      # (f may cast: the result's dtype)
         self._time_first = False
+
+    def __reduce__(self):
+        """Pickled as the user's function, the options and the coloured pattern; the
+        receiving process traces and compiles the pass again (no pattern detection, no
+        colouring). The function must be picklable: see pforjac.pickling."""
+        user = self._f.rhs if isinstance(self._f, _TimeLast) else self._f
+        picklable_function(user, f"{type(self).__name__} of {_name_of(user)!r}")
+        return _rebuilt, (type(self), self._f, self.pattern, self.colors, self.mode,
+                          self.format, self.input_shape, self.dtype, self._arg_avals,
+                          self._out_dtype, self._time_first)
 
     def _warm(self, x: np.ndarray, args: tuple) -> None:
         """Traces and compiles the pass now (at preparation), on the sample point."""
@@ -147,7 +166,7 @@ class _Prepared(ColoredPattern):
         args = [np.asarray(a, dtype=d) for a, d in zip(args, self._arg_dtypes)]
         if self.ncolors == 0:
             return self._assemble(np.zeros(0, self._out_dtype))
-        compressed = self._compiled(flat, *args).numpy()
+        compressed = np.asarray(self._compiled(flat, *args))
         return self._assemble(compressed)
 
     def _input(self, x) -> np.ndarray:
@@ -180,9 +199,48 @@ class PreparedHessian(_Prepared):
         return self.__call__
 
 
+class _TimeLast:
+    """`rhs(t, y, *args)` as `f(y, t, *args)` (a class, not a closure, so it pickles when
+    rhs does)."""
+
+    def __init__(self, rhs: Callable):
+        self.rhs = rhs
+
+    def __call__(self, y, t, *rest):
+        return self.rhs(t, y, *rest)
+
+
+def _name_of(f) -> str:
+    return getattr(f, "__qualname__", None) or type(f).__name__
+
+
+def _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors):
+    """(the compiled compressed pass or None, the traced program's output dtype)."""
+    if cls is PreparedHessian:
+        program = gradient_program(f, shape, dtype, arg_avals)
+    else:
+        program = flat_program(f, shape, dtype, arg_avals)
+    ncolors = _count(colors)
+    if not ncolors:
+        return None, program.outputs[0].dtype
+    make = reverse_pass if mode == "reverse" else forward_pass
+    return make(program, seed_matrix(colors, ncolors)), program.outputs[0].dtype
+
+
+def _rebuilt(cls, f, pattern, colors, mode, fmt, shape, dtype, arg_avals, out_dtype,
+             time_first):
+    """A prepared object from its pickled parts: traced again, compiled on first call."""
+    compiled, _ = _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors)
+    p = cls(pattern, colors, mode, compiled, fmt, shape, dtype, arg_avals, cls.__name__,
+            out_dtype=out_dtype if cls is PreparedJacobian else None, f=f)
+    p._time_first = time_first
+    return p
+
+
 def _prepare(fn_name, f, x_sample, args):
     if not callable(f):
-        raise TypeError(f"{fn_name}: f must be callable, got {type(f).__name__}")
+        raise TypeError(f"{fn_name}: f must be callable, got {type(f).__name__}; call "
+                        f"{fn_name}(f, x_sample), the function first, then a sample point")
     x = _float_array(x_sample, f"{fn_name}: x_sample")
     return x, tuple(_arg_array(a) for a in args)
 
@@ -234,21 +292,42 @@ def _prepared_jacobian(f, x_sample, mode, sparsity, format, args):
         compiled = forward_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
     else:
         compiled = reverse_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
-    p = PreparedJacobian(pattern, colors, mode, compiled, format, x.shape, x.dtype, args,
-                         "PreparedJacobian", out_dtype=program.outputs[0].dtype)
+    p = PreparedJacobian(pattern, colors, mode, compiled, format, x.shape, x.dtype,
+                         _avals(args), "PreparedJacobian", out_dtype=program.outputs[0].dtype,
+                         f=f)
     return p, x, args
 
 
-def prepare_ode_jacobian(rhs: Callable, t0, y0, sparsity=None, mode: str = "auto",
+def prepare_ode_jacobian(rhs: Callable, t0=None, y0=None, sparsity=None, mode: str = "auto",
                          format: str = "csr", args: tuple = ()) -> PreparedJacobian:
     """`prepare_jacobian` for a right-hand side `rhs(t, y, *args)` as `solve_ivp` calls it:
     the Jacobian with respect to y, with t traced (`p(y, t, *args)`), and `p.scipy_jac()`
-    is `jac(t, y, *args)`."""
-    def time_last(y, t, *rest):
-        return rhs(t, y, *rest)
-    p = prepare_jacobian(time_last, y0, mode, sparsity, format, (t0, *args))
+    is `jac(t, y, *args)`. The arguments come in solve_ivp's order: `rhs, t0, y0`."""
+    _check_ode_arguments(rhs, t0, y0)
+    p = prepare_jacobian(_TimeLast(rhs), y0, mode, sparsity, format, (t0, *args))
+    if p.shape[0] != p.shape[1]:
+        raise ValueError(f"prepare_ode_jacobian: rhs(t0, y0) returned {p.shape[0]} values for "
+                         f"a state y0 of {p.shape[1]}: the right-hand side must be rhs(t, y) "
+                         f"as solve_ivp calls it, returning dy/dt shaped like y (odeint's "
+                         f"rhs(y, t) takes them the other way round)")
     p._time_first = True
     return p
+
+
+_ODE_ORDER = "prepare_ode_jacobian(rhs, t0, y0), in solve_ivp's order (time, then state)"
+
+
+def _check_ode_arguments(rhs, t0, y0) -> None:
+    if not callable(rhs):
+        raise TypeError(f"prepare_ode_jacobian: rhs must be the right-hand side rhs(t, y), got "
+                        f"{type(rhs).__name__}; call {_ODE_ORDER}")
+    if t0 is None or y0 is None:
+        missing = "t0 and y0 are" if t0 is None and y0 is None else \
+            ("t0 is" if t0 is None else "y0 is")
+        raise TypeError(f"prepare_ode_jacobian: {missing} missing; call {_ODE_ORDER}")
+    if np.ndim(t0) != 0:
+        raise TypeError(f"prepare_ode_jacobian: t0 must be the initial time (a scalar), got "
+                        f"an array of shape {np.shape(t0)}; call {_ODE_ORDER}")
 
 
 def prepare_hessian(f: Callable, x_sample, sparsity=None, format: str = "csr",
@@ -283,8 +362,8 @@ def _prepared_hessian(f, x_sample, sparsity, format, args):
     colors = star_coloring(pattern)
     ncolors = _count(colors)
     compiled = forward_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
-    p = PreparedHessian(pattern, colors, "star", compiled, format, x.shape, x.dtype, args,
-                        "PreparedHessian")
+    p = PreparedHessian(pattern, colors, "star", compiled, format, x.shape, x.dtype,
+                        _avals(args), "PreparedHessian", f=f)
     return p, x, args
 
 

@@ -1,0 +1,82 @@
+"""pforjac.function objects and prepared sparse Jacobians/Hessians pickle, and a real process
+pool (the 'spawn' start method: a fresh interpreter) computes what this process does."""
+import concurrent.futures
+import multiprocessing
+import pickle
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+pjs = pytest.importorskip("pforjac.sparse")
+pytest.importorskip("scipy.sparse")
+import pickling_workers as w        # noqa: E402
+
+
+X = np.linspace(-0.7, 0.9, 6)
+
+
+def _objects():
+    """(name, object, call arguments) for every kind that pickles."""
+    return [
+        ("function", pj.function(w.energy), (X,)),
+        ("function of a grad", pj.function(w.energy_gradient), (X,)),
+        ("decorated function", w.compiled_gradient, (X,)),
+        ("sparse jacobian", pjs.prepare_jacobian(w.heat, X), (X,)),
+        ("sparse jacobian, reverse", pjs.prepare_jacobian(w.heat, X, mode="reverse"), (X,)),
+        ("sparse hessian", pjs.prepare_hessian(w.chained, X), (X,)),
+        ("ode jacobian", pjs.prepare_ode_jacobian(w.decay, 0.0, X, args=(0.5,)), (X, 0.3, 0.5)),
+    ]
+
+
+def test_pickles_in_process_give_the_same_results_and_keep_the_colouring():
+    for name, obj, args in _objects():
+        copy = pickle.loads(pickle.dumps(obj))
+        np.testing.assert_array_equal(w.call(copy, *args), w.call(obj, *args), err_msg=name)
+        if hasattr(obj, "colors"):
+            np.testing.assert_array_equal(copy.colors, obj.colors)
+            assert copy.mode == obj.mode and (copy.pattern != obj.pattern).nnz == 0
+
+
+def test_a_spawned_process_pool_gives_the_in_process_results():
+    objects = _objects()
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+        futures = [pool.submit(w.call, obj, *args) for _, obj, args in objects]
+        ode = [o for name, o, _ in objects if name == "ode jacobian"][0]
+        scipy_jac = pool.submit(w.call_scipy_jac, ode, 0.3, X, 0.5)
+        for (name, obj, args), future in zip(objects, futures):
+            np.testing.assert_array_equal(future.result(), w.call(obj, *args), err_msg=name)
+        np.testing.assert_array_equal(scipy_jac.result(), w.call_scipy_jac(ode, 0.3, X, 0.5))
+
+
+def test_joblib_if_installed():
+    joblib = pytest.importorskip("joblib")
+    f = pj.function(lambda x: np.sum(x ** 3))    # joblib's cloudpickle sends lambdas by value
+    out = joblib.Parallel(n_jobs=2)(joblib.delayed(w.call)(f, X + k) for k in range(2))
+    for k, r in enumerate(out):
+        assert r == pytest.approx(np.sum((X + k) ** 3))
+
+
+def test_lambdas_are_refused_by_standard_pickle_naming_the_function_and_the_way_out():
+    with pytest.raises(pickle.PicklingError, match=r"pforjac.function '<lambda>'.*module level.*"
+                                                   r"cloudpickle"):
+        pickle.dumps(pj.function(lambda x: x * 2))
+    with pytest.raises(pickle.PicklingError, match="made around 'energy' .by pj.grad"):
+        pickle.dumps(pj.function(pj.grad(w.energy)))
+
+    def local_rhs(t, y):
+        return -y
+    p = pjs.prepare_ode_jacobian(local_rhs, 0.0, X)
+    with pytest.raises(pickle.PicklingError, match="local_rhs.*module level"):
+        pickle.dumps(p)
+
+
+def test_cloudpickle_sends_lambdas_by_value():
+    cloudpickle = pytest.importorskip("cloudpickle")
+    f = pj.function(lambda x: x * 3)
+    np.testing.assert_array_equal(cloudpickle.loads(cloudpickle.dumps(f))(X), X * 3)
+    p = pjs.prepare_jacobian(lambda u: u[1:] * u[:-1], X)
+    q = cloudpickle.loads(cloudpickle.dumps(p))
+    np.testing.assert_array_equal(q(X).toarray(), p(X).toarray())
