@@ -50,6 +50,8 @@ def test_bad_masks_and_indices_raise_as_numpy_does():
     x = pj.constant(A)
     with pytest.raises(IndexError, match="boolean index did not match.*axis 0.*3.*2"):
         x[np.array([True, False])]
+    with pytest.raises(IndexError, match="along axis 2; size of axis is 5 but .* is 4"):
+        x[:, 0:2, np.ones(4, bool)]
     with pytest.raises(IndexError, match="index 3 is out of bounds.*size 3"):
         x[np.array([0, 3]), np.array([0, 1])]
     with pytest.raises(IndexError, match=r"could not be broadcast together with shapes \(2,\) \(3,\)"):

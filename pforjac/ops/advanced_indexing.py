@@ -54,11 +54,11 @@ def concrete_mask(k, what: str) -> np.ndarray:
     return np.asarray(k)
 
 
-def mask_indices(k, shape: tuple) -> tuple:
-    """The integer index arrays (one per axis of `shape`, the axes the mask covers) of the
-    boolean mask `k`, checked against those axes as numpy checks them."""
+def mask_indices(k, shape: tuple, start: int = 0) -> tuple:
+    """The integer index arrays (one per axis of `shape`, the axes from `start` on that the
+    mask covers) of the boolean mask `k`, checked against those axes as numpy checks them."""
     mask = concrete_mask(k, "getitem")
-    for axis, (size, length) in enumerate(zip(shape, mask.shape)):
+    for axis, (size, length) in enumerate(zip(shape, mask.shape), start):
         if size is not None and size != length:
             raise IndexError(f"boolean index did not match indexed tensor along axis {axis}; "
                              f"size of axis is {size} but size of corresponding boolean axis "

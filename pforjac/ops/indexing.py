@@ -67,7 +67,7 @@ def _normalize_key(key, shape) -> tuple:
             out.extend([slice(None)] * (ndim - consumed))
             axis += ndim - consumed
         elif rank > 1 or rank == 1 and advanced.is_mask(k):
-            out.extend(advanced.mask_indices(k, shape[axis:axis + rank]))
+            out.extend(advanced.mask_indices(k, shape[axis:axis + rank], axis))
         else:
             out.append(_key_entry(k))
         axis += rank
