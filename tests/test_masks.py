@@ -133,6 +133,17 @@ def test_traced_index_arrays_in_a_compiled_function():
         picked(f0, np.array([3]), cols)
 
 
+@no_fallback
+def test_ix_of_tensors_and_traced_indices():
+    f0 = np.arange(20.0).reshape(4, 5)
+    rows, cols = pj.constant(np.array([0, 3])), np.array([True, False, True, False, True])
+    for got, want in zip(np.ix_(rows, cols), np.ix_(np.array([0, 3]), cols)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    idx = np.array([[0, 1], [2, 3]])
+    out = pj.vectorized_map(lambda i: pj.constant(f0)[np.ix_(i, i + 1)], pj.constant(idx))
+    np.testing.assert_array_equal(out.numpy(), np.stack([f0[np.ix_(i, i + 1)] for i in idx]))
+
+
 def test_a_traced_mask_is_refused_with_the_where_rewrite():
     with pytest.raises(TypeError, match=r"boolean mask .*traced value.*np\.where\(mask, x, 0\)"):
         pj.function(lambda x: np.sum(x[x > 0]))(X0)

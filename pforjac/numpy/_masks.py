@@ -19,7 +19,7 @@ from ..ops.advanced_indexing import concrete_mask
 from ..tensor import Tensor, as_tensor, constant, needed_by
 from ..warn import warn_wrong_result
 
-__all__ = ["nonzero", "argwhere", "flatnonzero", "compress", "extract", "unique"]
+__all__ = ["nonzero", "argwhere", "flatnonzero", "compress", "extract", "unique", "ix_"]
 
 
 def _value(a, name: str) -> np.ndarray:
@@ -92,6 +92,21 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if not extras:
         return picked
     return (picked, *(_positions(e) for e in extras))
+
+
+@implements(np.ix_)
+def ix_(*args):
+    """numpy.ix_ on Tensors: each 1-D index (a boolean one as its positions) reshaped to
+    broadcast along its own axis; traced integer indices stay traced."""
+    out = []
+    for k, arg in enumerate(args):
+        arg = arg if isinstance(arg, Tensor) else constant(np.asarray(arg))
+        if arg.dtype == np.bool_:
+            arg = _positions(np.flatnonzero(_value(arg, "ix_")))
+        if arg.ndim != 1:
+            raise ValueError("numpy.ix_: cross index must be 1 dimensional")
+        out.append(pj.reshape(arg, (1,) * k + (-1,) + (1,) * (len(args) - k - 1)))
+    return tuple(out)
 
 
 def _compress_method(self, condition, axis=None, out=None):
