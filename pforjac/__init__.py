@@ -24,6 +24,8 @@ from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
 from . import numpy  # noqa: F401  (pforjac.numpy; registers numpy-signature functions)
 from .scipy import special as _special  # noqa: F401  (pforjac.scipy.special; no scipy import)
+from . import mutation as _mutation  # noqa: F401  (t[i] = v and t += v, with value semantics)
+from . import mutation_numpy as _mutation_numpy  # noqa: F401  (np.copyto, np.put, out=, ...)
 
 __version__ = "0.1.0"
 

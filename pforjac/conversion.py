@@ -29,7 +29,7 @@ def conversion_error(t, what: str) -> TypeError:
     make one) refused because `t` is needed (see needed_by); one message for every case."""
     value = "keep value reads outside the traced function" if t._trace is not None else \
         "pforjac.stop_gradient(t).numpy() for its value on purpose"
-    return TypeError(f"{what}: converting the Tensor {_described(t)} to numpy would drop it "
+    return TypeError(f"{_assignment_hint()}{what}: converting the Tensor {_described(t)} to numpy would drop it "
                      f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
                      f"functions pforjac dispatches: docs/numpy.md), or "
                      f"{value}")
@@ -39,6 +39,53 @@ def _described(t) -> str:
     """A symbolic value's own description (its op and shape), else dtype and shape."""
     describe = getattr(t, "describe", None)
     return describe() if describe is not None else f"{t.dtype.name}{list(t.shape)}"
+
+
+# `u[1:5] = x`, `u[0] += y`, `self.u[k] = x`: an assignment into a subscript
+_SUBSCRIPT_ASSIGNMENT = re.compile(r"^([A-Za-z_][\w.]*)\s*\[.*\]\s*(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)")
+
+
+def _assignment_hint() -> str:
+    """Where numpy asked for the conversion to write a Tensor into a numpy array (numpy's
+    setitem calls `__array__`/`__float__` with no context; the caller's line says it):
+    the fix, else "". Read only on this error path."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pforjac"):
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    match = _SUBSCRIPT_ASSIGNMENT.match(line)
+    target = _named(frame, match.group(1)) if match else None
+    if type(target).__name__ != "ndarray":
+        if not _storing_subscript(frame):
+            return ""
+        return (f"an assignment into an array (line {frame.f_lineno} of "
+                f"{frame.f_code.co_filename}) writes a Tensor into it, and a numpy array "
+                f"can't hold one: make the array a Tensor (np.zeros_like(x, shape=...), or "
+                f"pforjac.numpy.zeros in place of np.zeros) and assign into that. ")
+    shape = target.shape[0] if len(target.shape) == 1 else target.shape
+    return (f"`{line}` writes a Tensor into the numpy array `{match.group(1)}`, which can't "
+            f"hold one: make `{match.group(1)}` a Tensor (np.zeros_like(x, shape={shape}), or "
+            f"pforjac.numpy.zeros({shape}) in place of np.zeros) and assign into that. ")
+
+
+def _named(frame, dotted: str):
+    """The object `dotted` (`u`, `self.u`) names in `frame`, or None."""
+    head, *rest = dotted.split(".")
+    value = frame.f_locals.get(head, frame.f_globals.get(head))
+    for attr in rest:
+        value = getattr(value, attr, None)
+    return value
+
+
+def _storing_subscript(frame) -> bool:
+    """Whether `frame` is running `a[k] = v` (where the source line can't be read)."""
+    import dis
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            return instruction.opname in ("STORE_SUBSCR", "STORE_SLICE")
+    return False
 
 
 # -- who asked: the numpy or scipy function (or the np.array of a list) converting a Tensor ---
@@ -94,6 +141,8 @@ def _direct_call(caller) -> str:
     """np.array/np.asarray called from the user's own line: a list of Tensors, if the line
     says so."""
     line = linecache.getline(caller.f_code.co_filename, caller.f_lineno) if caller else ""
+    if caller and (_SUBSCRIPT_ASSIGNMENT.match(line.strip()) or _storing_subscript(caller)):
+        return ASARRAY                       # (the assignment's own hint says the rest)
     if _ARRAY_OF_LIST.search(line) or not line and caller and _calls_array_of_list(caller):
         where = f": {line.strip()!r:.80}" if line else ""
         return (f"np.array([...]) of Tensors (line {caller.f_lineno}{where}): "

@@ -78,6 +78,15 @@ def _refused(what: str, args, kwargs, reason: str) -> None:
         raise conversion_error(t, f"{what}: {reason}")
 
 
+class _Writers:
+    """numpy's calls that write into a Tensor (`out=` a Tensor, `np.add.at`), installed by
+    pforjac.mutation_numpy, which sits above this module: they rebind the Tensor."""
+    ufunc_out = with_out = ufunc_at = None
+
+
+WRITERS = _Writers()
+
+
 # -- NEP 13 --------------------------------------------------------------------------------
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -115,12 +124,12 @@ def _ufunc_otherwise(ufunc, method, inputs, kwargs):
     """A ufunc call the fast path can't take: a method, keywords, or no pforjac op."""
     what = _ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     out = kwargs.get("out")
-    if out is not None and any(isinstance(o, Tensor) for o in _leaves(out)):
-        raise TypeError(f"{what}(..., out=<Tensor>): pforjac tensors are immutable; use the "
-                        f"result: y = {what}(...)")
+    writes = out is not None and (any(isinstance(o, Tensor) for o in _leaves(out))
+                                  or _needed(inputs, {}) is not None)
+    if writes and method == "__call__" and _lookup(ufunc) is not None:
+        return WRITERS.ufunc_out(what, _lookup(ufunc), inputs, kwargs)
     if method == "at" and isinstance(inputs[0], Tensor):
-        raise TypeError(f"{what} writes into its first argument, and pforjac tensors are "
-                        f"immutable; compute the new tensor with pforjac ops instead")
+        return WRITERS.ufunc_at(what, ufunc, *inputs)
     fn = _lookup(ufunc)
     extra = sorted(k for k, v in kwargs.items() if not _is_default(k, v))
     if method != "__call__":
@@ -145,6 +154,8 @@ def _is_default(key, value) -> bool:
 def array_function(self, func, types, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
+        if isinstance(kwargs.get("out"), Tensor):
+            return WRITERS.with_out(fn, args, dict(kwargs))
         return fn(*args, **kwargs)
     _refused(_name(func), args, kwargs, "pforjac has no equivalent yet")
     return func(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
@@ -158,8 +169,8 @@ def _no_extra(name: str, out=None, **given) -> None:
         extra.insert(0, "out")
     if extra:
         raise TypeError(f"numpy.{name} on pforjac Tensors does not take {', '.join(extra)}: "
-                        f"pforjac's op has no such option (and tensors are immutable: use the "
-                        f"result instead of out=); call it without, then cast, mask or "
+                        f"pforjac's op has no such option (out= takes a Tensor only: a numpy "
+                        f"array can't hold one); call it without, then cast, mask or "
                         f"reorder with pforjac ops")
 
 
@@ -273,9 +284,11 @@ def _einsum(*operands, out=None, dtype=None, order="K", casting="safe", optimize
     return pj.einsum(subscripts, *[_cast(o, dtype) for o in operands])
 
 
-def _like(fn, name: str):
+def _like(fn, name: str, fill):
     def like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
-        _no_extra(name, order=None if order == "K" else order, shape=shape, device=device)
+        _no_extra(name, order=None if order == "K" else order, device=device)
+        if shape is not None:       # (a Tensor to assign into: np.zeros_like(x, shape=6))
+            return as_tensor(np.full(shape, fill, a.dtype if dtype is None else dtype))
         return _cast(fn(a), dtype)
     like.__name__ = name
     return like
@@ -325,8 +338,8 @@ FUNCTIONS = {
     np.stack: _joined(pj.stack, "stack"), np.where: _where, np.reshape: _reshape,
     np.ravel: _ravel, np.take: _take, np.dot: _dot, np.einsum: _einsum, np.clip: _clip,
     np.round: _round, np.around: _round, np.pad: _pad,
-    np.zeros_like: _like(pj.zeros_like, "zeros_like"),
-    np.ones_like: _like(pj.ones_like, "ones_like"),
+    np.zeros_like: _like(pj.zeros_like, "zeros_like", 0),
+    np.ones_like: _like(pj.ones_like, "ones_like", 1),
     np.transpose: pj.transpose, np.split: pj.split, np.tile: pj.tile,
     np.expand_dims: pj.expand_dims, np.squeeze: pj.squeeze, np.swapaxes: _swapaxes,
     np.moveaxis: pj.moveaxis, np.flip: pj.flip, np.roll: pj.roll, np.broadcast_to: _broadcast_to,

@@ -105,6 +105,7 @@ class Trace:
         self.consts: list[SymbolicTensor] = []
         self.const_values: list[Tensor] = []
         self._const_ids: dict[int, SymbolicTensor] = {}
+        self.inputs: list[SymbolicTensor] = []
         self.guards: list[SymbolicTensor] = []   # run-time checks a compiled program must pass
         self.regions: list = []   # its loop bodies pfor vectorized with structure (pfor.Vectorized)
         self._counter = 0
@@ -159,7 +160,8 @@ def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]],
     """
     state = core.current_state()
     trace = Trace(len(state.traces) + 1)
-    inputs = [trace.new_var(shape, dtype) for shape, dtype in avals]
+    # (kept on the trace: an assignment into an input rebinds it, pforjac.mutation)
+    inputs = trace.inputs = [trace.new_var(shape, dtype) for shape, dtype in avals]
     state.traces.append(trace)
     saved_lifting = state.lifting
     if lift_variables:
@@ -179,6 +181,7 @@ def make_program(fn: Callable, avals: Sequence[tuple[tuple, Any]],
     # value -> trace -> equations -> value cycle, so a Program dropped is freed at once with
     # its captured constants (often large arrays) instead of at the next gc run.
     trace.equations, trace.consts, trace.const_values, trace.guards = [], [], [], []
+    trace.inputs = []
     trace.regions = []
     trace._const_ids = {}
     return program

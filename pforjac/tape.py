@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import weakref
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,9 @@ core.defvjp(read_variable_p, lambda g, ans, v: g)
 core.defjvp(read_variable_p, lambda t, ans, v: t)
 
 
+live_tapes: "weakref.WeakSet[GradientTape]" = weakref.WeakSet()   # (see pforjac.mutation)
+
+
 class GradientTape:
     """Records operations for automatic differentiation, as `tf.GradientTape`.
 
@@ -71,8 +75,11 @@ class GradientTape:
         self._watched: dict[int, Tensor] = {}
         self._variables: dict[int, Variable] = {}
         self._unwatched_variables: dict[int, Variable] = {}  # read by recorded ops, not watched
-        self._made: set[int] = set()      # ids of the tensors made in the block (tensor.py)
+        # the tensors made in the block (tensor.py), by id; weakly, as an id is reused once
+        # its tensor is gone (a target made after the block must not pass for one of them)
+        self._made: dict[int, weakref.ref] = {}
         self._tapes: list | None = None    # the entering thread's stack of recording tapes
+        live_tapes.add(self)
 
     # -- context --------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
@@ -158,7 +165,7 @@ class GradientTape:
                 if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
                     self._variables[id(a)] = a              # its gradient None
         if not hit:                       # (symbolic results, made in a trace, too)
-            self._made.update(id(o) for o in outs)
+            self._made.update((id(o), weakref.ref(o)) for o in outs)
             return
         # Inside a trace (a compiled function) a Variable is itself read when the program
         # runs, so the tape keeps it; eagerly it keeps the value read now.
@@ -168,6 +175,14 @@ class GradientTape:
         for o in outs:
             if is_float(o.dtype):
                 tracked[id(o)] = o
+
+    def note_made(self, t) -> None:
+        self._made[id(t)] = weakref.ref(t)
+
+    def made_here(self, t) -> bool:
+        """Whether `t` was made inside this tape's block (see tensor._seen_made)."""
+        ref = self._made.get(id(t))
+        return ref is not None and ref() is t
 
     def _watches_on_read(self, a) -> bool:
         """A read of `a` makes this tape watch it: a trainable float Variable, under
@@ -247,7 +262,7 @@ class GradientTape:
             return
         for t in flat_targets:
             if not isinstance(t, Tensor) or not is_float(t.dtype) or id(t) in self._tracked \
-                    or id(t) in self._made:
+                    or self.made_here(t):
                 continue
             shape = f"{t.dtype.name}{list(t.shape)}"
             if not self._ever_entered:

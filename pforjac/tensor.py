@@ -154,21 +154,21 @@ class Tensor:
         array([ 5., 25.], dtype=float32)
     """
 
-    __slots__ = ("_value", "_handed", "__weakref__")   # _handed: numpy()'s view, made on demand
+    __slots__ = ("_value", "_handed", "_trace", "_shape", "_dtype", "name", "made_by", "_links",
+                 "__weakref__")   # SymbolicTensor's too (pforjac.rebinding swaps them)
     __array_ufunc__ = None  # replaced by numpy_dispatch.install: np.sin(t) runs pforjac.sin
-    _trace = None           # symbolic values belong to a trace; eager ones to none
 
     @classmethod
     def _from_array(cls, arr: np.ndarray) -> "Tensor":
         t = object.__new__(Tensor)
-        t._value, t._handed = _read_only(arr), None
+        t._value, t._handed, t._trace = _read_only(arr), None, None
         if _state.tapes:
             _seen_made(t)
         return t
 
     def __init__(self, value, dtype=None):
         self._value = _read_only(_own_array(value, dtype))   # a numpy array is copied, as by constant()
-        self._handed = None
+        self._handed = self._trace = None
 
     shape = property(lambda self: self._value.shape)
     dtype = property(lambda self: self._value.dtype)
@@ -261,7 +261,7 @@ class Tensor:
 class SymbolicTensor(Tensor):
     """A value inside a trace: it has a shape and a dtype, but no data."""
 
-    __slots__ = ("_shape", "_dtype", "_trace", "name", "made_by")
+    __slots__ = ()              # (Tensor holds its slots)
 
     def __init__(self, shape: tuple, dtype, trace, name: str, made_by: str | None = None):
         self._shape = tuple(shape)
@@ -331,14 +331,14 @@ class Variable(Tensor):
         4.0
     """
 
-    __slots__ = ("trainable", "name", "_snapshot")
+    __slots__ = ("trainable", "_snapshot")
     __copy__ = __deepcopy__ = None      # mutable: copy's default, a new Variable of its value
 
     def __init__(self, value, dtype=None, trainable: bool = True, name: str | None = None):
         value = value.numpy() if isinstance(value, Tensor) else value
         self._value = _read_only(np.array(_to_array(value, dtype), order="C"))  # own copy, C-ordered as
         # constant() copies are (a product rounds by its operands' layout)
-        self._handed = None
+        self._handed = self._trace = None
         self.trainable = trainable
         self.name = name or "Variable"
         self._snapshot = None
@@ -472,7 +472,7 @@ def _seen_made(t: Tensor) -> None:
     asked for after the block, if they did not record it, is unconnected: a constant, not
     a target computed outside the block; see GradientTape._check_recorded)."""
     for tape in _state.tapes:
-        tape._made.add(id(t))
+        tape.note_made(t)
 
 
 def as_tensor(value, argument: str | None = None) -> Tensor:

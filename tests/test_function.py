@@ -202,7 +202,7 @@ def test_numpy_reductions_of_tensors_call_their_methods():
     assert [float(np.sum(t)), float(np.mean(t)), float(np.max(t)), float(np.min(t)),
             float(np.prod(t))] == [10.0, 2.5, 4.0, 1.0, 24.0]
     assert np.sum(t, axis=0).numpy().tolist() == [4.0, 6.0] and np.sum(t, dtype=np.float64).dtype == np.float64
-    with pytest.raises(TypeError, match="sum: pforjac tensors are immutable.*got out"):
+    with pytest.raises(TypeError, match="sum: .*got out"):
         np.sum(t, out=np.zeros(()))
     with pytest.raises(TypeError, match="max: .*got initial"):
         np.max(t, initial=3.0)

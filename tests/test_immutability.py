@@ -1,6 +1,7 @@
 """A tensor's value never changes behind its back: its array is read-only and cannot be made
 writable, results never alias the caller's arrays (nor the caller's arrays theirs), and an
-op on a Variable is a new value, not a view of the Variable's."""
+op on a Variable is a new value, not a view of the Variable's. An assignment into a tensor
+(`t[i] = v`, pforjac.mutation) rebinds the Tensor object and changes no recorded value."""
 from __future__ import annotations
 
 import timeit
@@ -175,3 +176,34 @@ def test_constant_of_a_variable_shares_no_memory_and_assign_add_refuses_while_tr
     with pytest.raises(RuntimeError, match="would run once, while tracing"):
         grow(np.ones(2))
     np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+
+
+# -- assignment (pforjac.mutation) -----------------------------------------------------------
+def _recorded_values(tape) -> list:
+    return [np.array(t.numpy()) for e in tape._entries for t in (*e.inputs, *e.outputs)]
+
+
+def test_an_assignment_never_changes_a_value_a_tape_recorded():
+    """`t[i] = v` and `t += v` rebind the Tensor object; every tensor a tape recorded
+    (sources among them) keeps its array, and the handed-out arrays theirs."""
+    x = pj.constant(np.array([1.0, 2.0, 3.0]))
+    with pj.GradientTape(persistent=True) as g:
+        g.watch(x)
+        t = x * 2.0
+        view = t[1:]
+        y = pj.sin(t)
+        handed = t.numpy()
+        before = _recorded_values(g)
+        t[1] = 0.0
+        t += x
+        z = t * x
+    after = _recorded_values(g)[:len(before)]          # the entries recorded before, in order
+    assert len(before) == len(after) >= 3
+    for was, now in zip(before, after):
+        np.testing.assert_array_equal(now, was)
+    np.testing.assert_array_equal(handed, [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(x.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(t.numpy(), [3.0, 2.0, 9.0])
+    np.testing.assert_array_equal(view.numpy(), [2.0, 9.0])       # a view follows t
+    np.testing.assert_allclose(g.jacobian(y, x).numpy(), np.diag(2 * np.cos([2.0, 4.0, 6.0])))
+    np.testing.assert_allclose(g.gradient(z, x).numpy(), [6.0, 4.0, 18.0])   # z = [3x0², x1², 3x2²]

@@ -432,7 +432,7 @@ def _stand_in(v: Variable) -> Variable:
     """A Variable like `v` (its value when traced, trainable, name) of another identity."""
     stand_in = object.__new__(Variable)
     stand_in._value, stand_in.trainable, stand_in.name = v._value, v.trainable, v.name
-    stand_in._snapshot = None
+    stand_in._snapshot = stand_in._handed = stand_in._trace = None
     return stand_in
 
 

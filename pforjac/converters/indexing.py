@@ -80,3 +80,9 @@ def _convert_scatter_add(n, args, stacked, axis, size, unique=None):
 @register_converter(ix.one_hot_p)
 def _convert_one_hot(n, args, stacked, depth, dtype):
     return ix.one_hot_p.bind(args[0], depth=depth, dtype=dtype), True
+
+
+@register_converter(ix.index_update_p)
+def _convert_index_update(n, args, stacked, key):
+    x, v = (to_stacked(n, a, s) for a, s in zip(args, stacked))
+    return ix.index_update_p.bind(x, v, key=(slice(None),) + tuple(key)), True

@@ -62,6 +62,8 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     if not _has_tensor(object):
         return _constant(np.array(object, dtype=dtype, ndmin=ndmin))
     result = _stacked(object)
+    if result is object and copy:           # a new tensor, as numpy's copy (to assign into)
+        result = pj.indexing.fresh(result)
     if dtype is not None:
         result = pj.cast(result, dtype)
     if result.ndim < ndmin:
@@ -70,13 +72,13 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    """numpy.asarray: a Tensor as it is (cast to `dtype` if given), anything else as `array`
-    makes it. `copy=False` with a numpy value raises: a Tensor never shares memory with an
+    """numpy.asarray: a Tensor as it is (cast to `dtype` if given; a new one for copy=True),
+    anything else as `array` makes it. `copy=False` with a numpy value raises: a Tensor never shares memory with an
     array that could change under it."""
     _no_options("asarray", order, like, device)
     if isinstance(a, Tensor):
-        if dtype is None or np.dtype(dtype) == a.dtype:
-            return a
+        if dtype is None or np.dtype(dtype) == a.dtype:     # copy=True: a new tensor, which
+            return pj.indexing.fresh(a) if copy else a      # an assignment rebinds alone
         if copy is False:
             raise ValueError(f"asarray: casting a {a.dtype.name} tensor to {np.dtype(dtype).name} "
                              f"makes a new tensor, but copy=False was asked for")
@@ -197,4 +199,4 @@ def copy(a, order="K", subok=False):
     """numpy.copy: a Tensor of `a`'s value now (of a Variable: its value, which a later
     assign does not change), differentiable."""
     _no_options("copy", order)
-    return pj.reshape(a, tuple(a.shape)) if isinstance(a, Tensor) else array(a)
+    return pj.indexing.fresh(a) if isinstance(a, Tensor) else array(a)   # (a new tensor to assign into)

@@ -5,9 +5,9 @@ tables when read, so a method exists exactly when pforjac implements the functio
 namespace's AttributeError). Methods the ops define already (sum, reshape, transpose, ...)
 are kept as they are.
 
-Tensors are immutable: `t.sort()` and `t.partition(k)` RETURN the new tensor, as a JAX
-array's do (numpy's work in place and return None); `fill`, `put`, `resize`, `itemset` and
-`setflags` refuse.
+`t.sort()` and `t.partition(k)` RETURN the new tensor, as a JAX array's do (numpy's work
+in place and return None); `resize`, `itemset` and `setflags` refuse; `fill` and `put`
+write into the tensor (pforjac.mutation_numpy replaces their refusal).
 """
 from __future__ import annotations
 

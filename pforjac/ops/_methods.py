@@ -84,17 +84,18 @@ def _transpose_method(self, *axes):
 def _reduction(fn, cast=None):
     """The method of reduction `fn`, as numpy's functions call it too (`np.sum(t)` calls
     `t.sum(axis=None, dtype=None, out=None)`): `dtype` (sum, mean, prod) reduces in that
-    dtype, as numpy's does; `out` and numpy's other keywords can't apply to an immutable
-    tensor and are refused by name."""
+    dtype, as numpy's does; `out` (np.sum(t, out=o) writes into a Tensor `o`) and numpy's
+    other keywords are refused by name."""
     name = fn.__name__
 
     def method(self, axis=None, keepdims=False, *, out=None, **numpy_keywords):
         dtype = numpy_keywords.pop("dtype", None) if cast is not None else None
         if out is not None or numpy_keywords:
             given = (["out"] if out is not None else []) + sorted(numpy_keywords)
-            raise TypeError(f"{name}: pforjac tensors are immutable and {name} takes axis and "
-                            f"keepdims{', dtype' if cast is not None else ''} only (got "
-                            f"{', '.join(given)}); use the tensor it returns")
+            raise TypeError(f"{name}: the method takes axis and keepdims"
+                            f"{', dtype' if cast is not None else ''} only (got "
+                            f"{', '.join(given)}); use the tensor it returns, or "
+                            f"np.{name}(t, out=<a Tensor>)")
         if dtype is None:
             return fn(self, axis, keepdims)
         return cast(fn(cast(self, dtype), axis, keepdims), dtype)  # (int8 sums: int64)

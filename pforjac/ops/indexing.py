@@ -274,6 +274,75 @@ def one_hot(indices, depth: int, dtype=np.float32):
     return one_hot_p.bind(indices, depth=depth, dtype=dtype)
 
 
+# -- index_update: x with x[key] = v, the value behind in-place assignment ------------------
+def positions_key(key) -> bool:
+    """Whether `key` is an update's positions form: slices over the leading axes, then one
+    1-D integer array of distinct positions along the last axis (pforjac.mutation flattens
+    every advanced index to it; pfor prefixes a slice for the loop axis)."""
+    return isinstance(key[-1], np.ndarray)
+
+
+def _index_update_impl(x, v, key):
+    out = np.array(x, order="C")
+    out[key] = v
+    return out
+
+
+def _index_update_shape(x, v, key):
+    want = _view_of_shape(x.shape)[key].shape
+    if tuple(v.shape) != want or v.dtype != x.dtype:
+        raise ValueError(f"index_update: the value is {v.dtype.name}{list(v.shape)}, but x[key] "
+                         f"is {x.dtype.name}{list(want)}; broadcast and cast it first")
+    return tuple(x.shape), x.dtype
+
+
+def _taken(g, key):
+    """g[key] with pforjac's ops (a gather for the positions form)."""
+    if positions_key(key):
+        return gather_p.bind(g, Tensor._from_array(key[-1]), axis=len(key) - 1)
+    return getitem_p.bind(g, key=key)
+
+
+def _index_update_jvp(tangents, ans, x, v, key):
+    from .elementwise import zeros
+    tx, tv = tangents
+    tx = zeros(x.shape, ans.dtype) if tx is None else tx
+    tv = zeros(v.shape, ans.dtype) if tv is None else tv
+    return index_update_p.bind(tx, tv, key=key)
+
+
+index_update_p = core.new_primitive("index_update", _index_update_impl, _index_update_shape,
+                                    layout="free")
+defvjp(index_update_p,
+       lambda g, ans, x, v, key: index_update_p.bind(g, _zeros_of(v, g.dtype), key=key),
+       lambda g, ans, x, v, key: _taken(g, key))
+core.defjvp_all(index_update_p, _index_update_jvp)
+
+
+def _zeros_of(v, dtype):
+    from .elementwise import zeros
+    return zeros(v.shape, dtype)
+
+
+def index_update(x, v, key):
+    """`x` with `x[key] = v`, as a new tensor (`key`: a basic index, or the positions form)."""
+    return index_update_p.bind(x, v, key=key)
+
+
+copy_p = core.new_primitive("copy", lambda x: x, lambda x: (tuple(x.shape), x.dtype),
+                            elementwise=True, zero_preserving=True, may_alias=True,
+                            layout="following", domain=("real",))
+"""The identity as a new value: what a copy (`t.copy()`, `np.copy(t)`) gives, so that an
+assignment into the copy rebinds it alone. Arrays are read-only: no data is copied."""
+defvjp(copy_p, lambda g, ans, x: g)
+defjvp(copy_p, lambda t, ans, x: t)
+
+
+def fresh(x):
+    """A new tensor object of `x`'s value (recorded as a copy, so derivatives flow)."""
+    return copy_p.bind(x)
+
+
 # -- examples for the generated checks ------------------------------------------------------
 _KEYS = [(slice(None, None, -1),), (slice(3, 0, -2), None, 1), (1, slice(None), slice(None, None, -1)),
          (-1,), (slice(-1, None, -3), slice(4, 1, -1), -3), (Ellipsis,), (2, 4, 0)]
@@ -302,3 +371,7 @@ core.defexamples(check_index_p)(lambda rng: [core.Example(_i(rng, -4, 4, 3, 2), 
 core.defexamples(one_hot_p)(lambda rng: [
     core.Example(_i(rng, -1, 5, 3), depth=4, dtype=np.dtype(np.float32)),
     core.Example(_i(rng, 0, 3, 2, 2), depth=3, dtype=np.dtype(np.int32))])
+core.defexamples(index_update_p)(lambda rng: [
+    core.Example(_x(rng, 4, 5), _x(rng, 5), key=(1,)),
+    core.Example(_x(rng, 4, 5), _x(rng, 2, 2), key=(slice(3, 0, -2), slice(1, 3))),
+    core.Example(_x(rng, 7), _x(rng, 3), key=(np.array([5, 0, 2]),))])

@@ -227,6 +227,45 @@ def _setitem_zeros(eqn: Equation, ins, ctx):
     return _axis(out_axis + (a.axis - in_axis), a)
 
 
+@_rules(ops.indexing.index_update_p, rows_too=True)
+def _index_update(eqn: Equation, ins, ctx):
+    """x with v written at a basic key: row by row where the key keeps x's batch axis whole
+    (`d[:, 0] = ...`); no rule otherwise (the positions form, a key along the batch axis)."""
+    (x, v), key = ins, eqn.params["key"]
+    if ops.indexing.positions_key(key) or isinstance(v, _Axis) and not isinstance(x, _Axis):
+        return None
+    x_axes = _x_axes_of_update(key, eqn.inputs[0].ndim)
+    if isinstance(x, _Axis):
+        entry = next((k for k, a in zip(key, _consumed(key)) if a == x.axis), slice(None))
+        if not (isinstance(entry, slice) and
+                entry.indices(eqn.inputs[0].shape[x.axis]) == (0, eqn.inputs[0].shape[x.axis], 1)):
+            return None
+    parts = [s for s in (x, v) if isinstance(s, _Row)]
+    if isinstance(x, _Axis):
+        parts.append(x)
+    if isinstance(v, _Axis):
+        if x_axes[v.axis] is None:
+            return None
+        parts.append(_axis(x_axes[v.axis], v))
+    return _combine(eqn, parts)
+
+
+def _consumed(key) -> list:
+    """For each entry of a basic key, the axis of x it indexes (None for a None entry)."""
+    axes, axis = [], 0
+    for k in key:
+        axes.append(None if k is None else axis)
+        axis += k is not None
+    return axes
+
+
+def _x_axes_of_update(key, ndim: int) -> list:
+    """For each axis of x[key], the axis of x it runs along (None: one a None entry adds)."""
+    out = [a for k, a in zip(key, _consumed(key)) if not isinstance(k, int)]
+    used = sum(1 for k in key if k is not None)
+    return out + list(range(used, ndim))
+
+
 def _out_positions(key) -> list:
     """For each axis of setitem_zeros' output, the position in `key` that indexes it."""
     return [p for p, k in enumerate(key) if k is not None]

@@ -144,6 +144,17 @@ def _setitem_zeros(eqn, ctx):
     return [_moved(eqn, move)]
 
 
+@defsparsity(ops.indexing.index_update_p, curvature="linear")
+def _index_update(eqn, ctx):
+    """x's elements outside the key, v's at it: each assigned slice reads v alone."""
+    shape, key = _shape(eqn.inputs[0]), eqn.params["key"]
+    kept = _positions(shape)
+    kept[key] = -1
+    placed = np.full(shape, -1, np.int64)
+    placed[key] = _positions(_shape(eqn.inputs[1]))
+    return [Select(kept) if ctx.live[0] else None, Select(placed) if ctx.live[1] else None]
+
+
 @defsparsity(ops.shape.transpose_p, curvature="linear")
 def _transpose(eqn, ctx):
     return [_moved(eqn, lambda pos: pos.transpose(eqn.params["perm"]))]

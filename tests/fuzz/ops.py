@@ -433,6 +433,9 @@ INTERNAL = {
     "setitem_zeros": "the gradient of getitem (slices): every program with a getitem line",
     "all_finite": "the structure guards of compiled code: pforjac.function and the loop "
                   "cache on inputs with NaN/Inf (the special-value programs)",
+    "index_update": "in-place assignment (t[key] = v, np.put, np.copyto, ...; "
+                    "tests/test_mutation.py holds every idiom to its functional rewrite)",
+    "copy": "t.copy(), np.copy(t): a new tensor object to assign into (tests/test_mutation.py)",
 }
 
 # -- not drawn: the minimizer and the known-issue tests put it in place of a line ---------------
