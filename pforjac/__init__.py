@@ -17,7 +17,10 @@ from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import vjp, jvp, hvp
-from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian
+from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian, float0
+from .linearize import vjp_fn, linearize
+from .vmap import vmap
+from . import tree_util, flatten_util  # noqa: F401  (public: pytrees, ravel_pytree)
 from .diagnostics import fallback_report
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
@@ -37,4 +40,5 @@ __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "Gra
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
-           *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd"]
+           *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
+           "float0", "vjp_fn", "linearize"]

@@ -51,8 +51,9 @@ def returns_numpy(args: tuple, kwargs: dict | None = None) -> bool:
     the leaves of `args` and `kwargs` (a Tensor anywhere, even mixed with arrays: Tensors)."""
     if not at_top_level():
         return False
-    if all(type(a) is np.ndarray or type(a) is float for a in args) and not kwargs:
-        return True                                   # (the common call, without flattening)
+    if not kwargs and all(type(a) is np.ndarray or type(a) is float or type(a) is dict and
+                          all(type(v) is np.ndarray for v in a.values()) for a in args):
+        return True                 # (the common call, a dict of parameters too: no flattening)
     leaves, _ = tree_flatten((args, kwargs or {}))
     return not any(isinstance(leaf, Tensor) for leaf in leaves)
 

@@ -32,7 +32,17 @@ def conversion_error(t, what: str) -> TypeError:
     return TypeError(f"{_assignment_hint()}{what}: converting the Tensor {_described(t)} to numpy would drop it "
                      f"from the derivative ({needed_by(t)}); use pforjac ops (pj.*, or the numpy "
                      f"functions pforjac dispatches: docs/numpy.md), or "
-                     f"{value}")
+                     f"{value}{_index_hint(t)}")
+
+
+def _index_hint(t) -> str:
+    """A symbolic integer scalar is most often a loop index used on a numpy array, `X[i]`:
+    numpy's indexing can't be dispatched (it asks the index for a number), so name the fix."""
+    if t._trace is None or t.dtype.kind not in "iu" or tuple(t.shape) != ():
+        return ""
+    return (". If a numpy array is indexed with this loop index (X[i] in a pfor body), index "
+            "a Tensor instead: pj.constant(X)[i], or pforjac.numpy.take(X, i, axis=0); or "
+            "map over X with pj.vmap / pj.vectorized_map")
 
 
 def _described(t) -> str:

@@ -40,7 +40,9 @@ from .forward import inputs_reaching_outputs, jvp_program
 from .memory import check_results_fit, entry_point, working_memory_advice
 from .ops.shape import reshape_p
 from .pfor import c_ordered, run_loop
+from .progress import chunk_option, enabled as progress_option
 from .program import make_program
+from .pytree_inputs import pytree_inputs
 from .tape import GradientTape
 from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
@@ -172,9 +174,11 @@ def _zeros_for(out: Tensor, x: Tensor) -> Tensor:
 
 # -- jacobian ----------------------------------------------------------------------------------
 @numpy_boundary
+@pytree_inputs("jacobian")
 def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = True, strategy: str = "reverse-mode", *,
-             parallel_iterations: int | None = None):
+             parallel_iterations: int | None = None, chunk_size: int | None = None,
+             progress: bool = True):
     """Jacobian of `func` at `inputs`, as `torch.autograd.functional.jacobian`.
 
     `pj.jacobian(func)` without inputs is JAX's form (pforjac.transforms.jacobian): a
@@ -195,7 +199,12 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
             (one jvp per input entry, requires `vectorize=True`); prefer
             forward mode when the inputs have fewer entries than the outputs.
         parallel_iterations: (pforjac's extension) with `vectorize=True`, how many
-            rows or columns pfor computes at a time; bounds the working memory.
+            rows or columns pfor computes at a time; bounds the working memory. By
+            default all at once, or in chunks that fit when that would not fit in the
+            memory available (see docs/scipy.md, "Long Jacobians").
+        chunk_size: the same as parallel_iterations (torch.func.jacrev's name).
+        progress: a progress bar (tqdm, if installed) on a Jacobian computed in more
+            than one chunk that runs longer than two seconds; False for none.
 
     Returns:
         `J[i][j]` of shape `outputs[i].shape + inputs[j].shape` and inputs[j]'s
@@ -213,9 +222,10 @@ def jacobian(func: Callable, inputs, create_graph: bool = False, strict: bool = 
     _check_func(func, "jacobian")
     is_inputs_tuple, xs = _as_inputs(inputs, "jacobian")
     _check_strategy(strategy, "strategy", "jacobian")
-    with entry_point("jacobian", "parallel_iterations"):
+    chunk = chunk_option(parallel_iterations, chunk_size, "jacobian")
+    with entry_point("jacobian", "parallel_iterations"), progress_option(progress):
         is_outputs_tuple, rows = _jacobian(func, xs, create_graph, strict, vectorize, strategy,
-                                           parallel_iterations, "jacobian")
+                                           chunk, "jacobian")
     return _unpack(rows, (is_outputs_tuple, is_inputs_tuple))
 
 
@@ -342,8 +352,10 @@ def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
 
 
 @numpy_boundary
+@pytree_inputs("hessian")
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-            vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode"):
+            vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode", *,
+            chunk_size: int | None = None, progress: bool = True):
     """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
 
     Vectorized by default (all rows of the Hessian at once through pfor; PyTorch's
@@ -353,8 +365,9 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     The Jacobian of the gradient: reverse-over-reverse by default, or
     forward-over-reverse with `outer_jacobian_strategy="forward-mode"` (which
     requires `vectorize=True`). `H[i][j]` has shape `inputs[i].shape + inputs[j].shape`.
-    `pj.hessian(func)` without inputs is JAX's form (pforjac.transforms.hessian), a function
-    of func's arguments: `minimize(f, x0, hess=pj.hessian(f))`.
+    `chunk_size` and `progress` as for `jacobian`. `pj.hessian(func)` without inputs is
+    JAX's form (pforjac.transforms.hessian), a function of func's arguments:
+    `minimize(f, x0, hess=pj.hessian(f))`.
 
     Example:
         >>> import numpy as np, pforjac as pj
@@ -365,14 +378,16 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     _check_func(func, "hessian")
     is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
     _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
-    with entry_point("hessian", None):
+    chunk = chunk_option(None, chunk_size, "hessian")
+    with entry_point("hessian", "chunk_size"), progress_option(progress):
         _, rows = _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph,
-                            strict, vectorize, outer_jacobian_strategy, None, "hessian")
+                            strict, vectorize, outer_jacobian_strategy, chunk, "hessian")
     return _unpack(rows, (is_inputs_tuple, is_inputs_tuple))
 
 
 # -- vjp, jvp, hvp -----------------------------------------------------------------------------
 @numpy_boundary
+@pytree_inputs("vjp")
 def vjp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), v^T J)`, as `torch.autograd.functional.vjp`.
 
@@ -409,6 +424,7 @@ def _fill(value, like: Tensor, k: int, strict: bool, fn_name: str, why: str) -> 
 
 
 @numpy_boundary
+@pytree_inputs("jvp")
 def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), J v)` by forward mode, as `torch.autograd.functional.jvp`.
 
@@ -437,6 +453,7 @@ def jvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool
 
 
 @numpy_boundary
+@pytree_inputs("hvp")
 def hvp(func: Callable, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """`(func(inputs), H v)` for a scalar `func`, as `torch.autograd.functional.hvp`.
 

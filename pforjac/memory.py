@@ -14,7 +14,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["available_memory", "check_results_fit", "JacobianMemoryError", "BufferPool",
+__all__ = ["available_memory", "set_memory_limit", "memory_limit", "working_memory",
+           "chunk_for_memory", "check_results_fit", "JacobianMemoryError", "BufferPool",
            "pooled_zeros", "pooled_empty"]
 
 
@@ -80,7 +81,15 @@ def working_memory_advice(what: str, parallel_iterations: int | None = None,
 
 
 def available_memory() -> int:
-    """Bytes of memory available now (MemAvailable on Linux, physical pages elsewhere)."""
+    """Bytes of memory pforjac may use now: the least of the system's (MemAvailable on Linux,
+    physical pages elsewhere), the container's (cgroup v2 `memory.max`, v1
+    `memory.limit_in_bytes`, less what the group uses) and the budget set by
+    `set_memory_limit` or the environment variable PFORJAC_MEMORY_LIMIT."""
+    limits = [_system_memory(), _container_memory(), memory_limit()]
+    return min(v for v in limits if v is not None)
+
+
+def _system_memory() -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -94,12 +103,122 @@ def available_memory() -> int:
         return 1 << 62
 
 
-def _format_bytes(n: float) -> str:
+_CGROUPS = (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+            ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+             "/sys/fs/cgroup/memory/memory.usage_in_bytes"))
+
+
+def _container_memory() -> int | None:
+    """The container's limit less its use (cgroup v2, then v1), or None when unlimited."""
+    for limit_file, usage_file in _CGROUPS:
+        try:
+            with open(limit_file) as f:
+                text = f.read().strip()
+            if text == "max" or int(text) >= 1 << 60:      # (v1 writes "no limit" as ~2**63)
+                return None
+            with open(usage_file) as f:
+                return max(int(text) - int(f.read().strip()), 0)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1000 ** 2, "mb": 1000 ** 2,
+          "mib": 1 << 20, "g": 1000 ** 3, "gb": 1000 ** 3, "gib": 1 << 30, "t": 1000 ** 4,
+          "tb": 1000 ** 4, "tib": 1 << 40}
+_limit = threading.local()      # .bytes: this thread's budget from set_memory_limit
+
+
+def _parse_bytes(text: str, what: str) -> int:
+    number = text.strip().rstrip("bBiI").rstrip()
+    digits = len(number.rstrip("kKmMgGtT"))
+    unit = text.strip()[digits:].strip().lower()
+    try:
+        value = float(number[:digits])
+        scale = _UNITS[unit]
+    except (ValueError, KeyError):
+        raise ValueError(f"{what}: expected a number of bytes such as 4000000, 512MiB or 2G, "
+                         f"got {text!r}") from None
+    return int(value * scale)
+
+
+def set_memory_limit(nbytes) -> int | None:
+    """Sets the memory budget of this thread's Jacobians (bytes, or text such as "512MiB";
+    None: no budget besides the machine's); returns the previous one. A vectorized pass
+    whose working memory would exceed it runs in chunks. The environment variable
+    PFORJAC_MEMORY_LIMIT sets the default budget of every thread."""
+    previous = getattr(_limit, "bytes", None)
+    _limit.bytes = None if nbytes is None else (
+        _parse_bytes(nbytes, "set_memory_limit") if isinstance(nbytes, str) else int(nbytes))
+    return previous
+
+
+def memory_limit() -> int | None:
+    """The budget set by `set_memory_limit`, else PFORJAC_MEMORY_LIMIT's, else None."""
+    budget = getattr(_limit, "bytes", None)
+    if budget is not None:
+        return budget
+    env = os.environ.get("PFORJAC_MEMORY_LIMIT")
+    return _parse_bytes(env, "PFORJAC_MEMORY_LIMIT") if env else None
+
+
+# -- the working memory of a vectorized pass, before it runs --------------------------------------
+def working_memory(program, n: int) -> int:
+    """An estimate of the peak bytes the vectorized pass of the loop body `program` over `n`
+    iterations holds: the stacked values (those that depend on the loop index, n times their
+    per-iteration size) alive at once, from the traced shapes alone. An upper bound: values
+    pfor keeps compact (one-hot seeds, and what stays one-hot after them) count as dense, so
+    a reverse-mode pass through a reduction can need far less (400 rows through a (400, 200)
+    intermediate: 734 MiB estimated, 6 MiB measured); `chunk_size=` overrides it."""
+    stacked = {id(program.inputs[0])}
+    last = {}
+    for k, eqn in enumerate(program.equations):
+        for v in eqn.inputs:
+            last[id(v)] = k
+    kept = {id(v) for v in program.outputs}
+    live = peak = 0
+    sizes: dict[int, int] = {}
+    for k, eqn in enumerate(program.equations):
+        if any(id(v) in stacked for v in eqn.inputs):
+            for v in eqn.outputs:
+                stacked.add(id(v))
+                sizes[id(v)] = n * math.prod(int(d) for d in v.shape) * v.dtype.itemsize
+                live += sizes[id(v)]
+        peak = max(peak, live)
+        for v in eqn.inputs:
+            if last.get(id(v)) == k and id(v) not in kept:
+                live -= sizes.pop(id(v), 0)
+    return peak
+
+
+def chunk_for_memory(program, n: int, result_bytes: int) -> tuple[int | None, int, int]:
+    """(rows per chunk, or None for all at once; the estimate; the memory available): the
+    chunk that keeps the estimated working memory within what is left of the memory
+    available once the results are allocated. A pass that could not hold 16 MiB even if
+    every value it makes were alive at once is not estimated (nor memory read): the common
+    small Jacobian pays a sum over its equations."""
+    if n <= 1 or memory_limit() is None and n * sum(
+            v.size * v.dtype.itemsize for eqn in program.equations for v in eqn.outputs) \
+            <= 16 << 20:
+        return None, 0, 0
+    need = working_memory(program, n)
+    avail = available_memory()
+    room = avail - result_bytes
+    if need <= room:
+        return None, need, avail
+    return max(1, min(n - 1, int(n * max(room, 0) // need))), need, avail
+
+
+def format_bytes(n: float) -> str:
+    """`n` bytes as text: "3.0 MiB"."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
             return f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} PiB"
+
+
+_format_bytes = format_bytes     # (the name pforjac.dask.memory imports)
 
 
 def check_results_fit(results, per_example: bool = False, what: str | None = None) -> None:
@@ -109,7 +228,7 @@ def check_results_fit(results, per_example: bool = False, what: str | None = Non
     sizes = [(tuple(shape), np.dtype(dtype), math.prod(int(d) for d in shape))
              for shape, dtype in results]
     nbytes = sum(size * dtype.itemsize for _, dtype, size in sizes)
-    if nbytes <= 64 << 20:
+    if nbytes <= 64 << 20 and memory_limit() is None:
         return
     avail = available_memory()
     if nbytes > avail:
@@ -118,13 +237,13 @@ def check_results_fit(results, per_example: bool = False, what: str | None = Non
         if what is not None:
             raise JacobianMemoryError(
                 f"{what}: the stacked result of shape {shape}{many} ({size:,} {dtype.name} "
-                f"entries) needs {_format_bytes(nbytes)} in all, but only "
-                f"{_format_bytes(avail)} of memory is available, so nothing was computed. Run "
+                f"entries) needs {format_bytes(nbytes)} in all, but only "
+                f"{format_bytes(avail)} of memory is available, so nothing was computed. Run "
                 f"fewer iterations per call (parallel_iterations bounds only the working "
                 f"memory, not the result)")
         raise JacobianMemoryError(
             f"the Jacobian's dense result of shape {shape}{many} ({size:,} {dtype.name} entries) "
-            f"needs {_format_bytes(nbytes)} in all, but only {_format_bytes(avail)} of memory is "
+            f"needs {format_bytes(nbytes)} in all, but only {format_bytes(avail)} of memory is "
             f"available, so nothing was computed. " + ("Compute" if per_example else
             "If row i of the target depends only on row i of the source, use batch_jacobian (it "
             "never forms the cross-example zeros); otherwise compute") +

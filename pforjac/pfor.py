@@ -40,7 +40,9 @@ from .warn import (_warned, deferred_warnings, warn_at_user_line, warn_once,  # 
                    warn_wrong_result)                                 # (re-exported)
 from . import ops, structure
 from .diagnostics import record_fallback
-from .memory import check_results_fit, pooled_empty, working_memory_advice
+from .memory import (check_results_fit, chunk_for_memory, format_bytes, pooled_empty,
+                     working_memory_advice)
+from . import progress as _progress
 
 __all__ = ["pfor", "vectorized_map", "register_converter", "converters", "converter_for",
            "ConversionError", "run_loop", "vectorize", "while_loop", "c_ordered"]
@@ -288,7 +290,8 @@ def while_loop(program: Program, n: int, loop_axis: int = 0) -> list[Tensor]:
     if n == 0:
         return [ops.zeros((0,) + tuple(v.shape), v.dtype) for v in program.outputs]
     per_iter = ((k, k + 1, run_program(program, [constant(np.int32(k))])) for k in range(n))
-    return _collect(per_iter, n, ops.stack, stacked=False, loop_axis=loop_axis)
+    return _collect(_progress.tracked(per_iter, n, n, "jacobian (while-loop)"), n, ops.stack,
+                    stacked=False, loop_axis=loop_axis)
 
 
 def _collect(pieces, n: int, join: Callable, stacked: bool, loop_axis: int = 0) -> list[Tensor]:
@@ -350,17 +353,21 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
              loop_axis: int = 0) -> list[Tensor]:
     """Runs the loop body `program` for indices 0..n-1; stacked outputs. Those assembled
     piece by piece (chunks, the while-loop) are laid out in memory with the loop axis at
-    `loop_axis`, where the caller will move it (`_laid_out`)."""
-    chunks = _chunks(n, parallel_iterations)
+    `loop_axis`, where the caller will move it (`_laid_out`). Without `parallel_iterations`,
+    a pass whose working memory would not fit runs in chunks that do (`_fitting_chunk`)."""
     if not use_pfor:
         return while_loop(program, n, loop_axis)
+    if parallel_iterations is None:
+        parallel_iterations = _fitting_chunk(program, n)
+    chunks = _chunks(n, parallel_iterations)
     try:
         if len(chunks) == 1:
             cached = None if hooks.run_loop is None else hooks.run_loop(program, n)
             if cached is not None:
                 return cached
             return next(_vectorized_chunks(program, chunks, fallback_to_while_loop))[2]
-        return _collect(_vectorized_chunks(program, chunks, fallback_to_while_loop), n,
+        pieces = _vectorized_chunks(program, chunks, fallback_to_while_loop)
+        return _collect(_progress.tracked(pieces, n, len(chunks), "jacobian"), n,
                         lambda parts: ops.concat(parts, axis=0), True, loop_axis)
     except ConversionError as e:
         if not fallback_to_while_loop:
@@ -371,6 +378,29 @@ def run_loop(program: Program, n: int, parallel_iterations: int | None = None,
                   f"pass fallback_to_while_loop=False to raise, or fix the converter for '{e.op}' "
                   f"(pforjac.testing.check_converter finds the failing stacked mix)")
         return while_loop(program, n, loop_axis)
+
+
+def _fitting_chunk(program: Program, n: int) -> int | None:
+    """None (all n iterations at once) when the estimated working memory fits in the memory
+    available, else the largest chunk that does, said once. Eager only: the loop cache
+    declines to compile such a pass (it would run whole), a compiled function runs it whole."""
+    state = core.current_state()
+    if state.traces and not hooks.building():
+        return None
+    results = sum(n * v.size * v.dtype.itemsize for v in program.outputs)
+    chunk, need, avail = chunk_for_memory(program, n, results)
+    if chunk is None:
+        return None
+    if hooks.building():
+        raise hooks.NeedsValues("a vectorized pass larger than the memory available")
+    k = -(-n // chunk)
+    warn_once(("chunks", n, chunk),
+              f"pforjac: the vectorized pass over {n} rows needs about {format_bytes(need)} of "
+              f"working memory, more than the {format_bytes(avail)} available, so it runs in "
+              f"{k} chunks of {chunk} rows. Pass chunk_size= (parallel_iterations= to "
+              f"GradientTape.jacobian and pfor) to choose the chunk; the environment variable "
+              f"PFORJAC_MEMORY_LIMIT or pforjac.memory.set_memory_limit sets the budget")
+    return chunk
 
 
 def _vectorized_chunks(program: Program, chunks, per_iteration: bool = True):
@@ -438,11 +468,14 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
     return tree_unflatten(program.out_tree, [c_ordered(v) for v in outs])
 
 
-def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
+def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True, *,
+                   chunk_size: int | None = None, progress: bool = True):
     """Maps `fn` over the first axis of `elems` (a tensor or nested structure), vectorized.
 
     As TensorFlow's: the tensors' first dimensions must agree, except that one of size 1 is
-    broadcast (every iteration sees its only row).
+    broadcast (every iteration sees its only row). `chunk_size` rows at a time if given
+    (pfor's parallel_iterations), else all at once or in chunks that fit in memory;
+    `progress=False` hides the bar of a long chunked map.
 
     Example:
         >>> import pforjac as pj
@@ -461,5 +494,7 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
                          f"(or 1, broadcast), got shapes {[x.shape for x in leaves]}")
     n = sizes.pop()
     elems = tree_map(as_tensor, elems)
-    return pfor(lambda i: fn(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i], elems)),
-                n, fallback_to_while_loop)
+    chunk = _progress.chunk_option(None, chunk_size, "vectorized_map")
+    with _progress.enabled(progress):
+        return pfor(lambda i: fn(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i],
+                                          elems)), n, fallback_to_while_loop, chunk)

@@ -63,6 +63,7 @@ def _uncached_because(reason: str) -> str:
     return {
         "a converter failed": f"the converter of '{detail}' declined, so the body ran as a while-loop",
         "fell back": f"pfor fell back ({detail})",
-        "needs values": f"{detail} reads index values, so it is checked on every call",
+        "needs values": f"{detail} reads index values, so it is checked on every call"
+        if detail.startswith("the row check") else f"{detail} runs eagerly, in chunks",
         "untraceable": f"the traced call raised {detail} (the uncached call ran alone)",
     }.get(kind, reason)

@@ -32,7 +32,10 @@ def run_page(page: str) -> None:
     with isolated_registries(), warnings.catch_warnings():
         warnings.simplefilter("error")      # an example must not warn where it doesn't say so
         for k, block in enumerate(python_blocks((ROOT / page).read_text())):
-            exec(compile(block, f"{page}[python block {k}]", "exec"), namespace)
+            # (dont_inherit: a block runs as a user's script does, without this module's
+            # `from __future__ import annotations`, which dataclasses in a block trip over)
+            exec(compile(block, f"{page}[python block {k}]", "exec", dont_inherit=True),
+                 namespace)
 
 
 def _has_examples(page: str) -> bool:

@@ -130,7 +130,7 @@ def _simplified(program: Program, passes) -> Program:
 
 def _first_of_pair(tree):
     """The structure of `result` in the traced `(result, guards)` pair."""
-    return tree[1][0]
+    return tree.children[0]
 
 
 def _c_ordered(outs) -> tuple:

@@ -102,9 +102,10 @@ class Function:
             compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
-        result = tree_unflatten(compiled.program.out_tree,
-                                [Tensor._from_array(np.asarray(o)) for o in outs])
-        return as_numpy(result) if returns_numpy(args, kwargs) else result
+        outs = [Tensor._from_array(np.asarray(o)) for o in outs]
+        if returns_numpy(args, kwargs):          # each leaf as numpy, without a second walk
+            outs = [as_numpy(o) for o in outs]
+        return tree_unflatten(compiled.program.out_tree, outs)
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
@@ -135,7 +136,7 @@ class Function:
             compiled = self._quick.get(quick)
             if compiled is not None:
                 self._used(compiled)
-                return compiled, [_as_input(a) for a in args], ()
+                return compiled, _quick_arrays(args), ()
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
         key, arrays, variables = _signature(leaves)
@@ -374,8 +375,9 @@ def _as_input(leaf) -> np.ndarray:
 
 
 def _quick_key(args: tuple):
-    """The signature of positional numpy arrays / constant Tensors alone (no flattening),
-    or None for any other call."""
+    """The signature of positional numpy arrays / constant Tensors, or plain dicts of numpy
+    arrays under str keys (a model's parameters), alone (no flattening), or None for any
+    other call."""
     key = ["quick"]
     for a in args:
         if type(a) is np.ndarray:
@@ -383,9 +385,24 @@ def _quick_key(args: tuple):
         elif type(a) is Tensor:
             arr = a.numpy()
             key.append((arr.shape, arr.dtype.str))
+        elif type(a) is dict and all(type(k) is str and type(v) is np.ndarray
+                                     for k, v in a.items()):
+            key.append(("dict",) + tuple((k, a[k].shape, a[k].dtype.str) for k in sorted(a)))
         else:
             return None
     return tuple(key)
+
+
+def _quick_arrays(args: tuple) -> list:
+    """The input arrays of a call `_quick_key` accepted, in flattening order (dicts by
+    sorted keys)."""
+    arrays = []
+    for a in args:
+        if type(a) is dict:
+            arrays.extend(_as_input(a[k]) for k in sorted(a))
+        else:
+            arrays.append(_as_input(a))
+    return arrays
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
@@ -395,12 +412,7 @@ _MAX_TRACES = 128       # traces a compiled function keeps (the least recently u
 def _structure_key(node):
     """The arguments' nesting as a hashable key: container types themselves (two namedtuple
     classes of one name are different signatures), dict keys by type and repr."""
-    if node is None or isinstance(node, str):
-        return node
-    if node[0] is dict:
-        return (dict, tuple((type(k), repr(k)) for k in node[1]),
-                tuple(_structure_key(c) for c in node[2]), node[3])
-    return (node[0], tuple(_structure_key(c) for c in node[1]))
+    return node._key()
 
 
 def _signature(leaves) -> tuple[tuple, list, list]:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import ops
 from ..ops import indexing as ix
 from ..pfor import register_converter
-from ..tensor import constant
+from ..tensor import SymbolicTensor, constant
 from ._helpers import to_stacked
 
 
@@ -41,6 +41,8 @@ def _convert_gather(n, args, stacked, axis):
     if not i_stacked:
         return ix.gather_p.bind(x, indices, axis=axis + 1), True
     if not x_stacked:
+        if _whole_axis(indices, x.shape[axis]):    # vmap's slices: x itself, no copy
+            return ops.moveaxis(x, axis, 0), True
         return ops.moveaxis(ix.gather_p.bind(x, indices, axis=axis), axis, 0), True
     size = x.shape[axis + 1]
     table = ops.moveaxis(x, 0, axis)                      # [..., n, size, ...]
@@ -48,6 +50,13 @@ def _convert_gather(n, args, stacked, axis):
     flat = ops.reshape(table, shape)
     picked = ix.gather_p.bind(flat, _positions(n, indices, size), axis=axis)
     return ops.moveaxis(picked, axis, 0), True
+
+
+def _whole_axis(indices, size: int) -> bool:
+    """Whether the stacked (concrete) indices are 0, 1, ..., size - 1: every row in order."""
+    if isinstance(indices, SymbolicTensor) or tuple(indices.shape) != (size,):
+        return False
+    return bool(np.array_equal(indices.numpy(), np.arange(size)))
 
 
 def _wrap(indices, size: int):

@@ -2,8 +2,9 @@
 itself, or a broadcast of it), and gathers of every row in order (a C-ordered copy).
 
 - `onehot_products`: `matmul(one_hot(idx, d), u)` becomes `gather(u, idx)`.
-- `drop_identities`: products with constant ones, and gathers of every row in order where
-  only ufuncs read them (those then write C-ordered results, as from the copy).
+- `drop_identities`: products with (and powers to) constant ones, and gathers of every row in order where
+  only ufuncs read them (those then write C-ordered results, as from the copy); a
+  `multiply_no_nan` by a constant with no zeros is a plain multiply.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...ops.elementwise import add_p
+from ...ops.elementwise import add_p, multiply_no_nan_p, multiply_p
 from ...ops.indexing import gather_p
 from ...ops.shape import broadcast_to_p
 from ...program import Equation, Program, constant_values, eliminate_dead_code
@@ -71,7 +72,8 @@ def drop_identities(program: Program) -> Program:
     readers = layouts.readers
     kept, zeros, c_ordered = [], {}, set()
     for original in program.equations:
-        eqn = replace(original, inputs=[resolve(v, alias) for v in original.inputs])
+        eqn = _plain_product(replace(original, inputs=[resolve(v, alias)
+                                                       for v in original.inputs]), values)
         if id(original) in c_ordered:
             eqn = replace(eqn, params={**eqn.params, "order": "C"})
         out = eqn.outputs[0]
@@ -95,6 +97,18 @@ def drop_identities(program: Program) -> Program:
     program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
                       const_values=program.const_values + [v for _, v in zeros.values()])
     return eliminate_dead_code(program)
+
+
+def _plain_product(eqn: Equation, values: dict) -> Equation:
+    """`multiply_no_nan(x, c)` zeroes the product only where c is 0: by a constant c with no
+    zeros (a power rule's exponent, a constant factor) it is `x * c`, one ufunc instead of
+    four (the product, the test for zeros, `any`, `where`)."""
+    if eqn.prim is not multiply_no_nan_p:
+        return eqn
+    c = values.get(id(eqn.inputs[1]))
+    if c is None or not np.all(np.asarray(c.numpy()) != 0):
+        return eqn
+    return Equation(multiply_p, list(eqn.inputs), {}, eqn.outputs, eqn.origin)
 
 
 def _ordered_gather(eqn: Equation, values: dict):
@@ -154,9 +168,15 @@ def _outer_product_with_ones(eqn: Equation, values: dict, zeros: dict):
 
 
 def _identity_input(eqn: Equation, values: dict, layouts):
-    """x, for x * ones laid out as x is: the ones broadcast (then x decides the product's
-    layout), or x C-ordered, or a result whose layout nothing depends on."""
+    """x, for x * ones (or x ** ones: a power rule's x ** (k - 1) at k = 2) laid out as x is:
+    the ones broadcast (then x decides the product's layout), or x C-ordered, or a result
+    whose layout nothing depends on."""
     out = eqn.outputs[0]
+    if eqn.prim.name == "power":
+        x, k = eqn.inputs
+        if _fits(x, out) and _all_ones(values.get(id(k))) and (
+                k.size < out.size or id(x) in layouts.c_ordered or id(out) in layouts.blind):
+            return x
     if eqn.prim.name == "multiply":
         for x, other in (eqn.inputs, eqn.inputs[::-1]):
             if _fits(x, out) and _all_ones(values.get(id(other))) and (
