@@ -82,6 +82,10 @@ def test_scipy_functions_name_their_pforjac_counterpart():
     message = _refusal(lambda x: special.logsumexp(x))
     assert message.startswith("scipy.special.logsumexp converts its arguments")
     assert "call pforjac.scipy.special.logsumexp instead" in message
+    optimize = pytest.importorskip("scipy.optimize")
+    message = _refusal(lambda x: optimize.rosen(x))
+    assert message.startswith("scipy.optimize.rosen converts its arguments")
+    assert "call pforjac.scipy.optimize.rosen instead" in message
 
 
 def test_the_counterpart_table_comes_from_what_pforjac_provides():
