@@ -17,6 +17,7 @@ from .pfor import pfor, vectorized_map, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import vjp, jvp, hvp
+from .matrix_function import sym_matrix_function
 from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian, float0
 from .linearize import vjp_fn, linearize
 from .vmap import vmap
@@ -41,4 +42,4 @@ __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "Gra
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
            *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
-           "float0", "vjp_fn", "linearize"]
+           "float0", "vjp_fn", "linearize", "sym_matrix_function"]

@@ -44,6 +44,7 @@ from .progress import chunk_option, enabled as progress_option
 from .program import make_program
 from .pytree_inputs import pytree_inputs
 from .tape import GradientTape
+from .inputs import check_differentiable_input
 from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
 from .tree import tree_unflatten
 
@@ -84,9 +85,7 @@ def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
 def _as_inputs(inputs, fn_name: str) -> tuple[bool, tuple]:
     is_tuple, xs = _as_tuple(inputs, "inputs", fn_name)
     for k, x in enumerate(xs):
-        if not is_float(x.dtype):
-            raise TypeError(f"{fn_name}: inputs[{k}] has dtype {x.dtype.name}, but derivatives are "
-                            f"taken with respect to floating-point inputs only; cast it first")
+        check_differentiable_input(x.dtype, f"{fn_name}: inputs[{k}]")
     return is_tuple, xs
 
 

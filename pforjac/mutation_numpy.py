@@ -29,7 +29,12 @@ def copyto(dst, src, casting="same_kind", where=True):
     if not isinstance(dst, Tensor):
         _ndarray_target("copyto", (src, where))
         return np.copyto(dst, _value(src), casting=casting, where=_value(where))
-    if not isinstance(src, (int, float, complex)):     # (Python numbers are weak, as in numpy)
+    if isinstance(src, (int, float, complex)):     # (weak, as in numpy: of its kind only)
+        if casting in ("same_kind", "safe", "equiv", "no") and \
+                "biufc".index(np.asarray(src).dtype.kind) > "biufc".index(dst.dtype.kind):
+            raise TypeError(f"numpy.copyto: cannot cast a Python {type(src).__name__} to "
+                            f"{dst.dtype.name} with casting rule {casting!r}")
+    else:
         dtype = src.dtype if isinstance(src, Tensor) else np.asarray(src).dtype
         if not np.can_cast(dtype, dst.dtype, casting):
             raise TypeError(f"numpy.copyto: cannot cast {dtype.name} to {dst.dtype.name} "

@@ -181,8 +181,15 @@ def _transpose(x, axes=None):
     return _permuted(x, out, perm) if isinstance(x, Tensor) else out
 
 
-def _reshaped(x, out) -> Tensor:
-    if not isinstance(x, Tensor) or not isinstance(out, Tensor):
+def _order(args, kwargs) -> str:
+    """The `order` a reshape or ravel call asks for (numpy's last positional string)."""
+    return kwargs.get("order", args[-1] if args and isinstance(args[-1], str) else "C")
+
+
+def _reshaped(x, out, order: str = "C") -> Tensor:
+    """`out`, x reshaped, linked as x's view; in Fortran order it is a copy, as numpy's of
+    a C-ordered array (a Tensor's entries are in C order)."""
+    if not isinstance(x, Tensor) or not isinstance(out, Tensor) or order == "F":
         return out
     return _link(out, x, "reshape", tuple(out.shape))
 
@@ -208,7 +215,8 @@ def install() -> None:
             tuple(int(a) % self.ndim for a in axes)
         return _permuted(self, out, perm)
     Tensor.transpose = transpose
-    Tensor.reshape = lambda self, *shape, **kw: _reshaped(self, reshape_method(self, *shape, **kw))
+    Tensor.reshape = lambda self, *shape, **kw: _reshaped(self, reshape_method(self, *shape, **kw),
+                                                          _order(shape, kw))
     for fn in (np.reshape, np.ravel):
         FUNCTIONS[fn] = _linking_reshape(FUNCTIONS[fn])
     FUNCTIONS[np.transpose] = lambda a, axes=None: _transpose(a, axes)
@@ -216,6 +224,6 @@ def install() -> None:
 
 def _linking_reshape(fn):
     def reshape(a, *args, **kwargs):
-        return _reshaped(a, fn(a, *args, **kwargs))
+        return _reshaped(a, fn(a, *args, **kwargs), _order(args, kwargs))
     reshape.__name__ = fn.__name__
     return reshape

@@ -19,13 +19,20 @@ from . import ops as pj
 from .ops._einsum_forms import from_sublists
 from .tensor import Tensor, as_tensor, conversion_error, needed_by
 
-__all__ = ["UFUNCS", "FUNCTIONS", "PENDING", "implements", "install"]
+__all__ = ["UFUNCS", "FUNCTIONS", "PENDING", "implements", "install", "as_numpy_reads"]
+
+
+def _positive(x):
+    if as_tensor(x).dtype == np.bool_:
+        raise TypeError("numpy.positive: bool input has no sign (numpy refuses it too); cast "
+                        "it to a number type first")
+    return x
 
 
 UFUNCS = {
     np.add: pj.add, np.subtract: pj.subtract, np.multiply: pj.multiply,
     np.divide: pj.divide, np.power: pj.power, np.maximum: pj.maximum,
-    np.minimum: pj.minimum, np.negative: pj.neg, np.positive: lambda x: x,
+    np.minimum: pj.minimum, np.negative: pj.neg, np.positive: _positive,
     np.exp: pj.exp, np.log: pj.log, np.log1p: pj.log1p, np.expm1: pj.expm1, np.log2: pj.log2,
     np.log10: pj.log10, np.sqrt: pj.sqrt, np.square: pj.square, np.reciprocal: pj.reciprocal,
     np.absolute: pj.abs, np.sign: pj.sign, np.sin: pj.sin, np.cos: pj.cos, np.tan: pj.tan,
@@ -38,6 +45,36 @@ UFUNCS = {
     np.logical_and: pj.logical_and, np.logical_or: pj.logical_or,
     np.logical_not: pj.logical_not,
 }
+
+
+def as_numpy_reads(value, any_number: bool = False):
+    """A list or tuple of Python numbers as numpy reads it next to arrays (NEP 50): an array
+    (float64, complex128 or int64), not a weak Python number, so `np.add(t32, [0.5])` is
+    float64 as numpy's is and no list of floats is ever rounded to float32. Only lists holding
+    a float or complex (or any list, with `any_number`: a ufunc's operands), since lists of
+    ints may be axes, shapes or indices; anything else unchanged."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return value
+    if not _numbers_only(value):         # a list of operands (multi_dot's, concatenate's)
+        return type(value)(as_numpy_reads(v, any_number) for v in value)
+    if not any_number and not _holds_inexact(value):
+        return value
+    try:
+        return np.asarray(value)
+    except ValueError:                   # ragged: the function decides
+        return value
+
+
+def _numbers_only(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_numbers_only(v) for v in value)
+    return isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
+
+
+def _holds_inexact(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_holds_inexact(v) for v in value)
+    return isinstance(value, (float, complex))
 
 
 def _name(fn) -> str:
@@ -91,6 +128,7 @@ WRITERS = _Writers()
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = UFUNCS.get(ufunc)
+    inputs = tuple(as_numpy_reads(v, True) for v in inputs)
     if fn is not None and method == "__call__" and not kwargs:
         return fn(*inputs)
     return _ufunc_otherwise(ufunc, method, inputs, kwargs)
@@ -154,6 +192,8 @@ def _is_default(key, value) -> bool:
 def array_function(self, func, types, args, kwargs):
     fn = FUNCTIONS.get(func)
     if fn is not None:
+        args = tuple(as_numpy_reads(v) for v in args)
+        kwargs = {k: as_numpy_reads(v) for k, v in kwargs.items()}
         if isinstance(kwargs.get("out"), Tensor):
             return WRITERS.with_out(fn, args, dict(kwargs))
         return fn(*args, **kwargs)
@@ -178,6 +218,17 @@ def _cast(a, dtype):
     return a if dtype is None else pj.cast(a, dtype)
 
 
+def _castable(a, dtype, name: str):
+    """`a`, if numpy's "same_kind" casting allows it to `dtype` (complex to float would drop
+    the imaginary part, float to int the fraction); else numpy's TypeError, naming `name`."""
+    a = as_tensor(a)
+    if not np.can_cast(a.dtype, dtype, "same_kind"):
+        raise TypeError(f"numpy.{name}: cannot cast {a.dtype.name} to {np.dtype(dtype).name} "
+                        f"with casting='same_kind' (it would lose the imaginary part or the "
+                        f"fraction); cast explicitly with pforjac.cast(x, dtype) first")
+    return a
+
+
 def _reduction(name: str):
     """np.sum, np.mean, np.prod: the Tensor method, which refuses `out=` and numpy's other
     keywords by name (the method takes `dtype` as a keyword)."""
@@ -200,6 +251,8 @@ def _spread(fn, name: str):
                correction=np._NoValue, **numpy_keywords):
         _no_extra(name, out, **numpy_keywords)
         ddof = ddof if correction is np._NoValue else correction   # (the array API's name)
+        if dtype is not None:
+            a = _castable(a, dtype, name)
         return fn(_cast(a, dtype), axis, bool(keepdims), ddof)
     reduce.__name__ = name
     return reduce
@@ -221,7 +274,8 @@ def _cumsum(a, axis=None, dtype=None, out=None):
 def _joined(fn, name: str):
     def join(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         _no_extra(name, out, casting=None if casting == "same_kind" else casting)
-        arrays = [_cast(a, dtype) for a in arrays] if dtype is not None else list(arrays)
+        arrays = [_cast(_castable(a, dtype, name), dtype) for a in arrays] \
+            if dtype is not None else list(arrays)
         if axis is None:
             return fn([pj.reshape(a, (-1,)) for a in arrays], 0)
         return fn(arrays, axis)
@@ -239,13 +293,26 @@ def _where(condition, *branches):
 
 
 def _reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
-    _no_extra("reshape", order=None if order == "C" else order, copy=copy)
-    return pj.reshape(a, newshape if shape is None else shape)
+    _no_extra("reshape", copy=copy)
+    return reshaped(a, newshape if shape is None else shape, order, "reshape")
 
 
 def _ravel(a, order="C"):
-    _no_extra("ravel", order=None if order == "C" else order)
-    return pj.reshape(a, (-1,))
+    return reshaped(a, (-1,), order, "ravel")
+
+
+def reshaped(a, shape, order: str, name: str):
+    """`a` reshaped reading and writing its entries in `order`: "C" (last index fastest),
+    "F" (first index fastest); "A" and "K" are "C" for a Tensor, whose entries are in C
+    order (numpy's memory-layout orders)."""
+    if order in ("C", "A", "K", None):
+        return pj.reshape(a, shape)
+    if order != "F":
+        raise ValueError(f"numpy.{name}: order must be one of 'C', 'F', 'A' or 'K', got {order!r}")
+    a = as_tensor(a)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    flipped = pj.reshape(pj.transpose(a), shape[::-1])
+    return pj.transpose(flipped)
 
 
 def _take(a, indices, axis=None, out=None, mode="raise"):

@@ -390,6 +390,10 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
 def _accumulate(cts, tensor, g) -> None:
     if g is None:
         return
+    if g.dtype.kind == "c" and tensor.dtype.kind != "c":
+        # a real value's cotangent is real: its real part (a rule of an op that mixes real
+        # and complex operands hands the real one the complex cotangent)
+        g = ops.cast(g, tensor.dtype)
     prev = cts.get(id(tensor))
     cts[id(tensor)] = g if prev is None else prev + g
 

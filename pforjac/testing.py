@@ -6,6 +6,9 @@
   of stacked and unstacked inputs, against stacking the per-iteration results.
 - `check_primitive(op)`: both, and the shape rule, on the examples the op declares
   (or, for an elementwise op, on inputs drawn from its declared domain).
+- `check_degenerate(f, degenerate_matrices(n))`: first and second derivatives at repeated
+  eigenvalues and singular values, rank-deficient and ill-conditioned matrices against
+  central differences; NaN passes only where the caller says the derivative is undefined.
 - `isolated_registries()`: undo every op and rule registered inside a block
   (for tests that declare ops).
 
@@ -27,9 +30,10 @@ import numpy as np
 from . import core
 from .tensor import Tensor, as_tensor, constant, is_float
 from .tree import tree_flatten
+from ._derivatives import float_outputs as _float_outputs, jvp as _jvp, vjp as _vjp
 
 __all__ = ["check_grads", "check_converter", "check_primitive", "examples_of", "sample",
-           "numerical_jvp", "isolated_registries"]
+           "numerical_jvp", "isolated_registries", "check_degenerate", "degenerate_matrices"]
 
 
 # -- check_grads -------------------------------------------------------------------------
@@ -93,11 +97,6 @@ def _check(f, xs, order, modes, tol, rng, label) -> None:
         _check(lambda *a: _jvp(f, list(a), vs), xs, order - 1, modes, tol, rng, f"fwd({label})")
 
 
-def _float_outputs(f, xs) -> list[Tensor]:
-    leaves, _ = tree_flatten(f(*xs))
-    return [y for y in map(as_tensor, leaves) if is_float(y.dtype)]
-
-
 def _random_like(x: Tensor, rng) -> Tensor:
     return constant(rng.standard_normal(x.shape).astype(np.float64))
 
@@ -142,33 +141,6 @@ def _check_rev(f, xs, tol, rng, label, order) -> None:
                 f"{k} (shape {tuple(x.shape)}) disagrees with central finite differences along a "
                 f"random direction v: <vjp(u), v> = {got!r}, <u, J v> by finite differences = "
                 f"{want!r} (rtol={tol.rtol}, atol={tol.atol})")
-
-
-def _vjp(f, xs, us) -> list[Tensor]:
-    """Cotangents of the inputs for output cotangents `us`, through a GradientTape."""
-    from .tape import GradientTape
-    with GradientTape() as tape:
-        tape.watch(xs)
-        ys = _float_outputs(f, xs)
-    tape._mark_recorded(ys)             # made in the block: a constant one is unconnected
-    return tape.gradient(ys, list(xs), output_gradients=list(us), unconnected_gradients="zero")
-
-
-def _jvp(f, xs, vs) -> list[Tensor]:
-    """Output tangents (zeros where unconnected) of `f` at `xs` along `vs`, forward mode."""
-    import pforjac
-    if hasattr(pforjac, "jvp"):                      # functional.py, PyTorch conventions
-        outs, tangents = pforjac.jvp(f, tuple(xs), tuple(vs), create_graph=True)
-        outs, _ = tree_flatten(outs)
-        tangents, _ = tree_flatten(tangents)
-    else:
-        from .forward import jvp_program
-        from .program import make_program
-        program = make_program(f, [(tuple(x.shape), x.dtype) for x in xs])
-        outs, tangents = jvp_program(program, xs, vs)
-    pairs = [(as_tensor(y), t) for y, t in zip(outs, tangents) if is_float(as_tensor(y).dtype)]
-    from . import ops
-    return [ops.zeros_like(y) if t is None else as_tensor(t) for y, t in pairs]
 
 
 def _what(label: str) -> str:
@@ -438,3 +410,6 @@ def isolated_registries():
         _warned.clear()
         _warned.update(warned)
         core.rules_changed("")             # code compiled under the block's rules goes
+
+
+from .degenerate_check import check_degenerate, degenerate_matrices  # noqa: E402

@@ -67,9 +67,6 @@ KNOWN = {
     ("append_float", "bool"): _WEAK,
     ("where_python", None): "branches all Python numbers take pforjac's defaults (float32), "
                             "as constant() does; numpy's are float64",
-    ("cov_as_given", "float32"): "numpy's cov computes in float64 at least; pforjac's keeps "
-                                 "float32 and float16 data in their dtype",
-    ("cov_as_given", "float16"): "as for float32",
     ("square_int", "bool"): "numpy squares bools to int8, pforjac's power to int64",
     ("conjugate", "bool"): "numpy's conjugate of bools is int8; pforjac's returns them",
 }

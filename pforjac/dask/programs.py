@@ -24,7 +24,8 @@ from ..jacobians import _gradients
 from ..pfor import vectorize_stacked
 from ..program import make_program
 from ..tape import GradientTape
-from ..tensor import Tensor, as_tensor, constant, is_float
+from ..inputs import check_differentiable_input
+from ..tensor import Tensor, Variable, as_tensor, constant, is_float
 from .artifact import ChunkProgram
 
 __all__ = ["JacobianPlan", "basis_seeds", "colour_seeds", "chunk_lengths", "reverse_plan",
@@ -71,10 +72,12 @@ def _compile(fn, avals, name: str) -> ChunkProgram:
 
 
 def _check_input(x, what: str) -> Tensor:
+    if isinstance(x, (tuple, list)) and any(np.ndim(v) or isinstance(v, Tensor) for v in x):
+        raise TypeError(f"{what} takes one input array x, got a {type(x).__name__} of "
+                        f"{len(x)} arrays (it would stack them into one input); call it once "
+                        f"per input, or pass one array and split it inside f")
     xt = as_tensor(x, f"{what}: x")
-    if not is_float(xt.dtype):
-        raise TypeError(f"{what}: x has dtype {xt.dtype.name}, but derivatives are taken with "
-                        f"respect to floating-point inputs only; cast it first")
+    check_differentiable_input(xt.dtype, f"{what}: x")
     return xt
 
 
@@ -116,6 +119,7 @@ def forward_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
     program, is_tuple = _trace(f, (xt,), "pforjac.dask.jacobian")
     if is_tuple:
         _one_output((), "pforjac.dask.jacobian")
+    _read_variables_now(program)
     (out,), (m, seed) = program.outputs, seeds(xt.size)
 
     def columns(indices):
@@ -129,6 +133,15 @@ def forward_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
                 for c in sorted(set(chunk_lengths(m, k)))}
     dtype = np.result_type(xt.dtype, out.dtype) if out.dtype.kind == "c" else xt.dtype
     return JacobianPlan("forward", tuple(out.shape), tuple(xt.shape), dtype, programs, m)
+
+
+def _read_variables_now(program) -> None:
+    """The Variables `program` reads become their values now, as reverse mode's eager
+    forward pass reads them: the plan is fixed when the graph is built, and the chunk
+    programs are compiled from values (a Variable left in would be lifted to a run-time
+    input of the compiled chunk, which its vectorized loop body can't reach)."""
+    program.const_values = [v._read() if isinstance(v, Variable) else v
+                            for v in program.const_values]
 
 
 def batch_program(f, shape: tuple, dtype) -> tuple[ChunkProgram, tuple, np.dtype]:

@@ -55,6 +55,7 @@ def sparse_jacobian(prepared, x, f, chunk_size: int | None = None):
         raise ValueError(f"pforjac.dask.sparse_jacobian: the prepared pattern is "
                          f"{prepared.pattern.shape}, but f maps {x.size} entries to "
                          f"{math.prod(plan.out_shape)}; prepare f at a point of this shape")
+    _check_pattern_holds(prepared, flat, x)
     lengths = chunk_lengths(plan.iterations, chunk_size)
     compressed = np.zeros((0,), plan.dtype)
     if lengths:
@@ -63,6 +64,21 @@ def sparse_jacobian(prepared, x, f, chunk_size: int | None = None):
                          active_client())
         compressed = _chunked(plan, lengths).compute()
     return _assembled(prepared, compressed, mode)
+
+
+def _check_pattern_holds(prepared, flat, x: np.ndarray) -> None:
+    """Refuses an `f` whose Jacobian can have non-zeros outside the prepared pattern (another
+    function than the prepared one): its colouring would add them into other entries, a
+    wrong matrix. f's own pattern is detected from its traced program (one trace)."""
+    from ..sparse.pattern import jacobian_sparsity
+    found = jacobian_sparsity(flat, x.reshape(-1)).tocsr()
+    outside = found - found.multiply(prepared.pattern.astype(bool))
+    if outside.nnz:
+        i, j = (int(v[0]) for v in outside.nonzero())
+        raise ValueError(f"pforjac.dask.sparse_jacobian: f's Jacobian can be non-zero at "
+                         f"{outside.nnz} entries outside the prepared pattern (the first: row "
+                         f"{i}, column {j}): f is not the function `prepared` was made for; "
+                         f"prepare this f (pforjac.sparse.prepare_jacobian(f, x)) and pass it")
 
 
 def _assembled(prepared, compressed: np.ndarray, mode: str):

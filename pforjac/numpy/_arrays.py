@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as pj
-from ..numpy_dispatch import _cast, _no_extra, implements
+from ..numpy_dispatch import _cast, _castable, _no_extra, implements
 from ..tensor import as_tensor
 
 _NO = np._NoValue
@@ -40,6 +40,9 @@ def fix(x, out=None):
 def _isinf_signed(name, compare):
     def isinf_signed(x, out=None):
         _no_extra(name, out)
+        if as_tensor(x).dtype.kind == "c":
+            raise TypeError(f"numpy.{name}: complex input has no sign to test (numpy refuses "
+                            f"it too); test pforjac.real(x) or pforjac.imag(x)")
         return pj.logical_and(pj.isinf(x), compare(x, 0.0))
     isinf_signed.__name__ = name
     return isinf_signed
@@ -122,6 +125,12 @@ def _order_statistic(name, fn):
     def statistic(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=False, *, weights=None):
         _no_extra(name, out, method=None if method == "linear" else method, weights=weights)
+        if as_tensor(a).dtype == np.bool_:
+            raise TypeError(f"numpy.{name}: bool input can't be interpolated between (numpy "
+                            f"refuses it too); cast it to a number type first")
+        if isinstance(q, (list, tuple, np.ndarray)):      # q an array: it takes part in the
+            wide = np.result_type(as_tensor(a).dtype, np.asarray(q).dtype)   # dtype, as numpy's
+            a = pj.cast(a, wide) if wide.kind in "fc" and as_tensor(a).dtype != np.bool_ else a
         return fn(a, q, axis, keepdims)
     statistic.__name__ = name
     return statistic
@@ -202,6 +211,8 @@ def _nan_spread(name, fn):
                mean=_NO, correction=_NO):
         _no_extra(name, out, where=where, mean=mean)
         ddof = ddof if correction is _NO else correction
+        if dtype is not None:
+            a = _castable(a, dtype, name)
         return fn(_cast(a, dtype), axis, _keep(keepdims), ddof)
     spread.__name__ = name
     return spread

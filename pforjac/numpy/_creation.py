@@ -112,6 +112,8 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         values = np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
         return (_constant(values[0]), values[1]) if retstep else _constant(values)
     start, stop = pj.coerce(start, stop)
+    inexact = np.result_type(start.dtype, stop.dtype, 1.0)    # (numpy's: ints give float64)
+    start, stop = pj.cast(start, inexact), pj.cast(stop, inexact)
     shape = np.broadcast_shapes(tuple(start.shape), tuple(stop.shape))
     fractions, div = _fractions(int(num), endpoint, len(shape))
     span = stop - start

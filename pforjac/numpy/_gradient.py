@@ -22,6 +22,9 @@ def gradient(f, *varargs, axis=None, edge_order=1):
     """np.gradient: a Tensor for one axis, a tuple of Tensors (one per axis, in `axis`'s
     order) for several."""
     f = as_tensor(f)
+    if f.dtype == np.bool_:
+        raise TypeError("numpy.gradient: bool input has no differences (numpy refuses it too); "
+                        "cast it to a number type first")
     if f.dtype.kind in "biu":                   # as numpy: integers differentiate in float64
         f = pj.cast(f, np.float64)
     axes = _axes(axis, f.ndim)

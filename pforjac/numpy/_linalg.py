@@ -6,6 +6,8 @@ import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _no_extra, implements
+from ..ops._family import normalize_axes
+from ..tensor import as_tensor
 
 __all__ = []
 
@@ -25,17 +27,21 @@ def cholesky(a, /, *, upper=False):
 
 @implements(la.svdvals)
 def svdvals(x, /):
-    return pj.svd(x, compute_uv=False)
+    return pj.svdvals(x)
 
 
 @implements(la.vector_norm)
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-    """numpy's array-API vector norm: with axis=None, of x flattened, for every ord."""
-    if axis is None:
-        flat = pj.norm(pj.reshape(x, (-1,)), ord)
-        return pj.reshape(flat, (1,) * x.ndim) if keepdims else flat
-    return pj.norm(x, ord, axis if isinstance(axis, int) or len(axis) != 1 else axis[0],
-                   keepdims)
+    """numpy's array-API vector norm: of the entries along `axis` (None: all of them; a
+    tuple: those axes taken as one vector), for every ord."""
+    x = as_tensor(x)
+    axes = normalize_axes(axis, x.ndim, "numpy.linalg.vector_norm")
+    kept = tuple(k for k in range(x.ndim) if k not in axes)
+    flat = pj.reshape(pj.transpose(x, kept + axes), tuple(x.shape[k] for k in kept) + (-1,))
+    out = pj.norm(flat, ord, -1)
+    if keepdims:
+        out = pj.reshape(out, tuple(1 if k in axes else d for k, d in enumerate(x.shape)))
+    return out
 
 
 @implements(la.matrix_norm)

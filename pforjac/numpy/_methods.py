@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import ops as pj
+from .. import numpy_dispatch, ops as pj
 from ..tensor import Tensor
 from . import _namespace
 
@@ -50,7 +50,36 @@ def _refuse(name: str):
     return method
 
 
+def _take(self, indices, axis=None, out=None, mode="raise"):
+    """ndarray.take: from the flattened tensor when `axis` is None, as numpy's."""
+    return numpy_dispatch.FUNCTIONS[np.take](self, indices, axis, out, mode)
+
+
+def _dot(self, b, out=None):
+    """ndarray.dot: numpy's dot (for N-D operands a sum over self's last and b's
+    second-to-last axis, not matmul)."""
+    return numpy_dispatch.FUNCTIONS[np.dot](self, b, out)
+
+
+def _flatten(self, order="C"):
+    """ndarray.flatten: a 1-D tensor of the entries in `order` ("C", "F", "A", "K")."""
+    return numpy_dispatch.reshaped(self, (-1,), order, "flatten")
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    """ndarray.reshape: `t.reshape(2, 3)` or `t.reshape((2, 3))`, in `order`."""
+    numpy_dispatch._no_extra("reshape", copy=copy)
+    shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
+    return numpy_dispatch.reshaped(self, shape, order, "reshape")
+
+
+_NUMPY_SIGNATURES = {"take": _take, "dot": _dot, "flatten": _flatten, "reshape": _reshape}
+
+
 def install() -> None:
+    for name, method in _NUMPY_SIGNATURES.items():   # the ops' own (pforjac's signatures)
+        method.__name__ = method.__qualname__ = name   # give way to ndarray's
+        setattr(Tensor, name, method)
     for name in dir(np.ndarray):
         if name.startswith("_") or hasattr(Tensor, name):
             continue

@@ -72,6 +72,9 @@ def _numpy_typed(impl, name: str, ufunc: bool):
         if not _any_tensor(args) and not _any_tensor(kwargs.values()):
             args = tuple(_numpy_read(a) if ufunc or k == 0 or _has_float(a) else a
                          for k, a in enumerate(args))
+        else:                            # lists next to Tensors: arrays, as numpy reads them
+            args = tuple(numpy_dispatch.as_numpy_reads(a, ufunc) for a in args)
+            kwargs = {k: numpy_dispatch.as_numpy_reads(v) for k, v in kwargs.items()}
         return impl(*args, **kwargs)
     call.__name__ = call.__qualname__ = name.rsplit(".", 1)[-1]
     call.__doc__ = f"{name}: numpy's function on pforjac Tensors (pforjac's {impl.__name__})."

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as pj
-from ..numpy_dispatch import _cast, _no_extra, implements
+from ..numpy_dispatch import _cast, _castable, _no_extra, implements
 from ..ops._family import axis_index
 from ..tensor import as_operands, as_tensor
 
@@ -45,7 +45,8 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
 def _stacked(name: str, fn):
     def stack(tup, *, dtype=None, casting="same_kind"):
         _no_extra(name, casting=None if casting == "same_kind" else casting)
-        return fn([_cast(a, dtype) for a in tup] if dtype is not None else tup)
+        return fn([_cast(_castable(a, dtype, name), dtype) for a in tup] if dtype is not None
+                  else tup)
     stack.__name__ = name
     return stack
 
@@ -69,18 +70,23 @@ def broadcast_arrays(*args, subok=False):
 
 @implements(np.angle)
 def angle(z, deg=False):
-    """np.angle of a real tensor, numpy's arctan2(0, z): pi (180) where negative and at
-    -0.0, NaN at NaN, else 0; a constant (its derivative is 0, not arctan2's 0/0 at 0)."""
-    z = pj.real(z)
-    if z.dtype.kind != "f":
-        z = pj.cast(z, np.float64)
-    a = pj.stop_gradient(pj.arctan2(pj.zeros_like(z), z))
-    return a * (180.0 / np.pi) if deg else a
+    return pj.angle(z, deg)
 
 
 @implements(np.real_if_close)
 def real_if_close(a, tol=100):
-    return pj.real(a)
+    """np.real_if_close: the real part when every imaginary part is below `tol` (machine
+    epsilons when tol > 1, else an absolute bound, as numpy's), else `a`; the choice reads
+    the values, so a traced complex `a` is refused."""
+    a = as_tensor(a)
+    if a.dtype.kind != "c":
+        return a
+    if a._trace is not None:
+        raise TypeError("numpy.real_if_close chooses its result's dtype from the values, which a "
+                        "traced tensor does not have; use numpy.real (or pforjac.real) instead")
+    bound = tol * np.finfo(a.dtype).eps if tol > 1 else tol
+    small = np.all(np.abs(pj.stop_gradient(pj.imag(a)).numpy()) < bound)
+    return pj.real(a) if small else a
 
 
 # -- numpy.linalg's array-API forms: over the last axes -------------------------------------
@@ -118,18 +124,19 @@ def linalg_tensordot(x1, x2, /, *, axes=2):
 
 @implements(np.linalg.vecdot, *([np.vecdot] if hasattr(np, "vecdot") else []))
 def vecdot(x1, x2, /, *, axis=-1):
-    """The dot products of the vectors along `axis` of each operand (real tensors), the
+    """The dot products of the vectors along `axis` of each operand (x1 conjugated), the
     other axes broadcast. As numpy's gufunc, `axis` is each operand's own axis and the two
     vectors must have one length (a product broadcast before the sum would pair them
     wrongly for operands of different ranks, and let a length-1 vector through)."""
     x1, x2 = as_operands((x1, x2))
     v1, v2 = (pj.moveaxis(x, axis_index(axis, x.ndim, "numpy.linalg.vecdot"), -1)
-              for x in (x1, x2))
+              for x in (pj.conj(x1), x2))                 # (numpy conjugates x1)
     if v1.shape[-1] != v2.shape[-1]:
         raise ValueError(f"numpy.linalg.vecdot: the vectors along axis {axis} have lengths "
                          f"{v1.shape[-1]} and {v2.shape[-1]} (shapes {tuple(x1.shape)} and "
                          f"{tuple(x2.shape)}); they must be equal")
-    return pj.sum(pj.multiply(v1, v2), axis=-1)
+    out = pj.sum(pj.multiply(v1, v2), axis=-1)
+    return pj.cast(out, np.result_type(x1.dtype, x2.dtype))   # (numpy's: int32 stays int32)
 
 
 @implements(np.average)

@@ -19,7 +19,7 @@ from .shape import concat, flip, moveaxis, split, swapaxes
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack",
            "column_stack", "row_stack", "array_split", "vsplit", "hsplit", "dsplit", "repeat",
            "fliplr", "flipud", "rot90", "rollaxis", "append", "select", "broadcast_arrays",
-           "meshgrid", "unstack", "delete", "resize", "block", "real", "imag", "conj", "conjugate"]
+           "meshgrid", "unstack", "delete", "resize", "block"]
 
 
 # -- rank -------------------------------------------------------------------------------
@@ -317,31 +317,3 @@ def meshgrid(*xi, sparse=False, indexing="xy"):
     grids = [reshape(v, tuple(-1 if k == axes[i] else 1 for k in range(n)))
              for i, v in enumerate(values)]
     return tuple(grids if sparse else (broadcast_to(g, tuple(shape)) for g in grids))
-
-
-# -- complex parts of real tensors ----------------------------------------------------------
-def _real_only(x, name: str) -> Tensor:
-    x = as_tensor(x)
-    if x.dtype.kind == "c":
-        raise TypeError(f"pforjac.{name} takes real tensors (complex ones: {x.dtype.name}"
-                        f"{list(x.shape)}); for a complex tensor's real part use "
-                        f"pforjac.cast(x, float)")
-    return x
-
-
-def real(val):
-    """np.real of a real tensor: itself."""
-    return _real_only(val, "real")
-
-
-def imag(val):
-    """np.imag of a real tensor: zeros (no derivative)."""
-    return zeros_like(_real_only(val, "imag"))
-
-
-def conj(x):
-    """np.conj of a real tensor: itself."""
-    return _real_only(x, "conj")
-
-
-conjugate = conj

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp, defvjp
-from ..tensor import as_tensor
+from ..tensor import as_operands
 from .shape import flip, pad
 
 __all__ = ["convolve", "correlate"]
@@ -58,7 +58,7 @@ defjvp(convolve_p, lambda t, ans, a, v, mode: convolve_p.bind(t, v, mode=mode),
 def convolve(a, v, mode="full"):
     """np.convolve of two 1-D operands (`mode` "full", "same" or "valid"): numpy's values;
     differentiable in both."""
-    a, v = as_tensor(a), as_tensor(v)
+    a, v = as_operands([a, v])                   # (Python numbers are weak: never float32)
     _convolve_shape(a, v, mode)                   # (numpy's errors don't say what to do)
     return convolve_p.bind(a, v, mode=mode)
 
@@ -66,7 +66,7 @@ def convolve(a, v, mode="full"):
 def correlate(a, v, mode="valid"):
     """np.correlate of two real 1-D operands, sum_n a[n + k] v[n]: numpy's values (a
     convolution with v reversed, itself reversed when v is the longer, as numpy's)."""
-    a, v = as_tensor(a), as_tensor(v)
+    a, v = as_operands([a, v])
     if a.dtype.kind == "c" or v.dtype.kind == "c":
         raise TypeError("correlate: complex operands are not supported yet (numpy conjugates "
                         "v); split real and imaginary parts")

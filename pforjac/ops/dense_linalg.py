@@ -10,7 +10,8 @@ these (inv, det, pinv, norm, lstsq, ...) are in `matrix_functions.py`.
 Conventions, numpy's: `cholesky` and `eigh` read one triangle of their input (the lower
 by default) and take the matrix as the symmetric one that triangle defines, so their
 gradients are zero in the other triangle. `eigh`'s vector derivatives need distinct
-eigenvalues, `svd`'s distinct nonzero singular values, `qr`'s a full-rank matrix with at
+eigenvalues, `svd`'s distinct nonzero singular values (where they are used at a tie, the
+result is NaN with a warning: `ties.tie_divide`), `qr`'s a full-rank matrix with at
 least as many rows as columns. float16 is computed in float32 and rounded back (LAPACK
 has no float16), integers and bools in float64; complex matrices are refused.
 """
@@ -22,16 +23,19 @@ import numpy as np
 
 from .. import core
 from ..core import defjvp_all, defvjp_all
-from ..tensor import as_tensor
+from ..tensor import as_operands, as_tensor
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
-                      from_triangle, inverse_gaps, invertible, lapack, mT, onto_triangle,
+                      from_triangle, invertible, lapack, mT, onto_triangle,
                       result_dtype, solve_shape, spd_example, tril)
 from .broadcasting import broadcast_to, reshape, sum, unbroadcast
+from .elementwise import abs
+from .reductions import max
+from .ties import tie_divide
 from .linalg import matmul
 from .shape import expand_dims
 from .triangular import triangular_solve
 
-__all__ = ["solve", "cholesky", "eigh", "svd", "qr", "slogdet"]
+__all__ = ["solve", "cholesky", "eigh", "qr", "slogdet"]   # svd: in eigenvalues.py
 
 EighResult = namedtuple("EighResult", "eigenvalues eigenvectors")
 SVDResult = namedtuple("SVDResult", "U S Vh")
@@ -73,7 +77,7 @@ def solve(a, b):
     """The solution x of a @ x = b, as `np.linalg.solve`: `b` is a vector when it is 1-D,
     else a stack of matrices (..., n, k); batch axes broadcast. A singular `a` raises
     numpy's LinAlgError."""
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = as_operands([a, b])                   # (Python numbers are weak: never float32)
     check_square("solve", a)
     if b.ndim == 1:
         if b.shape[0] != a.shape[-1]:
@@ -135,16 +139,25 @@ def _eigh_shape(a, lower):
 eigh_p = core.new_primitive("eigh", lapack(_eigh_impl, "eigh"), _eigh_shape, multiple_results=True)
 
 
+def _over_gaps(m, values, op: str):
+    """m[..., i, j] / (values_j - values_i) off the diagonal, 0 on it; NaN at a tie where m is
+    not 0 (`ties.tie_divide`)."""
+    eye = eye_like(m)
+    gaps = expand_dims(values, -2) - expand_dims(values, -1) + eye     # (no tie on the diagonal)
+    scale = expand_dims(max(abs(values), axis=-1, keepdims=True), -1)
+    return tie_divide(m - m * eye, gaps, scale, op=op)
+
+
 def _eigh_vjp(g, ans, a, lower):
     (gw, gv), (w, v) = g, ans
-    inner = diag_embed(gw) + inverse_gaps(w) * matmul(mT(v), gv)
+    inner = diag_embed(gw) + _over_gaps(matmul(mT(v), gv), w, "eigh")
     return [onto_triangle(matmul(v, matmul(inner, mT(v))), lower)]
 
 
 def _eigh_jvp(ts, ans, a, lower):
     w, v = ans
     m = matmul(mT(v), matmul(from_triangle(ts[0], lower), v))
-    return [diag_part(m), matmul(v, inverse_gaps(w) * m)]
+    return [diag_part(m), matmul(v, _over_gaps(m, w, "eigh"))]
 
 
 defvjp_all(eigh_p, _eigh_vjp)
@@ -154,7 +167,8 @@ defjvp_all(eigh_p, _eigh_jvp)
 def eigh(a, UPLO: str = "L"):
     """Eigenvalues (ascending) and eigenvectors (columns) of a symmetric matrix (stack), as
     `np.linalg.eigh`: reads a's lower triangle (`UPLO="L"`) or upper ("U"). Each vector's
-    sign is LAPACK's; derivatives need distinct eigenvalues."""
+    sign is LAPACK's; the vectors' derivatives are NaN at repeated eigenvalues (use
+    `eigvalsh` or `pj.sym_matrix_function` for what has a derivative there)."""
     a = as_tensor(a)
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
@@ -177,56 +191,45 @@ def _svd_shape(a):
 svd_p = core.new_primitive("svd", lapack(_svd_impl, "svd"), _svd_shape, multiple_results=True)
 
 
+def _over_values(m, s):
+    """m / s along the last axis; 0 where s is 0 and m is too (a zero singular value of a
+    non-square matrix whose vectors nothing uses), NaN where m is not."""
+    scale = max(s, axis=-1, keepdims=True)
+    return tie_divide(m, expand_dims(s, -2), expand_dims(scale, -1), op="svd")
+
+
 def _svd_vjp(g, ans, a):
     (gu, gs, gvh), (u, s, vh) = g, ans
     v, gv = mT(vh), mT(gvh)
-    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    row, col = expand_dims(s, -2), expand_dims(s, -1)
     j, k = matmul(mT(u), gu), matmul(vh, gv)
-    inner = diag_embed(gs) + (f * (j - mT(j))) * row + col * (f * (k - mT(k)))
+    inner = (diag_embed(gs) + _over_gaps(j - mT(j), s * s, "svd") * row
+             + col * _over_gaps(k - mT(k), s * s, "svd"))
     ga = matmul(u, matmul(inner, vh))
     if u.shape[-2] > u.shape[-1]:             # U not square: the part of gu outside its span
-        ga = ga + matmul((gu - matmul(u, j)) / row, vh)
+        ga = ga + matmul(_over_values(gu - matmul(u, j), s), vh)
     if v.shape[-2] > v.shape[-1]:
-        ga = ga + matmul(u, mT((gv - matmul(v, k)) / row))
+        ga = ga + matmul(u, mT(_over_values(gv - matmul(v, k), s)))
     return [ga]
 
 
 def _svd_jvp(ts, ans, a):
     (u, s, vh), da = ans, ts[0]
     v = mT(vh)
-    f, row, col = inverse_gaps(s * s), expand_dims(s, -2), expand_dims(s, -1)
+    row, col = expand_dims(s, -2), expand_dims(s, -1)
     da_v = matmul(da, v)
     dp = matmul(mT(u), da_v)
-    du = matmul(u, f * (dp * row + col * mT(dp)))
-    dv = matmul(v, f * (col * dp + mT(dp) * row))
+    du = matmul(u, _over_gaps(dp * row + col * mT(dp), s * s, "svd"))
+    dv = matmul(v, _over_gaps(col * dp + mT(dp) * row, s * s, "svd"))
     if u.shape[-2] > u.shape[-1]:
-        du = du + (da_v - matmul(u, dp)) / row
+        du = du + _over_values(da_v - matmul(u, dp), s)
     if v.shape[-2] > v.shape[-1]:
-        dv = dv + (matmul(mT(da), u) - matmul(v, mT(dp))) / row
+        dv = dv + _over_values(matmul(mT(da), u) - matmul(v, mT(dp)), s)
     return [du, diag_part(dp), mT(dv)]
 
 
 defvjp_all(svd_p, _svd_vjp)
 defjvp_all(svd_p, _svd_jvp)
-
-
-def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
-    """Singular value decomposition of a matrix (stack), as `np.linalg.svd`: (U, S, Vh) with
-    S descending, or S alone with `compute_uv=False`. Only the reduced factors exist here:
-    pass `full_matrices=False` for a non-square matrix. Vector signs are LAPACK's;
-    derivatives need distinct nonzero singular values."""
-    a = as_tensor(a)
-    check_matrix("svd", a)
-    if hermitian:
-        raise NotImplementedError("svd: hermitian=True is not supported; call svd without it "
-                                  "(or eigh for a symmetric matrix)")
-    m, n = a.shape[-2:]
-    if full_matrices and compute_uv and m != n:
-        raise NotImplementedError(f"svd: full_matrices=True on a {m}x{n} matrix needs an "
-                                  f"orthogonal complement, which pforjac does not compute; "
-                                  f"pass full_matrices=False (the reduced factors)")
-    u, s, vh = svd_p.bind(a)
-    return SVDResult(u, s, vh) if compute_uv else s
 
 
 # -- qr: a = Q R, reduced --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """numpy.linalg's functions that are composites of the dense primitives (dense_linalg.py)
 and of elementwise ops and reductions: every rule comes from theirs.
 
-inv solves against the identity; det is sign * exp(log|det|); pinv and lstsq go through
+inv solves against the identity; det is a primitive (`determinant.py`); pinv and lstsq go through
 the svd (singular values under rcond times the largest are cut, as numpy does); norm is
 sums, abs, sqrt and maxima, or singular values for the spectral and nuclear norms;
 matrix_power squares repeatedly.
@@ -13,12 +13,15 @@ import operator
 
 import numpy as np
 
-from ..tensor import as_tensor, is_float
+from ..tensor import as_operands, as_tensor, is_float
 from .broadcasting import broadcast_to, reshape, sum
 from ._matrix import check_square, mT, result_dtype
-from .dense_linalg import eigh, inverse, slogdet_p, svd_p
-from .elementwise import abs, cast, exp, greater, not_equal, power, sqrt, where
+from .dense_linalg import inverse, svd_p
+from .eigenvalues import eigvalsh, svdvals_p
+from .determinant import det_p
+from .elementwise import abs, cast, greater, not_equal, power, sqrt, where
 from .elementwise import stop_gradient
+from .complex_parts import abs_squared
 from .linalg import matmul
 from .pseudo_inverse import pinv_p
 from .reductions import max, min
@@ -37,16 +40,11 @@ def inv(a):
 
 
 def det(a):
-    """The determinant of a square matrix (stack), as `np.linalg.det` (sign * exp(log|det|))."""
+    """The determinant of a square matrix (stack), as `np.linalg.det`; its derivatives (the
+    cofactors and theirs, from an SVD) are exact at singular matrices too."""
     a = as_tensor(a)
     check_square("det", a)
-    sign, logabsdet = slogdet_p.bind(a)
-    return sign * exp(logabsdet)
-
-
-def eigvalsh(a, UPLO: str = "L"):
-    """The eigenvalues (ascending) of a symmetric matrix (stack), as `np.linalg.eigvalsh`."""
-    return eigh(a, UPLO).eigenvalues
+    return det_p.bind(a)
 
 
 def _reciprocal_above(s, cutoff):
@@ -124,7 +122,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
         x = cast(x, np.float64)
     if axis is None:
         if ord is None or (ord in ("f", "fro") and x.ndim == 2) or (ord == 2 and x.ndim == 1):
-            out = sqrt(sum(x * x))
+            out = sqrt(sum(abs_squared(x)))
             return reshape(out, (1,) * x.ndim) if keepdims else out
         axis = tuple(range(x.ndim))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -142,7 +140,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
 
 def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord is None or ord == 2:
-        return sqrt(sum(x * x, axis=axis, keepdims=keepdims))
+        return sqrt(sum(abs_squared(x), axis=axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
     if ord == np.inf:
@@ -150,7 +148,7 @@ def _vector_norm(x, ord, axis: int, keepdims: bool):
     if ord == -np.inf:
         return min(abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return sum(cast(not_equal(x, 0), x.dtype), axis=axis, keepdims=keepdims)
+        return sum(cast(not_equal(x, 0), abs(x).dtype), axis=axis, keepdims=keepdims)
     if ord == 1:
         return sum(abs(x), axis=axis, keepdims=keepdims)
     return power(sum(power(abs(x), float(ord)), axis=axis, keepdims=keepdims), 1.0 / ord)
@@ -160,10 +158,10 @@ def _matrix_norm(x, ord, axes):
     row, col = axes
     if ord in (2, -2, "nuc"):
         rest = [k for k in range(x.ndim) if k not in axes]
-        s = svd_p.bind(transpose(x, tuple(rest) + (row, col)))[1]
+        s = svdvals_p.bind(transpose(x, tuple(rest) + (row, col)))
         return {2: max, -2: min, "nuc": sum}[ord](s, axis=-1)
     if ord in (None, "fro", "f"):
-        return sqrt(sum(x * x, axis=axes))
+        return sqrt(sum(abs_squared(x), axis=axes))
     if ord in (1, -1):          # the largest (smallest) column sum
         return (max if ord == 1 else min)(sum(abs(x), axis=row), axis=col - (col > row))
     if ord in (np.inf, -np.inf):   # the largest (smallest) row sum
@@ -179,14 +177,14 @@ def lstsq(a, b, rcond=None):
     array otherwise, and, eagerly, when a is rank-deficient, as numpy); rank is an integer
     tensor. x's derivative is the pseudo-inverse's (of constant rank: repeated singular
     values are fine); s's needs distinct ones."""
-    a, b = as_tensor(a), as_tensor(b)
+    a, b = as_operands([a, b])                   # (Python numbers are weak: never float32)
     if a.ndim != 2 or b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
         raise np.linalg.LinAlgError(f"lstsq: needs a 2-D a and a b with as many rows; got "
                                     f"shapes {tuple(a.shape)} and {tuple(b.shape)}")
     (m, n), dtype = a.shape, result_dtype("lstsq", a.dtype, b.dtype)
     if rcond is None:
         rcond = float(np.finfo(dtype).eps) * builtins.max(m, n)
-    s = svd_p.bind(a)[1]
+    s = svdvals_p.bind(a)
     rank = sum(cast(greater(s, rcond * max(s)), np.int64))
     column = reshape(b, (m, 1)) if b.ndim == 1 else b
     x = matmul(pinv_p.bind(a, rcond=float(rcond)), column)   # (its derivative: see pinv)
@@ -201,7 +199,7 @@ def lstsq(a, b, rcond=None):
 def multi_dot(arrays):
     """The product of a chain of matrices, as `np.linalg.multi_dot`: the first may be a
     vector (a row), the last a vector (a column); multiplied in the order of fewest flops."""
-    arrays = [as_tensor(x) for x in arrays]
+    arrays = as_operands(list(arrays))
     if len(arrays) < 2:
         raise ValueError("multi_dot: needs at least two arrays")
     first, last = arrays[0].ndim == 1, arrays[-1].ndim == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor, as_tensor, constant, is_float
+from ..tensor import Tensor, as_operands, as_tensor, constant, is_float
 from ._family import axis_index, int_arg, normalize_axes
 from .broadcasting import broadcast_to, reshape, sum
 from .elementwise import (cast, clip, equal, floor, greater, greater_equal, less, logical_and,
@@ -17,6 +17,7 @@ from .scans import cumprod
 from .shape import concat, transpose
 from .sorting import searchsorted, sort
 from .ufuncs import isinf, isnan
+from .complex_parts import abs_squared
 
 __all__ = ["diff", "ediff1d", "interp", "polyval", "median", "quantile",
            "percentile",
@@ -51,7 +52,7 @@ def diff(x, n=1, axis=-1, prepend=None, append=None):
 def _end(value, x, axis):
     if value is None:
         return None
-    value = as_tensor(value)
+    value = as_operands([x, value])[1]          # (Python numbers are weak: x's precision)
     if value.ndim == 0:
         shape = list(x.shape)
         shape[axis] = 1
@@ -65,9 +66,9 @@ def ediff1d(x, to_end=None, to_begin=None):
     x = reshape(as_tensor(x), (-1,))
     parts = [x[1:] - x[:-1]]
     if to_begin is not None:
-        parts.insert(0, reshape(cast(as_tensor(to_begin), x.dtype), (-1,)))
+        parts.insert(0, reshape(cast(as_operands([x, to_begin])[1], x.dtype), (-1,)))
     if to_end is not None:
-        parts.append(reshape(cast(as_tensor(to_end), x.dtype), (-1,)))
+        parts.append(reshape(cast(as_operands([x, to_end])[1], x.dtype), (-1,)))
     return parts[0] if len(parts) == 1 else concat(parts, 0)
 
 
@@ -76,7 +77,11 @@ def interp(x, xp, fp, left=None, right=None):
     (slope * (x - xp[j]) + fp[j]) and values; fp[0] (`left`) below xp[0] and fp[-1]
     (`right`) above xp[-1]. Differentiable in x (the segment's slope; at a knot, the
     right-hand segment's) and in fp; xp must be increasing."""
-    x, xp, fp = (cast(as_tensor(t), _interp_dtype(t)) for t in (x, xp, fp))
+    x, xp, fp = as_operands([x, xp, fp])
+    if x.dtype.kind == "c" or xp.dtype.kind == "c":
+        raise TypeError(f"interp: x and xp must be real (got {x.dtype.name} and "
+                        f"{xp.dtype.name}), as numpy's; only fp may be complex")
+    x, xp, fp = (cast(t, _interp_dtype(t)) for t in (x, xp, fp))
     if xp.ndim != 1 or fp.ndim != 1 or xp.shape != fp.shape:
         raise ValueError(f"interp: xp and fp must be 1-D of the same length, got shapes "
                          f"{tuple(xp.shape)} and {tuple(fp.shape)}")
@@ -95,14 +100,14 @@ def interp(x, xp, fp, left=None, right=None):
 
 
 def _interp_dtype(t):
-    dtype = as_tensor(t).dtype
+    dtype = t.dtype
     return np.complex128 if dtype.kind == "c" else np.float64
 
 
 def polyval(p, x):
     """np.polyval: p[0] x**(n-1) + ... + p[n-1] by Horner's rule, numpy's operations in
     numpy's order (so numpy's values), differentiable in both."""
-    p, x = as_tensor(p), as_tensor(x)
+    p, x = as_operands([p, x])                   # (Python numbers are weak: never float32)
     y = zeros_like(x)
     for k in range(p.shape[0] if p.ndim else 1):
         y = y * x + (p[k] if p.ndim else p)
@@ -190,8 +195,8 @@ def nanprod(x, axis=None, keepdims=False):
     return prod(_nan_as(x, 1.0), axis, keepdims)
 
 
-def _count(x, axis, keepdims):
-    return sum(cast(logical_not(isnan(x)), x.dtype), axis, keepdims)
+def _count(x, axis, keepdims, dtype=None):
+    return sum(cast(logical_not(isnan(x)), dtype or x.dtype), axis, keepdims)
 
 
 def nanmean(x, axis=None, keepdims=False):
@@ -207,7 +212,9 @@ def nanvar(x, axis=None, keepdims=False, ddof=0):
     x = as_tensor(x)
     x = x if is_float(x.dtype) else cast(x, np.float64)
     centered = where(isnan(x), 0.0, x - nanmean(x, axis, keepdims=True))  # (0, not NaN, to
-    return sum(square(centered), axis, keepdims) / (_count(x, axis, keepdims) - ddof)  # square)
+    # square)
+    squares = abs_squared(centered)                  # (real, for complex x too)
+    return sum(squares, axis, keepdims) / (_count(x, axis, keepdims, squares.dtype) - ddof)
 
 
 def nanstd(x, axis=None, keepdims=False, ddof=0):

@@ -14,10 +14,11 @@ import numpy as np
 from ..tensor import as_operands, as_tensor
 from ._family import axis_index, broadcast_shapes, int_arg, int_tuple
 from .broadcasting import broadcast_to, reshape, sum as _sum
-from .elementwise import add, multiply, neg, subtract, where, zeros_like
+from .elementwise import add, cast, multiply, neg, subtract, where, zeros_like
 from .indexing import gather, scatter_add
 from .linalg import einsum, matmul
 from .shape import moveaxis, stack, transpose
+from .complex_parts import conj
 
 __all__ = ["outer", "inner", "tensordot", "kron", "vdot", "cross", "trace", "diagonal",
            "diag", "diagflat", "tril", "triu"]
@@ -90,12 +91,12 @@ def kron(a, b):
 
 
 def vdot(a, b):
-    """np.vdot for real tensors: the dot product of the flattened `a` and `b`."""
+    """np.vdot: the dot product of the flattened `a` and `b`, `a` conjugated (complex)."""
     a, b = as_operands((a, b))
     if a.size != b.size:
         raise ValueError(f"vdot: shapes {tuple(a.shape)} and {tuple(b.shape)} have different "
                          f"sizes ({a.size} and {b.size})")
-    return matmul(reshape(a, (-1,)), reshape(b, (-1,)))
+    return matmul(conj(reshape(a, (-1,))), reshape(b, (-1,)))
 
 
 # cross's component i is the sum of sign * a[j] * b[k] over these (j, k, sign), numpy's
@@ -166,6 +167,8 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 def trace(a, offset=0, axis1=0, axis2=1):
     """np.trace: the sum of the `offset` diagonal over `axis1` x `axis2`."""
     a = as_tensor(a)
+    if a.dtype.kind in "biu" and a.dtype.itemsize < 8:    # (numpy sums small ints as int64)
+        a = cast(a, np.uint64 if a.dtype.kind == "u" else np.int64)
     if a.ndim == 2 and a.shape[0] == a.shape[1] and offset == 0:    # (the common case: one op)
         axes = {axis_index(axis1, 2, "trace (axis1)"), axis_index(axis2, 2, "trace (axis2)")}
         if len(axes) == 2:          # (the same axis twice: diagonal's error)

@@ -22,6 +22,7 @@ from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, b
 from .shape import flip, pad, stack, transpose
 from ._family import axis_index, normalize_axes
 from ._kernels import extremum
+from .complex_parts import abs_squared
 
 __all__ = ["max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
            "argmax", "argmin"]
@@ -154,9 +155,22 @@ def logsumexp(x, axis=None, keepdims=False):
     return reshape(out, _reduction_shape(x.shape, axes, False))
 
 
+def refuse_complex(name: str, *operands) -> None:
+    """numpy's ufuncs with no complex loop (logaddexp, ...) refuse complex operands; so do
+    pforjac's, by name, rather than compute a complex formula numpy does not define."""
+    for v in operands:
+        if v.dtype.kind == "c":
+            raise TypeError(f"{name}: complex operands ({v.dtype.name}) are not supported, as "
+                            f"numpy's {name} does not take them; apply it to the real and "
+                            f"imaginary parts as your formula needs")
+
+
 def logaddexp(x, y):
     """np.logaddexp: `log(exp(x) + exp(y))`, as logsumexp of the two (broadcast)."""
     x, y = as_operands((x, y))
+    refuse_complex("logaddexp", x, y)
+    wide = np.logaddexp(np.zeros((), x.dtype), np.zeros((), y.dtype)).dtype   # (bool: float16)
+    x, y = cast(x, wide), cast(y, wide)
     shape = np.broadcast_shapes(x.shape, y.shape)
     return logsumexp(stack([broadcast_to(x, shape), broadcast_to(y, shape)]), axis=0)
 
@@ -166,7 +180,7 @@ def var(x, axis=None, keepdims=False, ddof=0):
     `count - ddof` instead of `count` when `ddof` is given (by 0 where `ddof >= count`, as
     numpy's: inf, or NaN for no values, never a negative variance). float16 is computed in
     float32 and rounded back, as its mean is (numpy's var sums float16 in float16: 1.6 for
-    10000 values near 3 whose variance is 0.0009)."""
+    10000 values near 3 whose variance is 0.0009). Complex x: the mean of |x - mean|^2, real."""
     x = as_tensor(x)
     if x.dtype == np.float16:
         return cast(var(cast(x, np.float32), axis, keepdims, ddof), np.float16)
@@ -177,7 +191,7 @@ def var(x, axis=None, keepdims=False, ddof=0):
         warn_wrong_result(f"var/std over {count} values with ddof={ddof}: degrees of freedom "
                           f"<= 0, so the result is nan or inf (as numpy's)")
     centered = x - mean(x, axes, keepdims=True)
-    return sum_p.bind(square(centered), axes=axes, keepdims=bool(keepdims)) / dof
+    return sum_p.bind(abs_squared(centered), axes=axes, keepdims=bool(keepdims)) / dof
 
 
 def std(x, axis=None, keepdims=False, ddof=0):

@@ -209,9 +209,22 @@ def pad(x, pad_width, constant_values=0.0):
     widths = np.asarray(pad_width)        # not cast to int first: 1.5 must not become 1
     if widths.size and widths.dtype.kind not in "iu":
         raise TypeError(f"pad: pad_width must be integers, got {pad_width!r:.60}")
-    widths = np.broadcast_to(widths, (x.ndim, 2))
-    return pad_p.bind(x, pad_width=tuple((int(a), int(b)) for a, b in widths),
-                      value=float(constant_values))
+    widths = tuple((int(a), int(b)) for a, b in np.broadcast_to(widths, (x.ndim, 2)))
+    values = np.asarray(constant_values)
+    if values.ndim == 0 or np.all(values == values.flat[0]):
+        return pad_p.bind(x, pad_width=widths, value=float(values.flat[0]))
+    try:                        # numpy's (before, after) per axis, ((b0, a0), (b1, a1), ...)
+        values = np.broadcast_to(values, (x.ndim, 2))
+    except ValueError:
+        raise ValueError(f"pad: constant_values {constant_values!r:.60} does not broadcast to "
+                         f"one (before, after) pair per axis of a {x.ndim}-D tensor") from None
+    for axis, (width, value) in enumerate(zip(widths, values)):    # axis by axis, as numpy
+        for side in (0, 1):                                         # (later axes fill corners)
+            if width[side]:
+                one = tuple(width if k == axis else (0, 0) for k in range(x.ndim))
+                one = tuple((w[0], 0) if side == 0 else (0, w[1]) for w in one)
+                x = pad_p.bind(x, pad_width=one, value=float(value[side]))
+    return x
 
 
 # -- composites -------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from .. import core
 from ..core import defjvp, defvjp
 from ._family import declare_elementwise, int_arg
 from .broadcasting import unbroadcast
-from .elementwise import (_binary, _fit, coerce, equal, exp, log, log1p, reciprocal, square,
-                          where, zeros_like)
+from .elementwise import (_binary, _fit, coerce, cos, equal, exp, less, log, log1p, reciprocal,
+                          sin, square, where, zeros_like)
 
 __all__: list = []     # public through pforjac.scipy.special, with scipy's names
 
@@ -129,7 +129,7 @@ polygamma_p = unary("polygamma", lambda ans, x, order: polygamma(order + 1, x),
                     domain="positive", order_param="order")
 gammaln_p = unary("gammaln", lambda ans, x: digamma(x), domain="positive")
 gamma_p = unary("gamma", lambda ans, x: ans * digamma(x), domain="positive")
-rgamma_p = unary("rgamma", lambda ans, x: -ans * digamma(x), domain="positive")
+rgamma_p = unary("rgamma", lambda ans, x: _rgamma_derivative(ans, x), domain="real")
 gammasgn_p = unary("gammasgn", lambda ans, x: zeros_like(x), domain="positive")
 betaln_p = _binary_special("betaln", lambda ans, a, b: digamma(a) - digamma(a + b),
                            lambda ans, a, b: digamma(b) - digamma(a + b))
@@ -171,6 +171,19 @@ rel_entr_p = _binary_special("rel_entr", lambda ans, x, y: log(x) - log(y) + 1.0
                              lambda ans, x, y: -_safe_div(x, y))
 kl_div_p = _binary_special("kl_div", lambda ans, x, y: log(x) - log(y),   # rel_entr - x + y
                            lambda ans, x, y: 1.0 - _safe_div(x, y))
+
+
+def _rgamma_derivative(ans, x):
+    """(1/Gamma)' = -psi(x) / Gamma(x), which is 0 * inf at 0, -1, -2, ..., where 1/Gamma is
+    smooth with derivative (-1)^n n!. Below 1/2 the reflection 1/Gamma(x) = sin(pi x)
+    Gamma(1 - x) / pi gives it without the poles: cos(pi x) Gamma(1 - x) - sin(pi x)
+    Gamma(1 - x) psi(1 - x) / pi. Each branch reads its input only where it is taken (a
+    safe point elsewhere), so second derivatives have no 0 * inf either."""
+    left = less(x, 0.5)
+    xl, xr = where(left, x, 0.0), where(left, 1.0, x)
+    g = gamma(1.0 - xl)
+    reflected = cos(np.pi * xl) * g - sin(np.pi * xl) * g * digamma(1.0 - xl) / np.pi
+    return where(left, reflected, -rgamma(xr) * digamma(xr))
 
 
 def erf(x): return erf_p.bind(x)

@@ -17,6 +17,7 @@ from .products import diagonal
 from .reductions import max as _max, mean, min as _min
 from .shape import concat, squeeze, transpose
 from .arrays import atleast_2d
+from .complex_parts import conj, imag, real
 
 __all__ = ["average", "cov", "corrcoef", "ptp", "count_nonzero", "allclose", "array_equal"]
 
@@ -52,7 +53,7 @@ def average(a, axis=None, weights=None, returned=False, keepdims=False):
 
 def _observations(m, y, rowvar: bool) -> Tensor:
     """cov's data: one variable a row, y's rows after m's (Python numbers in `y` read in
-    m's dtype, and in y's)."""
+    m's dtype, and in y's), in float64 or complex128 as numpy computes it."""
     if y is not None:
         m, y = as_operands([m, y])
     x = atleast_2d(m)
@@ -63,7 +64,7 @@ def _observations(m, y, rowvar: bool) -> Tensor:
         if not rowvar and y.shape[0] != 1:
             y = transpose(y)
         x = concat([x, y], 0)
-    return x
+    return cast(x, np.result_type(x.dtype, np.float64))   # (numpy's: float64 at least)
 
 
 def _like(value, x: Tensor) -> Tensor:
@@ -118,7 +119,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     weighted = centered if w is None else multiply(centered, w)
     # numpy's: no degrees of freedom left divide by 0 (inf, NaN), not by a negative count
     fact = max(fact, 0) if isinstance(fact, int) else maximum(fact, 0.0)
-    return squeeze(divide(matmul(centered, transpose(weighted)), fact))
+    return squeeze(divide(matmul(centered, conj(transpose(weighted))), fact))
 
 
 def corrcoef(x, y=None, rowvar=True):
@@ -126,8 +127,11 @@ def corrcoef(x, y=None, rowvar=True):
     c = cov(x, y, rowvar)
     if c.ndim == 0:
         return divide(c, c)
-    d = sqrt(diagonal(c))
-    return clip(divide(divide(c, reshape(d, (-1, 1))), reshape(d, (1, -1))), -1.0, 1.0)
+    d = sqrt(real(diagonal(c)))
+    c = divide(divide(c, reshape(d, (-1, 1))), reshape(d, (1, -1)))
+    if c.dtype.kind != "c":
+        return clip(c, -1.0, 1.0)
+    return clip(real(c), -1.0, 1.0) + clip(imag(c), -1.0, 1.0) * 1j   # (numpy clips each part)
 
 
 def ptp(a, axis=None, keepdims=False):
@@ -145,17 +149,29 @@ def count_nonzero(a, axis=None, keepdims=False):
     return _sum(cast(not_equal(a, 0), np.int64), axis, keepdims)
 
 
-def _value(v) -> np.ndarray:
-    """A value to compare: a comparison has no derivative, so reading it drops nothing."""
-    return stop_gradient(v).numpy() if isinstance(v, Tensor) else np.asarray(v)
+def _value(v, name: str) -> np.ndarray:
+    """A value to compare: a comparison has no derivative, so reading it drops nothing. A
+    traced value (pforjac.function, a pfor or forward-mode body) has none yet, and a Python
+    bool can't wait for it: refused, naming `name` and the traced alternative."""
+    if not isinstance(v, Tensor):
+        return np.asarray(v)
+    if v._trace is not None:
+        raise TypeError(f"numpy.{name} returns a Python bool, which needs the values, and "
+                        f"{v.describe()} is a traced value that has none until the traced code "
+                        f"runs (pforjac.function, a pfor or forward-mode body); compare with "
+                        f"tensors instead, e.g. np.all(np.abs(a - b) <= atol + rtol * np.abs(b)) "
+                        f"(a bool tensor), and choose with pforjac.where; or call {name} outside")
+    return stop_gradient(v).numpy()
 
 
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    """np.allclose on the values (a Python bool: no derivative)."""
+    """np.allclose on the values (a Python bool: no derivative; refused on traced values)."""
     a, b = as_operands((a, b))
-    return bool(np.allclose(_value(a), _value(b), rtol, atol, equal_nan))
+    return bool(np.allclose(_value(a, "allclose"), _value(b, "allclose"), rtol, atol, equal_nan))
 
 
 def array_equal(a1, a2, equal_nan=False) -> bool:
-    """np.array_equal on the values (a Python bool: no derivative)."""
-    return bool(np.array_equal(_value(a1), _value(a2), equal_nan=equal_nan))
+    """np.array_equal on the values (a Python bool: no derivative; refused on traced
+    values)."""
+    return bool(np.array_equal(_value(a1, "array_equal"), _value(a2, "array_equal"),
+                               equal_nan=equal_nan))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import as_tensor
+from ..tensor import as_operands, as_tensor
 from ._family import declare_elementwise
 from .elementwise import (_binary, _unary, abs as abs_, cast, coerce, cos, divide, equal, floor,
                           greater_equal, less_equal, logical_not, logical_or, not_equal, ones_like,
@@ -149,7 +149,7 @@ for _fn, _name in [(hypot, "hypot"), (logaddexp2, "logaddexp2"), (fmax, "fmax"),
 def float_power(x, y):
     """np.float_power: x ** y computed in float64 (complex128 for complex operands); numpy's
     values up to an ulp (np.power's loop, which float_power's is not)."""
-    x, y = as_tensor(x), as_tensor(y)
+    x, y = as_operands([x, y])                   # (a Python exponent is weak: never float32)
     wide = np.float_power(np.ones((), x.dtype), np.ones((), y.dtype)).dtype
     return power(cast(x, wide), cast(y, wide))
 

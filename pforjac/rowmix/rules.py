@@ -364,19 +364,28 @@ def _scatter_add(eqn: Equation, ins, ctx):
 
 @_rules(ops.dense_linalg.solve_p, ops.dense_linalg.cholesky_p, ops.dense_linalg.eigh_p,
         ops.dense_linalg.svd_p, ops.dense_linalg.qr_p, ops.dense_linalg.slogdet_p,
-        ops.triangular.triangular_solve_p, ops.pseudo_inverse.pinv_p)
-def _matrix_stack(eqn: Equation, ins, ctx):
-    """numpy.linalg's ops map each matrix of a stack (the last two axes) on its own: a batch
-    axis among the leading axes keeps its place (right-aligned, as batch axes broadcast);
-    one among a matrix's own axes has no rule."""
-    batch = len(np.broadcast_shapes(*(tuple(v.shape[:-2]) for v in eqn.inputs)))
+        ops.triangular.triangular_solve_p, ops.pseudo_inverse.pinv_p, ops.determinant.det_p,
+        ops.determinant.cofactor_p, ops.spectral.sym_funm_p, ops.eigenvalues.eigvalsh_p,
+        ops.eigenvalues.svdvals_p)
+def _matrix_stack(eqn: Equation, ins, ctx, core=None):
+    """numpy.linalg's ops map each matrix of a stack (the last two axes; `core` axes per
+    input if given) on its own: a batch axis among the leading axes keeps its place
+    (right-aligned, as batch axes broadcast); one among a matrix's own axes has no rule."""
+    core = core or (2,) * len(eqn.inputs)
+    batch = len(np.broadcast_shapes(*(tuple(v.shape[:v.ndim - k]) for v, k in zip(eqn.inputs, core))))
     parts = []
-    for v, s in zip(eqn.inputs, ins):
+    for v, s, k in zip(eqn.inputs, ins, core):
         if isinstance(s, _Axis):
-            if s.axis >= v.ndim - 2:
+            if s.axis >= v.ndim - k:
                 return None
-            s = _axis(s.axis + batch - (v.ndim - 2), s)
+            s = _axis(s.axis + batch - (v.ndim - k), s)
         if isinstance(s, (_Axis, _Row)):
             parts.append(s)
     out = _combine(eqn, parts)
     return [out] * len(eqn.outputs) if eqn.prim.multiple_results else out
+
+
+@_rules(ops.eigenvalues.eigh_lift_p)
+def _matrix_and_vector_stack(eqn: Equation, ins, ctx):
+    """eigh_lift(a, c): a's matrices and c's vectors (its last axis) pair by batch axes."""
+    return _matrix_stack(eqn, ins, ctx, core=(2, 1))

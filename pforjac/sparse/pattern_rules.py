@@ -399,7 +399,9 @@ defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero 
 
 
 # -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
-from ..ops import dense_linalg as _la, pseudo_inverse as _pinv, triangular as _tri  # noqa: E402
+from ..ops import dense_linalg as _la, pseudo_inverse as _pinv, spectral as _spectral  # noqa: E402
+from ..ops import determinant as _det, eigenvalues as _eig  # noqa: E402
+from ..ops import triangular as _tri  # noqa: E402
 
 defsparsity(_la.solve_p, _tri.triangular_solve_p, curvature="nonlinear")(batched_matrix_rule(2, 2))
 defsparsity(_la.cholesky_p, _pinv.pinv_p, curvature="nonlinear")(batched_matrix_rule(2))
@@ -407,3 +409,15 @@ defsparsity(_la.eigh_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_d
 defsparsity(_la.svd_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 1, 2)))
 defsparsity(_la.qr_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(2, 2)))
 defsparsity(_la.slogdet_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=(0, 0)))
+
+
+defsparsity(_det.det_p, curvature="nonlinear")(batched_matrix_rule(2, out_core_dims=0))
+defsparsity(_eig.eigvalsh_p, _eig.svdvals_p, curvature="nonlinear")(
+    batched_matrix_rule(2, out_core_dims=1))
+defsparsity(_eig.eigh_lift_p, curvature="nonlinear")(batched_matrix_rule(2, 1))
+
+
+@defsparsity(_spectral.sym_funm_p, _det.cofactor_p, curvature="nonlinear")
+def _matrices_of_every_input(eqn, ctx):
+    """Each output matrix depends on all of every input's matrix (any number of inputs)."""
+    return batched_matrix_rule(*(2,) * len(eqn.inputs))(eqn, ctx)

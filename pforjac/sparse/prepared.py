@@ -16,6 +16,7 @@ from .coloring import (_count, _sp, as_pattern, column_coloring, row_coloring, s
                        unique_in_row)
 from .compressed import flat_program, forward_pass, gradient_program, reverse_pass, seed_matrix
 from ..pickling import picklable_function
+from ..inputs import check_differentiable_input
 
 __all__ = ["PreparedJacobian", "PreparedHessian", "prepare_jacobian", "prepare_hessian",
            "prepare_ode_jacobian", "jacobian", "hessian"]
@@ -35,8 +36,7 @@ def _float_array(x, what: str) -> np.ndarray:
                         f"pass a sample point, an array of the input's shape and dtype")
     if arr.dtype.kind == "c":
         raise TypeError(f"{what} is complex ({arr.dtype}); pforjac.sparse takes real inputs")
-    if arr.dtype.kind not in "f":
-        arr = arr.astype(np.float64)
+    check_differentiable_input(arr.dtype, what)
     return arr
 
 

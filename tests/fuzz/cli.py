@@ -180,7 +180,10 @@ def run(programs: int, start: int = 0, jax: str = "auto", out_dir: str | None = 
     return book.write(time.time() - t0)
 
 
-PROFILES = {"ci": {"programs": 150, "jax": "off"}, "long": {"programs": 20000, "jax": "auto"}}
+PROFILES = {"ci": {"programs": 150, "jax": "off", "classes": "programs", "points": 50},
+            "long": {"programs": 20000, "jax": "auto", "classes": "programs,conformance,complex",
+                     "points": 2000}}
+CLASSES = ("programs", "conformance", "complex")
 
 
 def _selected(spec: str | None) -> list | None:
@@ -203,13 +206,47 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="/tmp/pforjac-fuzz")
     parser.add_argument("--minimize-seconds", type=float, default=20.0)
     parser.add_argument("--progress", type=int, default=500)
-    parser.add_argument("--ops", help="comma-separated op names or families (e.g. custom): "
-                        "programs drawn from those ops only")
+    parser.add_argument("--ops", help="comma-separated op names or families (e.g. custom, "
+                        "conform): programs drawn from those ops only")
+    parser.add_argument("--classes", help=f"comma-separated point classes of {CLASSES}: the "
+                        f"random programs, the conformance grid (tests/conformance.py), random "
+                        f"complex expressions (points.py); the profile's by default")
+    parser.add_argument("--points", type=int, help="how many complex points (class complex)")
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile]
-    summary = run(args.programs or profile["programs"], args.start, args.jax or profile["jax"],
-                  args.out, args.minimize_seconds, args.jax_queue, args.progress,
-                  _selected(args.ops))
-    print(json.dumps({k: summary[k] for k in ("counts", "known", "seconds")}, indent=1))
-    for n in summary["new"]:
-        print(f"NEW {n['path']}: {n['what']} (seed {n['seed']}): {n['detail'][:200]}")
+    classes = (args.classes or profile["classes"]).split(",")
+    unknown = sorted(set(classes) - set(CLASSES))
+    if unknown:
+        raise SystemExit(f"--classes: {unknown} are not among {CLASSES}")
+    jax = args.jax or profile["jax"]
+    if "programs" in classes:
+        summary = run(args.programs or profile["programs"], args.start, jax, args.out,
+                      args.minimize_seconds, args.jax_queue, args.progress, _selected(args.ops))
+        print(json.dumps({k: summary[k] for k in ("counts", "known", "seconds")}, indent=1))
+        for n in summary["new"]:
+            print(f"NEW {n['path']}: {n['what']} (seed {n['seed']}): {n['detail'][:200]}")
+    _point_classes(classes, args.points or profile["points"], args.start, jax, args.out)
+
+
+def _point_classes(classes, points_wanted: int, start: int, jax: str, out_dir) -> None:
+    """Runs the conformance and complex classes (points.py), writing points.json to out."""
+    from . import points
+    results = {}
+    t0 = time.time()
+    if "conformance" in classes:
+        results["conformance"] = points.run_conformance()
+    if "complex" in classes:
+        python = os.environ.get("PFORJAC_FUZZ_JAX_PYTHON", "/tmp/fw/bin/python")
+        use_jax = jax == "on" or (jax == "auto" and oracle.jax_available(python))
+        results["complex"] = points.run_complex(points_wanted, start, python if use_jax else None)
+    if not results:
+        return
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "points.json"), "w") as f:
+            json.dump(results, f, indent=1)
+    for name, r in results.items():
+        print(json.dumps({name: {k: v for k, v in r.items() if k != "problems"},
+                          "seconds": round(time.time() - t0, 1)}))
+        for p in r["problems"][:20]:
+            print(f"NEW {name}: {p[:300]}")

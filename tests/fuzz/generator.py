@@ -262,7 +262,7 @@ def _index_args(d: Draw, op, k, s, v):
         if not d.batch:
             return None
         return ([v], {}) if f == "mix" else ([v, d.const((s[0], s[0]))], {})
-    if f == "custom":                    # the op draws its own (ops_numpy.py)
+    if f in ("custom", "conform"):       # the op draws its own (ops_numpy.py, ops_conform.py)
         return op.extra["draw"](d, k, s)
     raise AssertionError(f"no argument rule for family {f!r}")
 
@@ -333,6 +333,8 @@ def generate(seed: int, batch: bool | None = None, names: list | None = None) ->
     program = d.program
     dtype_names, weights = zip(*DTYPES)
     program["dtype"] = str(rng.choice(dtype_names, p=weights))
+    if any(OPS[line["op"]].extra.get("float64") for line in program["lines"]):
+        program["dtype"] = "float64"            # (ops_conform.py's float64 maths)
     if not batch and rng.random() < 0.25:
         size = int(np.prod(x_shape))
         if size:

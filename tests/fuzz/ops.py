@@ -445,6 +445,7 @@ op("identity", "none", lambda B, a, *rest, **kw: a, lambda pj, a, *rest, **kw: a
 from . import ops_scipy  # noqa: E402,F401  (scipy.special's ops, appended to OPS)
 from . import ops_numpy  # noqa: E402,F401  (numpy's composites, appended to OPS)
 from . import ops_linalg  # noqa: E402,F401  (linalg composites, einsum's '...')
+from . import ops_conform  # noqa: E402,F401  (numpy conformance: Python numbers, methods)
 
 from . import ops_arrays  # noqa: E402  (numpy array functions and ufuncs)
 INTERNAL.update(ops_arrays.INTERNAL_ARRAYS)

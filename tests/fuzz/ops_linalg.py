@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ops import _gram, _kinked, _lin
+from .ops import INTERNAL, _gram, _kinked, _lin
 from .ops_numpy import _n, _same_or_const, custom
 
 
@@ -49,7 +49,7 @@ def _la(B, name, a, **kw):
 custom("np_linalg_inv", lambda B, a: _lin(B, "inv", _gram(B.xp, a)),
        lambda pj, a: np.linalg.inv(_gram(pj, a)), _matrix_draw())
 custom("pj_det", lambda B, a: _lin(B, "det", _gram(B.xp, a) * 0.5),
-       lambda pj, a: pj.det(_gram(pj, a) * 0.5), _matrix_draw())
+       lambda pj, a: pj.det(_gram(pj, a) * 0.5), _matrix_draw(), prims=("det",))
 custom("np_linalg_slogdet", lambda B, a: _lin(B, "slogdet", _gram(B.xp, a))[1],
        lambda pj, a: np.linalg.slogdet(_gram(pj, a))[1], _matrix_draw())
 custom("np_linalg_solve",
@@ -101,7 +101,7 @@ custom("np_linalg_multi_dot", lambda B, arrays: B.xp.linalg.multi_dot(arrays),
 
 # -- decompositions through numpy's names, gauge-free ------------------------------------------
 custom("pj_eigvalsh", lambda B, a: _lin(B, "eigvalsh", _gram(B.xp, a, True)),
-       lambda pj, a: pj.eigvalsh(_gram(pj, a, True)), _matrix_draw())
+       lambda pj, a: pj.eigvalsh(_gram(pj, a, True)), _matrix_draw(), prims=("eigvalsh",))
 
 
 def _eigh_fixed(xp, w, v):
@@ -131,7 +131,8 @@ custom("np_linalg_svd_rebuilt",       # u diag(s) vh of the tall matrix, which i
        _matrix_draw())
 custom("np_linalg_svdvals", lambda B, a: _la(B, "svd", _tall(B.xp, a) * _ramp(B.xp, a),
                                               compute_uv=False),
-       lambda pj, a: np.linalg.svd(_tall(pj, a) * _ramp(pj, a), compute_uv=False), _matrix_draw())
+       lambda pj, a: np.linalg.svd(_tall(pj, a) * _ramp(pj, a), compute_uv=False), _matrix_draw(),
+       prims=("svdvals",))
 
 
 def _ramp(xp, a):
@@ -239,3 +240,47 @@ custom("np_einsum_ellipsis", lambda B, spec, *xs: B.xp.einsum(spec, *xs),
        lambda pj, spec, *xs: np.einsum(spec, *xs), _draw_einsum_dots)
 custom("pj_einsum_ellipsis", lambda B, spec, *xs: B.xp.einsum(spec, *xs),
        lambda pj, spec, *xs: pj.einsum(spec, *xs), _draw_einsum_dots)
+
+
+# -- degenerate points: repeated eigenvalues, singular matrices --------------------------------
+def _tied(xp, a):
+    """2 I + t t^T / n, t = tanh of a's first column: the eigenvalue 2 repeated n - 1 times,
+    the others in [2, 3] (no overflow in expm)."""
+    t = xp.tanh(xp.where(xp.abs(a) < 1e4, a, xp.zeros_like(a))[..., :, :1])
+    n = a.shape[-2]
+    return 2 * np.eye(n).astype(a.dtype) + xp.matmul(t, xp.swapaxes(t, -1, -2)) / n
+
+
+def _expm_ref(B, s):
+    if B.jax:
+        import jax.scipy.linalg as jsl
+        return jsl.expm(s)
+    import scipy.linalg as sl
+    return sl.expm(s.astype(np.float32) if s.dtype == np.float16 else s).astype(s.dtype)
+
+
+def _singular(xp, a):
+    """tanh(a) (square) with its last row a copy of its first: det exactly 0 (LU meets an
+    exact zero), entries bounded by 1 so that rounding in float32 stays small; the gradient
+    is the cofactor matrix, which is not 0 (for n >= 2)."""
+    t = xp.tanh(xp.where(xp.abs(a) < 1e4, a, xp.zeros_like(a)))
+    if a.shape[-1] < 2:
+        return t
+    return xp.concatenate([t[..., :-1, :], t[..., :1, :]], axis=-2)
+
+
+def _pj_expm(pj, s):
+    from pforjac.scipy.linalg import expm
+    return expm(s)
+
+
+custom("pj_expm_tied", lambda B, a: _expm_ref(B, _tied(B.xp, a)),
+       lambda pj, a: _pj_expm(pj, _tied(pj, a)), _matrix_draw(), prims=("sym_funm",))
+custom("pj_det_singular", lambda B, a: _lin(B, "det", _singular(B.xp, a)),
+       lambda pj, a: pj.det(_singular(pj, a)), _matrix_draw(square=True))
+
+INTERNAL.update({
+    "cofactor": "det's gradient and its derivatives: the backward of every det line",
+    "eigh_lift": "the gradient of eigvalsh and of svdvals: every such line's backward",
+    "tie_divide": "the rules of eigh and svd (their vectors' derivatives)",
+})

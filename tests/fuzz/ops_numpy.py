@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from .ops import _kinked, _top_gap, op
+from .ops import OPS, _kinked, _top_gap, op
 
 
 def _gen():
@@ -362,25 +362,33 @@ def _draw_corrcoef_y(d, k, s):
 
 
 def _wide(fn):
-    """numpy's cov and corrcoef compute in float64 at least: rounded back to the input's."""
+    """scipy's multigammaln computes float32/16 in float64: rounded back to the input's."""
     def ref(B, a, **kw):
         out = fn(B, a, **kw)
         return out if B.jax else np.asarray(out).astype(a.dtype)
     return ref
 
 
+def _float64(fn):
+    """numpy's cov and corrcoef compute and return float64 at least, as pforjac's do: their
+    programs run in float64 (a float32 program's derivatives would change dtype there)."""
+    return fn
+
+
 custom("np_average", lambda B, a, w, **kw: B.xp.average(a, weights=w, **kw),
        lambda pj, a, w, **kw: np.average(a, weights=w, **kw), _draw_average)
-custom("np_cov", _wide(lambda B, a, **kw: B.xp.cov(a, **kw)), _np_call("cov"), _draw_cov)
-custom("pj_corrcoef", _wide(lambda B, a, **kw: B.xp.corrcoef(a, **kw)), _pj_call("corrcoef"),
+custom("np_cov", _float64(lambda B, a, **kw: B.xp.cov(a, **kw)), _np_call("cov"), _draw_cov)
+custom("pj_corrcoef", _float64(lambda B, a, **kw: B.xp.corrcoef(a, **kw)), _pj_call("corrcoef"),
        lambda d, k, s: _draw_cov(d, k, s, least_vars=2))
 custom("np_corrcoef_y",             # x's entries as one variable, a constant as the other
-       _wide(lambda B, a, y: B.xp.corrcoef(B.xp.reshape(a, (1, -1)), y)),
+       _float64(lambda B, a, y: B.xp.corrcoef(B.xp.reshape(a, (1, -1)), y)),
        lambda pj, a, y: np.corrcoef(pj.reshape(a, (1, -1)), y), _draw_corrcoef_y)
 custom("np_ptp", _kinked(lambda B, a, **kw: B.xp.ptp(a, **kw), _top_gap), _np_call("ptp"),
        lambda d, k, s: _gen().family_args(d, _REDUCE_LIKE, k) if s and all(s) else None,
        zeroing=True)
 _REDUCE_LIKE = type("ReduceLike", (), {"family": "reduce", "name": "max", "domain": ""})()
+for _name in ("np_cov", "pj_corrcoef", "np_corrcoef_y"):
+    OPS[_name].extra["float64"] = True          # (see _float64)
 
 
 # -- scipy.special's composites ----------------------------------------------------------------
