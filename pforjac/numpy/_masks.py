@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _no_extra, implements
+from ..ops._family import axis_index
 from ..ops.advanced_indexing import concrete_mask
 from ..tensor import Tensor, as_tensor, constant, needed_by
 from ..warn import warn_wrong_result
@@ -56,6 +57,7 @@ def compress(condition, a, axis=None, out=None):
     a = as_tensor(a)
     if axis is None:
         a, axis = pj.reshape(a, (-1,)), 0
+    axis = axis_index(axis, a.ndim, "numpy.compress")
     if where.size and where[-1] >= a.shape[axis]:
         raise IndexError(f"numpy.compress: condition selects index {where[-1]}, out of bounds "
                          f"for axis {axis} of size {a.shape[axis]}")
@@ -103,6 +105,9 @@ def ix_(*args):
         arg = arg if isinstance(arg, Tensor) else constant(np.asarray(arg))
         if arg.dtype == np.bool_:
             arg = _positions(np.flatnonzero(_value(arg, "ix_")))
+        elif arg.dtype.kind not in "iu" and arg.size:
+            raise IndexError(f"numpy.ix_: arrays used as indices must be of integer (or "
+                             f"boolean) type, got {arg.dtype.name}")
         if arg.ndim != 1:
             raise ValueError("numpy.ix_: cross index must be 1 dimensional")
         out.append(pj.reshape(arg, (1,) * k + (-1,) + (1,) * (len(args) - k - 1)))
