@@ -105,9 +105,6 @@ def ix_(*args):
         arg = arg if isinstance(arg, Tensor) else constant(np.asarray(arg))
         if arg.dtype == np.bool_:
             arg = _positions(np.flatnonzero(_value(arg, "ix_")))
-        elif arg.dtype.kind not in "iu" and arg.size:
-            raise IndexError(f"numpy.ix_: arrays used as indices must be of integer (or "
-                             f"boolean) type, got {arg.dtype.name}")
         if arg.ndim != 1:
             raise ValueError("numpy.ix_: cross index must be 1 dimensional")
         out.append(pj.reshape(arg, (1,) * k + (-1,) + (1,) * (len(args) - k - 1)))
