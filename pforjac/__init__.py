@@ -9,7 +9,7 @@ Example:
     >>> g.batch_jacobian(y, x).numpy().tolist()
     [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
 """
-from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor
+from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor, ConcretizationError
 from .ops import *  # noqa: F401,F403
 from .tape import GradientTape, UnconnectedGradients
 from .program import Program, make_program, run_program
@@ -23,6 +23,8 @@ from .linearize import vjp_fn, linearize
 from .vmap import vmap
 from . import tree_util, flatten_util  # noqa: F401  (public: pytrees, ravel_pytree)
 from .diagnostics import fallback_report
+from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient
+from . import custom_examples as _custom_examples  # noqa: F401  (the calls' generated checks)
 from .compiled import function, Function
 from . import extend, testing  # noqa: F401  (public: adding ops, checking them)
 from . import numpy_dispatch as _numpy_dispatch  # noqa: F401  (np.sin(t) runs pforjac.sin)
@@ -37,9 +39,11 @@ from .ops import __all__ as _ops_names  # noqa: E402
 
 # `from pforjac import *`: the API, not the submodules (pj.memory, pj.compiled, ... stay
 # reachable as attributes)
-__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "GradientTape",
+__all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "ConcretizationError",
+           "GradientTape",
            "UnconnectedGradients", "Program", "make_program", "run_program", "pfor",
            "vectorized_map", "register_converter", "ConversionError", "jacobian", "hessian", "vjp",
            "jvp", "hvp", "fallback_report", "function", "Function", "extend", "testing",
            *_ops_names, "grad", "value_and_grad", "jacrev", "jacfwd", "vmap",
-           "float0", "vjp_fn", "linearize", "sym_matrix_function"]
+           "float0", "vjp_fn", "linearize", "sym_matrix_function", "custom_jvp", "custom_vjp",
+           "custom_gradient"]

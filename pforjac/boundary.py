@@ -37,7 +37,8 @@ from .state import _state
 from .tensor import Tensor
 from .tree import tree_flatten, tree_unflatten
 
-__all__ = ["at_top_level", "returns_numpy", "as_numpy", "numpy_boundary", "numbers_as_array"]
+__all__ = ["at_top_level", "returns_numpy", "as_numpy", "numpy_boundary", "numpy_result",
+           "numbers_as_array"]
 
 
 def at_top_level() -> bool:
@@ -49,11 +50,15 @@ def at_top_level() -> bool:
 def returns_numpy(args: tuple, kwargs: dict | None = None) -> bool:
     """Whether a call with these arguments returns numpy: at top level and no Tensor among
     the leaves of `args` and `kwargs` (a Tensor anywhere, even mixed with arrays: Tensors)."""
-    if not at_top_level():
+    if _state.tapes or _state.traces:
         return False
-    if not kwargs and all(type(a) is np.ndarray or type(a) is float or type(a) is dict and
-                          all(type(v) is np.ndarray for v in a.values()) for a in args):
-        return True                 # (the common call, a dict of parameters too: no flattening)
+    if not kwargs:
+        for a in args:       # the common call, positional arrays or a dict of parameters:
+            if type(a) is not np.ndarray and type(a) is not float and not (   # no flattening
+                    type(a) is dict and all(type(v) is np.ndarray for v in a.values())):
+                break
+        else:
+            return True
     leaves, _ = tree_flatten((args, kwargs or {}))
     return not any(isinstance(leaf, Tensor) for leaf in leaves)
 
@@ -73,6 +78,16 @@ def as_numpy(tree):
 def _numpy_leaf(t: Tensor):
     arr = t.numpy()
     return arr[()] if arr.ndim == 0 else arr
+
+
+def numpy_result(arr: np.ndarray):
+    """An array computed for the caller (a compiled function's output) as the boundary
+    hands it out, without making a Tensor: a read-only view that can't be made writable
+    again (its owner is a read-only memoryview: the array may be a buffer pforjac reuses),
+    a 0-d one a numpy scalar."""
+    if arr.ndim == 0:
+        return arr[()]
+    return np.asarray(memoryview(arr).toreadonly()) if arr.dtype.kind not in "OMm" else arr
 
 
 def numpy_boundary(entry: Callable) -> Callable:

@@ -12,6 +12,12 @@ import sys
 from .state import _state
 
 
+class ConcretizationError(TypeError):
+    """A traced value was asked for data it does not have yet (a Python `if` on it, float(),
+    numpy()): the function can run eagerly, on a tape, but not traced. Entry points that
+    prefer a traced pass (a Hessian's forward-over-reverse) fall back on it."""
+
+
 def needed_by(t) -> str | None:
     """Why converting `t` to numpy now would drop it from a derivative, or None if it would
     not: a recording GradientTape tracks it (or would watch it on this read), or it is a

@@ -45,7 +45,8 @@ from .program import make_program
 from .pytree_inputs import pytree_inputs
 from .tape import GradientTape
 from .inputs import check_differentiable_input
-from .tensor import Tensor, as_tensor, check_not_complex_for_real, is_float
+from .tensor import (ConcretizationError, Tensor, as_tensor, check_not_complex_for_real,
+                     is_float)
 from .tree import tree_unflatten
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "UnsupportedOptionsError"]
@@ -79,7 +80,8 @@ def _as_tuple(value, arg_name: str, fn_name: str) -> tuple[bool, tuple]:
             where = f"the value at index {k}" if is_tuple else f"the given {arg_name}"
             raise TypeError(f"{fn_name}: {arg_name} must be a Tensor (or numpy array) or a tuple "
                             f"of them, but {where} has type {type(v).__name__}")
-    return is_tuple, tuple(as_tensor(v) for v in values)
+    return is_tuple, tuple(as_tensor(np.asarray(v) if isinstance(v, numbers.Number) else v)
+                           for v in values)      # (a Python float as numpy reads it: float64)
 
 
 def _as_inputs(inputs, fn_name: str) -> tuple[bool, tuple]:
@@ -353,7 +355,7 @@ def _gradient(func, xs: tuple, fn_name: str) -> tuple[Tensor, tuple]:
 @numpy_boundary
 @pytree_inputs("hessian")
 def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = False,
-            vectorize: bool = True, outer_jacobian_strategy: str = "reverse-mode", *,
+            vectorize: bool = True, outer_jacobian_strategy: str | None = None, *,
             chunk_size: int | None = None, progress: bool = True):
     """Hessian of a scalar function, as `torch.autograd.functional.hessian`.
 
@@ -361,9 +363,13 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     default `vectorize=False`, one row per loop iteration, is the same numbers about
     20x slower on a 100-D Rosenbrock function: pass it to debug a conversion).
 
-    The Jacobian of the gradient: reverse-over-reverse by default, or
-    forward-over-reverse with `outer_jacobian_strategy="forward-mode"` (which
-    requires `vectorize=True`). `H[i][j]` has shape `inputs[i].shape + inputs[j].shape`.
+    The Jacobian of the gradient: forward-over-reverse (`outer_jacobian_strategy=
+    "forward-mode"`, JAX's `jacfwd(jacrev(f))`; it needs `vectorize=True`) or
+    reverse-over-reverse (`"reverse-mode"`, PyTorch's default). The default, None, takes
+    forward-over-reverse, whose rules are exact where reverse-over-reverse meets a 0/0
+    (the Hessian of a function of eigenvalues at a repeated one), and falls back to
+    reverse-over-reverse when `func` can't be traced (a Python `if` on a value:
+    `ConcretizationError`), with `vectorize=False` and with `strict=True`. `H[i][j]` has shape `inputs[i].shape + inputs[j].shape`.
     `chunk_size` and `progress` as for `jacobian`. `pj.hessian(func)` without inputs is
     JAX's form (pforjac.transforms.hessian), a function of func's arguments:
     `minimize(f, x0, hess=pj.hessian(f))`.
@@ -376,11 +382,24 @@ def hessian(func: Callable, inputs, create_graph: bool = False, strict: bool = F
     """
     _check_func(func, "hessian")
     is_inputs_tuple, xs = _as_inputs(inputs, "hessian")
-    _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
+    if outer_jacobian_strategy is not None:
+        _check_strategy(outer_jacobian_strategy, "outer_jacobian_strategy", "hessian")
     chunk = chunk_option(None, chunk_size, "hessian")
+
+    def rows_by(strategy: str):
+        return _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph,
+                         strict, vectorize, strategy, chunk, "hessian")[1]
+
     with entry_point("hessian", "chunk_size"), progress_option(progress):
-        _, rows = _jacobian(lambda *a: _gradient(func, a, "hessian")[1], xs, create_graph,
-                            strict, vectorize, outer_jacobian_strategy, chunk, "hessian")
+        if outer_jacobian_strategy is not None:
+            rows = rows_by(outer_jacobian_strategy)
+        elif strict or not vectorize:           # (forward mode takes neither)
+            rows = rows_by("reverse-mode")
+        else:
+            try:
+                rows = rows_by("forward-mode")
+            except ConcretizationError:         # Python control flow on values: eager tape
+                rows = rows_by("reverse-mode")
     return _unpack(rows, (is_inputs_tuple, is_inputs_tuple))
 
 

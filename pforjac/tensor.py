@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import array_conversion_error, conversion_error, dlpack, needed_by
+from .conversion import (ConcretizationError, array_conversion_error, conversion_error,
+                         dlpack, needed_by)
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -279,11 +280,11 @@ class SymbolicTensor(Tensor):
 
     def _concrete_error(self, what: str) -> TypeError:
         if self._trace is not None and not self._trace.active:
-            return TypeError(
+            return ConcretizationError(
                 f"cannot {what} of the symbolic value {self.describe()}: it belongs to a "
                 f"finished trace (it was stored outside the traced function, where it has no "
                 f"data); return values from the traced function instead of storing them")
-        return TypeError(
+        return ConcretizationError(
             f"cannot {what} of the symbolic value {self.describe()} while tracing: it has no "
             f"data until the traced program runs. Replace a Python `if`/`while` on it with "
             f"pforjac.where(cond, a, b), and keep numpy()/float() calls outside the traced function")
@@ -479,8 +480,7 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
     """`value` as a Tensor: a Tensor as it is, anything else as `constant` makes it (a numpy
     array copied, so an op's result or a tape's record never changes with the array).
     `argument` names what `value` was passed as, for the error if it can't be converted."""
-    if isinstance(value, (list, tuple)) and _ops.stack_list:   # holding Tensors: stacked
-        value = _ops.stack_list(value)
+    value = _ops.stack_list(value) if isinstance(value, list | tuple) and _ops.stack_list else value
     if isinstance(value, Tensor):
         return value
     try:

@@ -28,7 +28,7 @@ from .boundary import numbers_as_array, numpy_boundary
 from .memory import entry_point
 from .ops.shape import reshape_p
 from .tape import GradientTape
-from .tensor import Tensor, as_tensor, is_float
+from .tensor import ConcretizationError, Tensor, as_tensor, is_float
 from .tree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "value_and_grad", "jacrev", "jacfwd", "jacobian", "hessian", "float0"]
@@ -326,7 +326,20 @@ def _torch_or_jax(torch_form: Callable, jax_form: Callable) -> Callable:
 
 
 jacobian = _torch_or_jax(functional.jacobian, jacrev)
-jacobian.__doc__ = functional.jacobian.__doc__
-# JAX's hessian(f): reverse over reverse, as hessian(f, x)'s default (Python branches work)
-hessian = _torch_or_jax(functional.hessian, lambda f, argnums: jacrev(jacrev(f, argnums),
-                                                                     argnums))
+
+
+def _jax_hessian(f: Callable, argnums=0) -> Callable:
+    """JAX's hessian(f), `jacfwd(jacrev(f))`, as hessian(f, x)'s default: reverse over
+    reverse where f can't be traced (a Python `if` on a value)."""
+    forward, reverse = jacfwd(jacrev(f, argnums), argnums), jacrev(jacrev(f, argnums), argnums)
+
+    @functools.wraps(f)
+    def hessian_fun(*args, **kwargs):
+        try:
+            return forward(*args, **kwargs)
+        except ConcretizationError:
+            return reverse(*args, **kwargs)
+    return hessian_fun
+
+
+hessian = _torch_or_jax(functional.hessian, _jax_hessian)

@@ -67,3 +67,7 @@ def _uncached_because(reason: str) -> str:
         if detail.startswith("the row check") else f"{detail} runs eagerly, in chunks",
         "untraceable": f"the traced call raised {detail} (the uncached call ran alone)",
     }.get(kind, reason)
+
+# scripts that compute fixtures with JAX or autograd (not dependencies of pforjac): not
+# imported by pytest's --doctest-modules
+collect_ignore_glob = ["data/make_*.py"]

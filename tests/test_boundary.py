@@ -163,8 +163,26 @@ def test_memory_advice_names_an_argument_the_called_function_takes(monkeypatch):
     monkeypatch.setattr(jacobians, "_cached_backward", no_memory)
     with pytest.raises(memory.JacobianMemoryError, match=r"^jacobian: .*parallel_iterations=k"):
         pj.jacobian(vec, X)
-    for call, name in [(lambda: pj.hessian(f, X), "hessian"), (lambda: pj.jacrev(vec)(X), "jacrev")]:
+    hessian_rr = (lambda: pj.hessian(f, X, outer_jacobian_strategy="reverse-mode"))
+    for call, name in [(hessian_rr, "hessian"), (lambda: pj.jacrev(vec)(X), "jacrev")]:
         with pytest.raises(memory.JacobianMemoryError, match=f"^{name}: ") as e:
             call()
         assert "parallel_iterations" not in str(e.value)       # (theirs is chunk_size)
         assert "pass chunk_size=k" in str(e.value)
+
+
+def test_compiled_results_are_read_only_views_that_stay_read_only():
+    double = pj.function(lambda x: x * 2.0)
+    out = double(X)
+    assert type(out) is np.ndarray and not out.flags.writeable
+    with pytest.raises(ValueError):
+        out.setflags(write=True)        # its memory may be a buffer pforjac reuses
+    np.testing.assert_array_equal(double(X), 2 * X)
+    assert X.flags.writeable            # the caller's input is left as it was
+
+
+def test_python_floats_are_float64_in_the_pytorch_style_functions_too():
+    J = pj.jacobian(lambda x: x ** 3, 2.0)
+    out, hv = pj.hvp(lambda x: x ** 3, 2.0, 1.0)
+    assert type(J) is type(out) is type(hv) is np.float64
+    assert (J, out, hv) == (12.0, 8.0, 12.0)

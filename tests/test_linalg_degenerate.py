@@ -137,16 +137,19 @@ def test_polar_factor_at_an_orthogonal_matrix_is_exact():
 # -- finding 3: second derivatives of functions of the values alone at ties ------------------------
 def test_hessian_of_eigenvalues_cubed_at_identity():
     """sum(w^3) = tr(X^3) for X read from its lower triangle: along X[1,0] the second
-    derivative is 12 (X[1,0] enters twice, 6 per entry). Forward over reverse is exact;
-    reverse over reverse would need the Hessian of the function of the values: NaN."""
+    derivative is 12 (X[1,0] enters twice, 6 per entry). Forward over reverse (hessian's
+    default) is exact; reverse over reverse would need the Hessian of the function of the
+    values: NaN with a warning."""
     def f(x):
         return np.sum(np.linalg.eigvalsh(x) ** 3)
     fwd = np.asarray(pj.hessian(f, np.eye(2), outer_jacobian_strategy="forward-mode"))
     assert fwd[1, 0, 1, 0] == pytest.approx(12.0, abs=1e-12)
     assert fwd[0, 0, 0, 0] == pytest.approx(6.0, abs=1e-12)
     np.testing.assert_allclose(np.asarray(pj.jacfwd(pj.grad(f))(np.eye(2))), fwd, atol=1e-12)
+    np.testing.assert_array_equal(np.asarray(pj.hessian(f, np.eye(2))), fwd)
+    np.testing.assert_array_equal(np.asarray(pj.hessian(f)(np.eye(2))), fwd)
     with pytest.warns(RuntimeWarning):
-        rev = np.asarray(pj.hessian(f, np.eye(2)))
+        rev = np.asarray(pj.hessian(f, np.eye(2), outer_jacobian_strategy="reverse-mode"))
     assert np.isnan(rev[1, 0, 1, 0])                           # was 0
     s = JAX["A"] + JAX["A"].T                                  # distinct eigenvalues: both modes
     np.testing.assert_allclose(np.asarray(pj.hessian(f, s)), _trace_cubed_hessian(s), atol=1e-9)

@@ -40,6 +40,14 @@ def test_minimize_with_grad(method):
     assert jac.calls == ref_jac.calls > 0
 
 
+def test_minimize_with_value_and_grad_and_jac_true():
+    fun = _counted(pj.value_and_grad(rosen))
+    res = optimize.minimize(fun, X0, jac=True, method="BFGS")
+    ref = optimize.minimize(optimize.rosen, X0, jac=optimize.rosen_der, method="BFGS")
+    _same_solve(res, ref)
+    assert fun.calls == res.nfev == ref.nfev
+
+
 @pytest.mark.parametrize("method", ["Newton-CG", "trust-ncg", "trust-krylov", "trust-exact"])
 def test_minimize_with_hessian(method):
     hess, ref_hess = _counted(pj.hessian(rosen)), _counted(optimize.rosen_hess)

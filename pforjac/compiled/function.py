@@ -26,7 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import core
-from ..boundary import as_numpy, returns_numpy
+from ..boundary import numpy_result, returns_numpy
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
@@ -102,10 +102,11 @@ class Function:
             compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
-        outs = [Tensor._from_array(np.asarray(o)) for o in outs]
-        if returns_numpy(args, kwargs):          # each leaf as numpy, without a second walk
-            outs = [as_numpy(o) for o in outs]
-        return tree_unflatten(compiled.program.out_tree, outs)
+        if returns_numpy(args, kwargs):
+            return tree_unflatten(compiled.program.out_tree,
+                                  [numpy_result(np.asarray(o)) for o in outs])
+        return tree_unflatten(compiled.program.out_tree,
+                              [Tensor._from_array(np.asarray(o)) for o in outs])
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's

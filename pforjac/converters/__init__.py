@@ -6,3 +6,4 @@ from . import elementwise, reductions, shape, indexing, linalg  # noqa: F401
 from . import dense_linalg  # noqa: F401
 
 from . import sorting, scans, convolution  # noqa: F401
+from . import custom_calls  # noqa: F401

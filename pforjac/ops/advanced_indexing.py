@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .. import core
+from ..conversion import ConcretizationError
 from ..tensor import Tensor, as_tensor
 from .broadcasting import reshape
 from .elementwise import cast, less, where
@@ -42,7 +43,7 @@ def concrete_mask(k, what: str) -> np.ndarray:
     """The value of the boolean mask `k`, or the error that says why a traced one has none."""
     if isinstance(k, Tensor):
         if k._trace is not None:
-            raise TypeError(
+            raise ConcretizationError(      # (a TypeError: entries that can run eagerly do)
                 f"{what}: the boolean mask {k.describe()} is a traced value (inside "
                 f"pforjac.function, or a pfor/vmap/jacobian body), so how many entries it "
                 f"selects, and the result's shape, is unknown until the program runs; write "

@@ -39,6 +39,7 @@ from ..program import Program, constant_values as _constant_values, eliminate_de
 from ._states import (MIXED_ROW, NO_ROW, UNKNOWN, Context, Mixing, Proof, Unknown, _Axis, _Row)
 from .rules import has_rule, rowmix_rules, rule as _rule
 from . import arrays as _arrays  # noqa: F401,E402  (rules of sort, take_along_axis, cumprod)
+from . import calls as _calls  # noqa: F401,E402  (the rule of custom-derivative calls)
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown", "rowmix_rules", "has_rule"]
 

@@ -17,6 +17,7 @@ Example:
     [1.0, -4.0, 1.0, 0.0, 0.0]
 """
 from .colored import ColoredPattern
+from . import call_rules  # noqa: F401  (the sparsity rule of custom-derivative calls)
 from .pattern import (hessian_sparsity, jacobian_sparsity, program_hessian_sparsity,
                       program_jacobian_sparsity)
 from .coloring import column_coloring, row_coloring, star_coloring

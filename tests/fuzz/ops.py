@@ -433,6 +433,10 @@ INTERNAL = {
     "setitem_zeros": "the gradient of getitem (slices): every program with a getitem line",
     "all_finite": "the structure guards of compiled code: pforjac.function and the loop "
                   "cache on inputs with NaN/Inf (the special-value programs)",
+    "custom_jvp_call": "not drawn (a user's rule is not a numpy function): the generated "
+                       "checks of test_rules/test_converters and test_custom_derivatives",
+    "custom_vjp_call": "not drawn (a user's rule is not a numpy function): the generated "
+                       "checks of test_rules/test_converters and test_custom_derivatives",
     "index_update": "in-place assignment (t[key] = v, np.put, np.copyto, ...; "
                     "tests/test_mutation.py holds every idiom to its functional rewrite)",
     "copy": "t.copy(), np.copy(t): a new tensor object to assign into (tests/test_mutation.py)",

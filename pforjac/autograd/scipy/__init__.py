@@ -1,0 +1,1 @@
+"""`pforjac.autograd.scipy`: pforjac.scipy's modules under autograd's names."""

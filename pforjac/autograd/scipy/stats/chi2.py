@@ -1,0 +1,9 @@
+"""`pforjac.autograd.scipy.stats.chi2`: pforjac.scipy.stats.chi2's functions."""
+from . import _stats
+from ...numpy._wrap import wrapped as _wrapped
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _wrapped(getattr(_stats().chi2, name))

@@ -1,0 +1,9 @@
+"""`pforjac.autograd.scipy.stats.t`: pforjac.scipy.stats.t's functions."""
+from . import _stats
+from ...numpy._wrap import wrapped as _wrapped
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _wrapped(getattr(_stats().t, name))
