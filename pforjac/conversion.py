@@ -3,6 +3,8 @@ says so (float(t), np.asarray(t), np.from_dlpack(t), t.tolist(), a numpy functio
 lacks, under a recording tape or in a trace)."""
 from __future__ import annotations
 
+import dis
+import importlib
 import linecache
 import re
 import sys
@@ -100,6 +102,163 @@ def _storing_subscript(frame) -> bool:
         if instruction.offset == frame.f_lasti:
             return instruction.opname in ("STORE_SUBSCR", "STORE_SLICE")
     return False
+
+
+# -- who asked: the numpy or scipy function (or the np.array of a list) converting a Tensor ---
+ASARRAY = "np.asarray/np.array (or a numpy function pforjac does not dispatch)"
+_LIBRARIES = ("numpy", "scipy")
+_ARRAY_OF_LIST = re.compile(r"\b(?:array|asarray|asanyarray)\s*\(\s*[\[\(]")
+
+
+def array_conversion_error(t) -> TypeError:
+    """The error for `t.__array__` refused: it names the function that asked for the
+    conversion (found from the calling frames, on this error path only) and its pforjac
+    counterpart, or says that `np.array([...])` of Tensors is `np.stack` / `pnp.array`."""
+    try:
+        what = _asker(t, sys._getframe(2))       # whoever called Tensor.__array__
+    except Exception:                  # (an odd frame must not hide the conversion error)
+        what = ASARRAY
+    return conversion_error(t, what)
+
+
+def _asker(t, frame) -> str:
+    """What asked for the conversion, and what to call instead."""
+    entry, caller = _library_entry(frame)
+    if entry is None:
+        return _direct_call(caller)
+    name = _public_name(entry)
+    what = f"{name} converts its arguments with np.asarray"
+    listed = _list_argument(entry, _tensor_class(t))
+    if listed and name.startswith("numpy."):
+        what += (f"; numpy does not dispatch on Tensors inside a list (or nested lists): "
+                 f"call pforjac.numpy.{name[6:]}, which takes them, or np.stack the list (each "
+                 f"inner list first) and pass the result")
+    else:
+        twin = counterpart(name)
+        what += f"; call {twin} instead" if twin else \
+            "; pforjac has no counterpart for it: write it with pforjac.numpy / pforjac.scipy"
+    return what
+
+
+def _library_entry(frame):
+    """(the outermost numpy/scipy frame of the innermost run of them, the user's frame
+    calling it); (None, the caller) when numpy's C code was called from the user's code."""
+    entry = None
+    while frame is not None and _module(frame).split(".")[0] in _LIBRARIES:
+        entry, frame = frame, frame.f_back
+    return entry, frame
+
+
+def _module(frame) -> str:
+    return frame.f_globals.get("__name__", "") or ""
+
+
+def _direct_call(caller) -> str:
+    """np.array/np.asarray called from the user's own line: a list of Tensors, if the line
+    says so."""
+    line = linecache.getline(caller.f_code.co_filename, caller.f_lineno) if caller else ""
+    if caller and (_SUBSCRIPT_ASSIGNMENT.match(line.strip()) or _storing_subscript(caller)):
+        return ASARRAY                       # (the assignment's own hint says the rest)
+    if _ARRAY_OF_LIST.search(line) or not line and caller and _calls_array_of_list(caller):
+        where = f": {line.strip()!r:.80}" if line else ""
+        return (f"np.array([...]) of Tensors (line {caller.f_lineno}{where}): "
+                f"numpy converts each entry with np.asarray, without dispatching to pforjac; "
+                f"use np.stack([...]) (np.stack of np.stacks for nested lists) or "
+                f"pforjac.numpy.array([...]), which stack differentiably")
+    return ASARRAY + " (for np.array of a list holding Tensors, use np.stack or " \
+                     "pforjac.numpy.array)"
+
+
+def _calls_array_of_list(frame) -> bool:
+    """Whether the call running in `frame` (source unavailable: exec'd code) is
+    array/asarray/asanyarray of a list or tuple built in place, read from its bytecode."""
+    built = False
+    for ins in reversed([i for i in dis.get_instructions(frame.f_code) if i.offset < frame.f_lasti]):
+        if ins.opname in ("BUILD_LIST", "BUILD_TUPLE", "LIST_EXTEND"):
+            built = True
+        elif ins.opname.startswith("LOAD_") and ins.argval in ("array", "asarray", "asanyarray"):
+            return built
+        elif ins.opname.startswith(("STORE_", "POP_TOP", "RETURN")):   # the statement before
+            return False
+    return False
+
+
+def _public_name(frame) -> str:
+    """`scipy.stats.norm.logpdf`, `scipy.special.logsumexp`, `numpy.mean`, `numpy.r_`: the
+    library function a frame runs, as users write it."""
+    parts = []
+    for part in _module(frame).split("."):
+        if part.startswith("_"):
+            break
+        parts.append(part)
+    code, owner = frame.f_code, frame.f_locals.get("self")
+    if "wrap" in code.co_name:                  # a decorator's frame: the function it wraps
+        return ".".join(parts + [_wrapped_name(frame) or code.co_name])
+    if owner is not None:
+        for alias in ("r_", "c_"):
+            if sys.modules.get("numpy") is not None and owner is getattr(sys.modules["numpy"], alias, None):
+                return f"numpy.{alias}"
+        dist = getattr(owner, "dist", owner)           # a frozen distribution's own
+        label = getattr(dist, "name", None) if isinstance(getattr(dist, "name", None), str) \
+            else type(dist).__name__.removesuffix("_gen")
+        return ".".join(parts + [label, code.co_name.lstrip("_")])
+    return ".".join(parts + [code.co_name])
+
+
+def _wrapped_name(frame) -> str | None:
+    """The public name of the function a decorator's frame wraps (a library function among
+    its locals, or the `name` of the record it keeps, as scipy.special's wrappers do)."""
+    for value in frame.f_locals.values():
+        name = getattr(value, "__name__", None)
+        module = getattr(value, "__module__", None) or ""
+        if callable(value) and isinstance(name, str) and not name.startswith("_") \
+                and "wrap" not in name and module.split(".")[0] in _LIBRARIES:
+            return name
+    owner = frame.f_locals.get("self")
+    name = getattr(owner, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _tensor_class(t) -> type:
+    """pforjac.Tensor, read from `t` (symbolic values subclass it): tensor.py imports this
+    module, so it is not imported here."""
+    return next(c for c in type(t).__mro__ if c.__name__ == "Tensor")
+
+
+def _list_argument(frame, tensor: type) -> bool:
+    """Whether the frame's first argument is a list or tuple holding a Tensor."""
+    code = frame.f_code
+    if not code.co_argcount:
+        return False
+    first = frame.f_locals.get(code.co_varnames[0])
+    return isinstance(first, (list, tuple)) and any(_holds(v, tensor) for v in first)
+
+
+def _holds(v, tensor: type) -> bool:
+    return isinstance(v, tensor) or isinstance(v, (list, tuple)) and \
+        any(_holds(e, tensor) for e in v)
+
+
+def counterpart(name: str) -> str | None:
+    """pforjac's function for the numpy or scipy function `name`, found in what
+    pforjac.numpy and pforjac.scipy provide (`scipy.stats.norm.logpdf` ->
+    `pforjac.scipy.stats.norm.logpdf`), or None."""
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module = "pforjac." + ".".join(parts[:split])
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            continue
+        for attr in parts[split:]:
+            try:
+                found = getattr(found, attr)
+            except AttributeError:
+                found = None
+                break
+        if found is not None:
+            return f"{module}.{'.'.join(parts[split:])}"
+    return None
 
 
 def dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):

@@ -284,9 +284,11 @@ def _joined(fn, name: str):
 
 
 def _where(condition, *branches):
+    if not branches:        # np.nonzero(condition), where its value is known (pforjac.numpy)
+        return FUNCTIONS[np.nonzero](condition)
     if len(branches) != 2:
-        raise TypeError("numpy.where with one argument (the indices where the condition holds) "
-                        "has no pforjac equivalent; pass both branches: np.where(c, x, y)")
+        raise TypeError("numpy.where takes the condition alone (np.nonzero) or with both "
+                        "branches: np.where(c, x, y)")
     return pj.where(condition, *branches)
 
 

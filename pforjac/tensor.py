@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import ConcretizationError, conversion_error, dlpack, needed_by
+from .conversion import (ConcretizationError, array_conversion_error, conversion_error,
+                         dlpack, needed_by)
 from .state import _state, current_state
 
 __all__ = ["Tensor", "SymbolicTensor", "Variable", "constant", "as_tensor", "as_operands",
@@ -185,8 +186,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if _state.tapes or self._trace is not None:
             if needed_by(self):
-                raise conversion_error(self, "np.asarray/np.array (or a numpy function "
-                                             "pforjac does not dispatch)")
+                raise array_conversion_error(self)
         value = self.numpy()
         if dtype is not None and np.dtype(dtype) != value.dtype:
             if copy is False:
@@ -297,8 +297,7 @@ class SymbolicTensor(Tensor):
         raise self._concrete_error("take numpy()")
 
     def __array__(self, dtype=None, copy=None):
-        raise conversion_error(self, "np.asarray/np.array (or a numpy function pforjac does not "
-                                     "dispatch)")
+        raise array_conversion_error(self)
 
     def __bool__(self):
         raise self._concrete_error("use the truth value (Python `if`, `and`, `or`)")
@@ -441,7 +440,7 @@ def _array_of(value, where: str) -> np.ndarray:
 class _Ops:
     """The ops `constant` needs (cast, stop_gradient), installed by pforjac.ops when it
     loads: tensor.py sits below the ops and does not import them."""
-    cast = stop_gradient = None
+    cast = stop_gradient = stack_list = None     # stack_list: lists of Tensors, as_tensor's
 
 
 _ops = _Ops()
@@ -481,6 +480,7 @@ def as_tensor(value, argument: str | None = None) -> Tensor:
     """`value` as a Tensor: a Tensor as it is, anything else as `constant` makes it (a numpy
     array copied, so an op's result or a tape's record never changes with the array).
     `argument` names what `value` was passed as, for the error if it can't be converted."""
+    value = _ops.stack_list(value) if isinstance(value, list | tuple) and _ops.stack_list else value
     if isinstance(value, Tensor):
         return value
     try:

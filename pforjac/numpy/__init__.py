@@ -23,6 +23,7 @@ from ..tensor import Tensor as ndarray
 from . import _namespace
 from ._creation import *  # noqa: F401,F403
 from ._dtypes import *  # noqa: F401,F403
+from ._index_tricks import c_, r_  # noqa: F401
 
 for _module in _pkgutil.iter_modules(__path__):
     if _module.name.startswith("_"):
@@ -34,6 +35,9 @@ __array_api_version__ = "2024.12"
 
 
 def __getattr__(name: str):
+    if name == "special":   # the array API's anticipated extension, which scipy's array-API
+        # mode looks for: scipy.special.erf(t) then runs pforjac.scipy.special.erf
+        return _importlib.import_module("pforjac.scipy.special")
     return _namespace.lookup(_np, __name__, name)
 
 

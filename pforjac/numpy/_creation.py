@@ -7,10 +7,13 @@ and `array`/`asarray`, which stack lists holding Tensors differentiably (numpy's
 """
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 
 from .. import ops as pj
 from ..numpy_dispatch import _no_extra, implements
+from .. import tensor
 from ..tensor import Tensor, constant
 
 __all__ = ["array", "asarray", "arange", "linspace", "logspace", "eye", "identity", "full",
@@ -28,10 +31,17 @@ def _constant(array: np.ndarray) -> Tensor:
     return constant(array)              # a copy: numpy's own array is never made read-only
 
 
+_NESTS = (Tensor, list, tuple)
+
+
 def _has_tensor(obj) -> bool:
+    """Whether a (nested) list holds a Tensor; a list of numbers is scanned in C (as_tensor
+    asks this of every list an op is given)."""
     if isinstance(obj, Tensor):
         return True
-    return isinstance(obj, (list, tuple)) and any(_has_tensor(o) for o in obj)
+    if not isinstance(obj, (list, tuple)) or not any(map(isinstance, obj, repeat(_NESTS))):
+        return False
+    return any(_has_tensor(o) for o in obj if isinstance(o, _NESTS))
 
 
 def _stacked(obj):
@@ -40,6 +50,9 @@ def _stacked(obj):
     if isinstance(obj, (list, tuple)) and _has_tensor(obj):
         return pj.stack([_stacked(o) for o in obj])
     return obj
+
+
+tensor._ops.stack_list = _stacked          # (a list without Tensors comes back as it is)
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None):
@@ -59,13 +72,13 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    """numpy.asarray: a Tensor as it is (cast to `dtype` if given), anything else as `array`
-    makes it. `copy=False` with a numpy value raises: a Tensor never shares memory with an
+    """numpy.asarray: a Tensor as it is (cast to `dtype` if given; a new one for copy=True),
+    anything else as `array` makes it. `copy=False` with a numpy value raises: a Tensor never shares memory with an
     array that could change under it."""
     _no_options("asarray", order, like, device)
     if isinstance(a, Tensor):
-        if dtype is None or np.dtype(dtype) == a.dtype:
-            return a
+        if dtype is None or np.dtype(dtype) == a.dtype:     # copy=True: a new tensor, which
+            return pj.indexing.fresh(a) if copy else a      # an assignment rebinds alone
         if copy is False:
             raise ValueError(f"asarray: casting a {a.dtype.name} tensor to {np.dtype(dtype).name} "
                              f"makes a new tensor, but copy=False was asked for")

@@ -15,6 +15,7 @@ from ..memory import pooled_zeros
 from ..tensor import Tensor, as_tensor, is_float, unchanged
 from ._family import axis_index, int_arg
 from ._kernels import add_at, setitem
+from . import advanced_indexing as advanced
 
 __all__ = ["getitem", "gather", "take", "one_hot", "scatter_add"]
 
@@ -46,28 +47,43 @@ defvjp(setitem_zeros_p, lambda g, ans, x, key, shape: getitem_p.bind(g, key=key)
 defjvp(setitem_zeros_p, lambda t, ans, x, key, shape: setitem_zeros_p.bind(t, key=key, shape=shape))
 
 
-def _normalize_key(key, ndim: int) -> tuple:
+def _normalize_key(key, shape) -> tuple:
+    """`key` with its Ellipsis spelled out as slices, slice bounds as ints and each boolean
+    mask as the index arrays of its nonzero() (a mask of rank k stands for k axes). `shape`
+    is the indexed shape (or its rank alone: then masks are not checked against it)."""
+    shape = (None,) * shape if isinstance(shape, int) else shape
     key = key if isinstance(key, tuple) else (key,)
-    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    ranks = [0 if k is None or k is Ellipsis else
+             np.ndim(k) if isinstance(k, (np.ndarray, Tensor, list)) and advanced.is_mask(k)
+             else 1 for k in key]
+    consumed, ndim = sum(ranks), len(shape)
     if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     if consumed > ndim:
         raise IndexError(f"too many indices ({consumed}) for a tensor of rank {ndim}")
-    out = []
-    for k in key:
+    out, axis = [], 0
+    for k, rank in zip(key, ranks):
         if k is Ellipsis:
             out.extend([slice(None)] * (ndim - consumed))
-        elif isinstance(k, (bool, np.bool_)):
-            raise IndexError("boolean scalars can't index a pforjac tensor")
-        elif isinstance(k, (int, np.integer)):
-            out.append(int(k))
-        elif isinstance(k, slice):
-            out.append(slice(*(_slice_bound(b) for b in (k.start, k.stop, k.step))))
-        elif isinstance(k, range):          # as numpy: the list of its integers
-            out.append(list(k))
+            axis += ndim - consumed
+        elif rank > 1 or rank == 1 and advanced.is_mask(k):
+            out.extend(advanced.mask_indices(k, shape[axis:axis + rank], axis))
         else:
-            out.append(k)
+            out.append(_key_entry(k))
+        axis += rank
     return tuple(out)
+
+
+def _key_entry(k):
+    if isinstance(k, (bool, np.bool_)):
+        raise IndexError("boolean scalars can't index a pforjac tensor")
+    if isinstance(k, (int, np.integer)):
+        return int(k)
+    if isinstance(k, slice):
+        return slice(*(_slice_bound(b) for b in (k.start, k.stop, k.step)))
+    if isinstance(k, range):          # as numpy: the list of its integers
+        return list(k)
+    return k
 
 
 def _slice_bound(b):
@@ -100,11 +116,11 @@ def _indices(k) -> Tensor:
 
 
 def getitem(x, key):
-    """`x[key]` with numpy semantics for basic indexing, any number of scalar (0-d)
-    integer index tensors (`x[i, j]` in a loop body), or one integer index tensor (with
-    integer indices too, `x[3, 2:, [1, 3]]`, placed as numpy places them)."""
+    """`x[key]` with numpy semantics: basic indexing (ints, slices, None, Ellipsis), integer
+    index arrays (one, or several broadcast together: `x[ix, iy]`, `x[np.ix_(r, c)]`, placed
+    as numpy places them) and boolean masks whose value is known (see advanced_indexing)."""
     x = as_tensor(x)
-    key = _normalize_key(key, x.ndim)
+    key = _normalize_key(key, tuple(x.shape))
     arrays = [p for p, k in enumerate(key) if _is_index_tensor(k)]
     if not arrays:
         if all(isinstance(k, slice) and k == slice(None) for k in key) and unchanged(x):
@@ -112,31 +128,26 @@ def getitem(x, key):
         return getitem_p.bind(x, key=key)
     indices = {p: _indices(key[p]) for p in arrays}
     if any(t.dtype == np.bool_ for t in indices.values()):
-        raise IndexError("boolean mask indexing gives a data-dependent shape, which pforjac "
-                         "does not support; use pforjac.where instead")
-    if len(arrays) > 1 and any(t.ndim for t in indices.values()):
-        raise IndexError("pforjac supports several index tensors only when all are scalars "
-                         "(numpy would broadcast them together); index in steps, or use "
-                         "pforjac.gather")
-    # Basic indexing first, keeping the indexed axes; then one gather per index tensor,
-    # from the last axis to the first so the earlier axes keep their positions.
+        raise IndexError("getitem: a boolean index of rank 0 (x[True]) is not supported; "
+                         "index with a boolean mask of x's shape, or use pforjac.where")
+    # Basic indexing first, keeping the indexed axes; then the gathers.
     y = getitem(x, tuple(slice(None) if p in indices else k for p, k in enumerate(key)))
     axes = [sum(1 for k in key[:p] if not isinstance(k, int)) for p in arrays]
-    for p, axis in sorted(zip(arrays, axes), key=lambda pa: -pa[1]):
-        y = gather(y, indices[p], axis=axis)
-    front = tuple(range(axes[0], axes[0] + indices[arrays[0]].ndim))
-    if axes[0] and front and _advanced_first(key, arrays[0]):
+    if len(arrays) > 1 and any(t.ndim for t in indices.values()):
+        width = len(advanced.broadcast_shape(list(indices.values())))
+        y, sizes = advanced.merge_axes(y, axes)
+        flat = advanced.flat_positions([indices[p] for p in arrays], sizes,
+                                       lambda t, size: check_index_p.bind(t, size=size))
+        y = gather(y, flat, axis=axes[0])
+    else:           # one gather per index tensor, from the last axis to the first
+        for p, axis in sorted(zip(arrays, axes), key=lambda pa: -pa[1]):
+            y = gather(y, indices[p], axis=axis)
+        width = indices[arrays[0]].ndim
+    front = tuple(range(axes[0], axes[0] + width))
+    if axes[0] and front and advanced.advanced_first(key, arrays):
         perm = front + tuple(a for a in range(y.ndim) if a not in front)
         y = core.primitive_named("transpose").bind(y, perm=perm)   # (shape.py imports us)
     return y
-
-
-def _advanced_first(key: tuple, p: int) -> bool:
-    """numpy's rule: integer indices and an index tensor separated by a slice or None
-    (`x[3, 2:, [1, 3]]`) put the index tensor's axes first."""
-    ints = [q for q, k in enumerate(key) if isinstance(k, int)]
-    span = range(min(ints + [p]), max(ints + [p]))
-    return any(isinstance(key[q], slice) or key[q] is None for q in span)
 
 
 # -- gather / scatter_add --------------------------------------------------------------

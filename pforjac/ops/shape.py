@@ -55,12 +55,21 @@ def swapaxes(x, a: int, b: int):
     return transpose(x, perm)
 
 
-def moveaxis(x, source: int, destination: int):
+def moveaxis(x, source, destination):
+    """Moves axes `source` (an int or a sequence, as numpy's) to `destination`."""
     x = as_tensor(x)
-    source = axis_index(source, x.ndim, "moveaxis (source)")
-    destination = axis_index(destination, x.ndim, "moveaxis (destination)")
-    perm = [k for k in range(x.ndim) if k != source]
-    perm.insert(destination, source)
+    sources, targets = (tuple(axis_index(a, x.ndim, f"moveaxis ({what})")
+                              for a in int_tuple(axes, f"moveaxis: {what}"))
+                        for axes, what in ((source, "source"), (destination, "destination")))
+    if len(set(sources)) != len(sources) or len(set(targets)) != len(targets):
+        raise ValueError(f"moveaxis: repeated axis in source {source!r} or destination "
+                         f"{destination!r}")
+    if len(sources) != len(targets):
+        raise ValueError(f"moveaxis: source {source!r} and destination {destination!r} must "
+                         f"have the same number of elements")
+    perm = [k for k in range(x.ndim) if k not in sources]
+    for target, axis in sorted(zip(targets, sources)):
+        perm.insert(target, axis)
     return transpose(x, perm)
 
 
