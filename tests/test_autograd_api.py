@@ -63,3 +63,19 @@ def test_primitive_with_numpy_forward_vectorizes_its_rule_in_a_jacobian():
         jac = pj.jacrev(cube)(x)
     assert len(report) == 0
     np.testing.assert_allclose(jac, np.diag(3 * x ** 2))
+
+
+def test_stats_imported_by_name_return_numpy_and_differentiate():
+    # `from ...stats import norm` (autograd's examples) gives the wrapping module
+    import scipy.stats as ss
+    from pforjac.autograd.numpy import _wrap
+    from pforjac.autograd.scipy.stats import norm, t
+    value = norm.logpdf(np.array([0.3, -1.2]), 0.5, 2.0)
+    assert type(value) is np.ndarray
+    np.testing.assert_allclose(value, ss.norm.logpdf([0.3, -1.2], 0.5, 2.0), rtol=1e-13)
+    assert type(t.logpdf(0.4, 3.0)) is np.float64
+    np.testing.assert_allclose(grad(lambda x: norm.logpdf(x, 1.0, 2.0))(0.0), 0.25, rtol=1e-13)
+    size = len(_wrap._cache)
+    for _ in range(5):
+        norm.cdf(0.0)                      # a bound method per access: one cache entry
+    assert len(_wrap._cache) <= size + 1

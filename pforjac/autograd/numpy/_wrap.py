@@ -29,7 +29,7 @@ def wrapped(value):
     """`value` itself, or for a function, one that returns numpy values for numpy inputs."""
     if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
         return value
-    key = id(value)
+    key = _key(value)
     if key not in _cache:
         @functools.wraps(value)
         def function(*args, **kwargs):
@@ -42,6 +42,14 @@ def wrapped(value):
 
 
 
+
+
+def _key(value):
+    """One cache entry per function; a bound method, made anew at each attribute access
+    (`norm.logpdf`), keyed by its object and function so that the cache does not grow."""
+    if isinstance(value, types.MethodType):
+        return id(value.__self__), id(value.__func__)
+    return id(value)
 
 
 def _plain(value):

@@ -17,4 +17,18 @@ def _stats():
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
+    module = _submodule(name)
+    if module is not None:       # `from ...stats import norm`: the wrapping module
+        return module
     return _wrapped(getattr(_stats(), name))
+
+
+def _submodule(name: str):
+    """This package's module `name` (its functions return numpy for numpy), or None."""
+    full = f"{__name__}.{name}"
+    try:
+        return _importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name != full:
+            raise
+        return None
