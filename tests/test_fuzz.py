@@ -167,3 +167,49 @@ def test_a_wrong_converter_is_caught_on_pfor_paths_only():
         pj.register_converter("sum", override=True)(saved)
     # (eager pfor's sum of a one-hot seed takes pforjac.structure's converter instead)
     assert "parallel_iterations" in found and "while_loop" not in found, found
+
+
+# the long run's seed 100761 (as drawn then): a float32 batch program whose tanh saturates
+# (tanh(7.72): 1 - t**2 is 7.8e-7, 7.2e-7 from float32's t), so every path's per-example
+# Jacobian is 8.7% off float64's, as JAX's float32 gradient is; float64 matches to 5e-7
+SATURATED_BATCH = {'dtype': 'float32',
+                   'x_shape': [2, 1, 3],
+                   'x_seed': 100761,
+                   'batch': True,
+                   'lines': [{'op': 'pj_einsum_ellipsis',
+                              'args': ['...i->...', {'v': 0}],
+                              'kw': {}},
+                             {'op': 'np_select', 'args': [{'v': 1}, 1.0, 2.0], 'kw': {}},
+                             {'op': 'where_not_equal',
+                              'args': [{'v': 0},
+                                       {'c': [], 's': 77, 'lo': -1.5, 'hi': 1.5},
+                                       {'c': [3], 's': 398, 'lo': -1.5, 'hi': 1.5}],
+                              'kw': {}},
+                             {'op': 'qr', 'args': [{'v': 3}], 'kw': {}},
+                             {'op': 'tanh', 'args': [{'v': 4}], 'kw': {}},
+                             {'op': 'multiply', 'args': [{'v': 5}, 0.75], 'kw': {}},
+                             {'op': 'special_ndtri', 'args': [{'v': 6}], 'kw': {}}]}
+
+
+def test_a_batch_program_is_compared_by_its_chain_rule_terms_in_float32():
+    out = check.check_program(100761, SATURATED_BATCH)
+    batch = [c for c in out.calls if c.kind == "batch"]
+    assert out.mixing is False and len(batch) >= 6, (out.mixing, out.declined)
+    assert not out.mismatches, [(m["path"], m["detail"]) for m in out.mismatches]
+
+
+def test_a_wrong_vjp_rule_is_caught_on_batch_paths_in_float32():
+    """The chain-scaled tolerance of float32 batch_jacobian results still sees a wrong rule."""
+    tanh = core.primitives["tanh"]
+    saved = core.vjp_rules[tanh]
+    core.defvjp(tanh, lambda g, ans, x: g * (1.0 - ans), override=True)   # should be 1 - ans**2
+    found = set()
+    try:
+        for seed in range(40):
+            program = generator.generate(seed, batch=True, names=["tanh", "sin", "add", "multiply"])
+            program.update(dtype="float32", special=None)
+            out = check.check_program(seed, program)
+            found |= {m["path"].split("=")[0] for m in out.mismatches if "diagonal" in m["what"]}
+    finally:
+        core.defvjp(tanh, *saved, override=True)
+    assert {"batch_jacobian", "batch_jacobian.while_loop"} <= found, found

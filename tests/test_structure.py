@@ -164,6 +164,11 @@ def _attention(x):
     return pj.reshape(pj.softmax(q @ pj.swapaxes(q, -1, -2), axis=-1) @ q, (6, 4))
 
 
+def _gram_vectors(x):
+    """eigh's vectors of the rows' Gram matrix: every entry mixes all rows."""
+    return pj.eigh(x @ pj.swapaxes(x, 0, 1) + np.diag(np.arange(6.0) + 6.0))[1]
+
+
 A = pj.constant(RNG.normal(size=(6, 6)))
 W = pj.constant(RNG.normal(size=(4, 3)))
 INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(x @ W, axis=-1),
@@ -177,6 +182,10 @@ INDEPENDENT = {"mlp": lambda x: pj.tanh(x @ W), "softmax": lambda x: pj.softmax(
                # every row kept, spelled with bounds (pad's gradient slices like this)
                "pad_features": lambda x: pj.pad(x, [(0, 0), (1, 1)]),
                "rows_sliced_whole": lambda x: x[0:6, 1:] * 2.0 + x[0:, :3],
+               # signs taken from values of all rows: copysign's derivative in its sign
+               # operand is a zeros_like, which carries no row through the mixing ops
+               "copysign_by_all_rows": lambda x: pj.copysign(x, pj.sum(x, axis=0) @ A[:4, :4]),
+               "copysign_by_gram_eigh": lambda x: pj.copysign(x, _gram_vectors(x)[:, :4]),
                # pfor's x[i] is a gather of 0..n-1 (its gradient a scatter back)
                "vectorized_map": lambda x: pj.vectorized_map(lambda r: r * r, x),
                "pfor_rows": lambda x: pj.pfor(lambda i: pj.sin(x[i]) * x[i], 6)}
@@ -463,3 +472,25 @@ def test_an_empty_batch_through_a_reshape_the_rows_cannot_follow():
         g.watch(x)
         y = pj.tile(x, (1, 2))
     assert g.batch_jacobian(y, x).shape == (0, 6, 3)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_zero_cotangent_through_row_mixing_ops_is_not_flagged(dtype):
+    """copysign(x, eigh(gram of all rows)): the eigh mixes rows, but d/d(sign) is zero, so
+    the per-example blocks are the Jacobian's (the fuzzer's seed 103856, float16 eigh)."""
+    x = pj.constant(RNG.uniform(-1.5, 1.5, size=(2, 2)).astype(dtype))
+
+    def f(t):
+        v = pj.eigh(t @ pj.swapaxes(t, 0, 1) + pj.constant(np.diag([2.0, 2.7]).astype(dtype)))[1]
+        return pj.expand_dims(pj.copysign(t, v * v), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pj.GradientTape(persistent=True) as g:
+            g.watch(x)
+            y = f(x)
+        per_example = g.batch_jacobian(y, x, strict=True).numpy()
+    full = g.jacobian(y, x).numpy()
+    assert per_example.dtype == dtype
+    np.testing.assert_array_equal(per_example, np.stack([full[b, :, :, b] for b in range(2)]))
+    signs = np.where(np.signbit(x.numpy()) == np.signbit(y.numpy()[..., 0]), 1.0, -1.0)
+    np.testing.assert_array_equal(per_example[..., 0, :], np.stack([np.diag(s) for s in signs]))

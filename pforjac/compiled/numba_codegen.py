@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..program import Program
-from .codegen import borrowed_outputs
+from .codegen import _readers, borrowed_outputs
 from .numba_lowering import NotLowered, rule_for
 
 __all__ = ["numba_source", "unlowered_ops", "variable_names", "bakeable", "HEADER"]
@@ -62,14 +62,6 @@ class _Context:
     def contiguous(self, var, expr: str) -> str:
         """`expr` as a C-contiguous array (reshape and BLAS need one)."""
         return f"np.ascontiguousarray({expr})" if id(var) in self.strided else expr
-
-
-def _readers(program: Program) -> dict[int, list]:
-    readers: dict[int, list] = {}
-    for eqn in program.equations:
-        for v in eqn.inputs:
-            readers.setdefault(id(v), []).append(eqn)
-    return readers
 
 
 def _fusible(eqn, readers, results) -> bool:

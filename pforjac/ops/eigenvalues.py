@@ -95,8 +95,8 @@ def _lift_impl(a, c, lower: bool, constant: tuple = (0, 0)):
                           "largest) is not defined, nor is a Hessian reverse over reverse "
                           "(the rule would need the Hessian of the function of the values); "
                           "the result holds NaN there. Functions of the eigenvalues alone "
-                          "have exact Hessians forward over reverse: "
-                          "outer_jacobian_strategy='forward-mode', or jacfwd(grad(f)).")
+                          "have exact Hessians forward over reverse: pj.hessian's "
+                          "default for a function it can trace, or jacfwd(grad(f)).")
         out = np.where(np.any(differs, axis=(-2, -1))[..., None, None], np.nan, out)
     return out.astype(dtype)
 

@@ -27,8 +27,8 @@ _TIE = 16.0
 _ADVICE = {
     "eigh": ("eigenvalues", "functions f(S) = V f(W) V^T have one: use "
              "pj.sym_matrix_function or pforjac.scipy.linalg's expm, logm, sqrtm, funm; for "
-             "a Hessian of a function of the eigenvalues alone use "
-             "outer_jacobian_strategy='forward-mode'"),
+             "a Hessian of a function of the eigenvalues alone use forward over reverse "
+             "(pj.hessian's default for a function it can trace, or jacfwd(grad(f)))"),
     "svd": ("(or, for a non-square matrix, zero) singular values", "functions of the "
             "singular values alone have one; so has the polar factor of a full-rank matrix: "
             "use pforjac.scipy.linalg.polar"),

@@ -35,11 +35,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops as _ops
 from ..program import Program, constant_values as _constant_values, eliminate_dead_code
 from ._states import (MIXED_ROW, NO_ROW, UNKNOWN, Context, Mixing, Proof, Unknown, _Axis, _Row)
 from .rules import has_rule, rowmix_rules, rule as _rule
 from . import arrays as _arrays  # noqa: F401,E402  (rules of sort, take_along_axis, cumprod)
 from . import calls as _calls  # noqa: F401,E402  (the rule of custom-derivative calls)
+
+# results that read only their input's shape: zeros_like(g), a rule's zero cotangent (copysign's
+# sign operand), carries no seed row, whatever the ops it then flows through do with rows
+_SHAPE_ONLY = frozenset({_ops.elementwise.zeros_like_p, _ops.elementwise.ones_like_p})
 
 __all__ = ["analyze", "Proof", "Mixing", "Unknown", "rowmix_rules", "has_rule"]
 
@@ -56,7 +61,7 @@ def analyze(program: Program, seed) -> Proof | Mixing | Unknown:
     # source (a weight's) may be computed and never used, and its mixing is harmless
     for eqn in eliminate_dead_code(program).equations:
         ins = [state.get(id(v)) for v in eqn.inputs]     # None: not derived from the seed
-        if all(s is None for s in ins):
+        if all(s is None for s in ins) or eqn.prim in _SHAPE_ONLY:
             continue
         outs = UNKNOWN if any(s is UNKNOWN for s in ins) else _rule(eqn, ins, ctx)
         if outs is None:
