@@ -127,3 +127,10 @@ def test_an_unregistered_dataclass_names_the_registration():
         w: np.ndarray
     with pytest.raises(TypeError, match="register_dataclass"):
         pj.grad(lambda p: np.sum(p.w))(Plain(np.ones(2)))
+
+
+def test_ravel_pytree_keeps_a_python_float_leaf_beside_a_tensor_exact():
+    # a Python float leaf became a float32 tensor before the cast to the common float64
+    flat, unravel = ravel_pytree([pj.constant(np.ones(2)), 0.1])
+    assert flat.dtype == np.float64 and flat.numpy()[2] == 0.1
+    assert float(unravel(flat)[1]) == 0.1
