@@ -38,8 +38,10 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable]:
     dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float32)
     sizes = [int(np.prod(s, dtype=np.int64)) for s in shapes]
     if any(isinstance(x, Tensor) for x in leaves):
-        flat = ops.concat([ops.reshape(ops.cast(as_tensor(x), dtype), (-1,))
-                           for x in leaves], axis=0) if leaves else ops.zeros((0,), dtype)
+        # (a Python float leaf goes to the common dtype: as_tensor alone makes it float32)
+        flat = ops.concat([ops.reshape(ops.cast(x if isinstance(x, Tensor) else as_tensor(
+            np.asarray(x, dtype)), dtype), (-1,)) for x in leaves], axis=0) if leaves \
+            else ops.zeros((0,), dtype)
     else:
         flat = np.concatenate([np.ravel(np.asarray(x, dtype)) for x in leaves]) if leaves \
             else np.zeros((0,), dtype)

@@ -64,6 +64,8 @@ def check_assignable(t: Tensor, what: str) -> None:
     """Refuses an assignment into a source a recording tape watches (or into a view of one,
     which writes into it). A Variable assigns: the tape keeps the value it read."""
     source = None if isinstance(t, Variable) else t
+    if source is not None:
+        views.check_unlinked(t, what)
     while source is not None:
         if any(id(source) in tape._watched for tape in _state.tapes):
             raise TypeError(

@@ -9,8 +9,13 @@ new `t`; one into a view writes the view's new value back into its base (an `ind
 or the inverse transpose or reshape), and from there into the base's own base and the
 base's other overlapping views. Every step is a pforjac op, so derivatives follow.
 
-Unlike numpy, a reshape is always a view here (numpy copies a reshape it can't express
-with strides, e.g. of a transpose); results of every other op are new values.
+Where pforjac's value would not be numpy's, the assignment is refused instead: the results
+of numpy's other view-making functions (`swapaxes`, `moveaxis`, `squeeze`, `expand_dims`,
+`flip`, `rot90`, the pieces of `split`, `diagonal`, `mT`), a reshape of a view that numpy
+may have to copy (of a transpose or a strided slice) and a Fortran-order reshape are copies
+here, kept "unlinked": an assignment into one while its tensor lives raises a TypeError
+naming it (`check_unlinked`). Still unlike numpy, such a copy does not see a later
+assignment into its tensor. Results of every other op are new values, as in numpy.
 """
 from __future__ import annotations
 
@@ -73,6 +78,29 @@ def _link(view: Tensor, base: Tensor, kind: str, arg) -> Tensor:
     return view
 
 
+def _unlinked(out, base, name: str):
+    """`out`, a copy where numpy gives a view of `base`: marked so that assignments that
+    would make the two differ from numpy's are refused (check_unlinked)."""
+    if isinstance(out, (list, tuple)):
+        return type(out)(_unlinked(o, base, name) for o in out)
+    if not isinstance(base, Tensor) or not isinstance(out, Tensor):
+        return out
+    return _link(out, base, "unlinked", name)
+
+
+def check_unlinked(t: Tensor, what: str) -> None:
+    """Refuses an assignment into `t` when `t` is such a copy of a tensor that still lives:
+    numpy would write through to that tensor, pforjac would not. (The other direction, an
+    assignment into the tensor while such a copy lives, is not refused: tapes keep
+    temporaries alive, so a live copy does not mean the program reads it again.)"""
+    link = (getattr(t, "_links", None) or (None,))[0]
+    if link is not None and link.kind == "unlinked" and link.base() is not None:
+        raise TypeError(f"{what}: this tensor is the result of {link.arg}, a view in numpy, "
+                        f"which pforjac keeps as a copy: the assignment would not reach the "
+                        f"tensor it was taken from. Assign into that tensor, or into a copy "
+                        f"(.copy()) of this one")
+
+
 def base_of(t: Tensor) -> Tensor | None:
     link = (getattr(t, "_links", None) or (None,))[0]
     return None if link is None else link.base()
@@ -92,7 +120,7 @@ def _refresh(t: Tensor, region, skip) -> None:
     views = (getattr(t, "_links", None) or (None, ()))[1]
     for ref in list(views):
         w = ref()
-        if w is None or w is skip or base_of(w) is not t:
+        if w is None or w is skip or base_of(w) is not t or w._links[0].kind == "unlinked":
             continue
         link = w._links[0]
         if region is ALL or _overlap(link.bounds(tuple(t.shape)), region):
@@ -102,7 +130,7 @@ def _refresh(t: Tensor, region, skip) -> None:
 
 def _write_back(t: Tensor) -> None:
     base = base_of(t)
-    if base is None:
+    if base is None or t._links[0].kind == "unlinked":
         return
     link = t._links[0]
     rebind(base, link.put(base, t))
@@ -187,11 +215,44 @@ def _order(args, kwargs) -> str:
 
 
 def _reshaped(x, out, order: str = "C") -> Tensor:
-    """`out`, x reshaped, linked as x's view; in Fortran order it is a copy, as numpy's of
-    a C-ordered array (a Tensor's entries are in C order)."""
-    if not isinstance(x, Tensor) or not isinstance(out, Tensor) or order == "F":
+    """`out`, x reshaped, linked as x's view where numpy surely gives one (x C-contiguous);
+    unlinked where numpy may copy or view depending on strides (Fortran order, a reshape of
+    a transpose or a strided slice)."""
+    if not isinstance(x, Tensor) or not isinstance(out, Tensor):
         return out
+    if order == "F" or not _c_contiguous(x):
+        return _unlinked(out, x, "a reshape numpy may copy or view (order='F', or of a "
+                                 "non-contiguous view)")
     return _link(out, x, "reshape", tuple(out.shape))
+
+
+def _c_contiguous(x: Tensor) -> bool:
+    """Whether numpy's array for `x` would be C-contiguous: not a view, a reshape of one
+    that is, or a basic slice that keeps whole trailing axes (ints first, then at most one
+    step-1 slice, then whole axes)."""
+    link = (getattr(x, "_links", None) or (None,))[0]
+    if link is None or link.base() is None:
+        return True
+    if link.kind == "reshape":
+        return _c_contiguous(link.base())
+    if link.kind != "getitem":
+        return False
+    base = link.base()
+    key = ix._normalize_key(link.arg if isinstance(link.arg, tuple) else (link.arg,), base.ndim)
+    axes = [k for k in key if k is not None]
+    axis, partial = 0, False
+    for k in axes:
+        if isinstance(k, int):
+            if partial:
+                return False
+        else:
+            r = range(*k.indices(base.shape[axis]))
+            whole = r.step == 1 and len(r) == base.shape[axis]
+            if partial and not whole or r.step != 1 and len(r) > 1:
+                return False
+            partial = partial or not whole
+        axis += 1
+    return _c_contiguous(base)
 
 
 def _getstate(t: Tensor):
@@ -220,6 +281,30 @@ def install() -> None:
     for fn in (np.reshape, np.ravel):
         FUNCTIONS[fn] = _linking_reshape(FUNCTIONS[fn])
     FUNCTIONS[np.transpose] = lambda a, axes=None: _transpose(a, axes)
+    for fn in _NUMPY_VIEWS:
+        if fn in FUNCTIONS:
+            FUNCTIONS[fn] = _unlinking(FUNCTIONS[fn], f"np.{fn.__name__}")
+    for name in ("swapaxes", "squeeze", "diagonal"):
+        method = Tensor.__dict__.get(name)
+        if callable(method):            # (numpy-method descriptors go through FUNCTIONS)
+            setattr(Tensor, name, _unlinking(method, f"Tensor.{name}"))
+    mT = Tensor.mT
+    Tensor.mT = property(lambda self: _unlinked(mT.fget(self), self, "Tensor.mT"))
+
+
+# numpy functions that return views pforjac computes as copies (see the module docstring)
+_NUMPY_VIEWS = (np.swapaxes, np.moveaxis, np.squeeze, np.expand_dims, np.atleast_2d,
+                np.atleast_3d, np.flip, np.fliplr, np.flipud, np.rot90, np.split,
+                np.array_split, np.hsplit, np.vsplit, np.dsplit, np.diagonal,
+                getattr(np, "matrix_transpose", np.swapaxes))
+
+
+def _unlinking(fn, name: str):
+    def view_maker(a, *args, **kwargs):
+        return _unlinked(fn(a, *args, **kwargs), a, name)
+    view_maker.__name__ = getattr(fn, "__name__", name.rsplit(".", 1)[-1])
+    view_maker.__doc__ = fn.__doc__
+    return view_maker
 
 
 def _linking_reshape(fn):

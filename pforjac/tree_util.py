@@ -336,6 +336,11 @@ def register_dataclass(nodetype: type | None = None, data_fields=None, meta_fiel
         data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
         meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
     data, meta = tuple(data_fields), tuple(meta_fields or ())
+    missing = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(data) - set(meta)
+    if missing:         # (a field in neither list would be dropped from every flatten)
+        raise ValueError(f"register_dataclass: data_fields and meta_fields must name every "
+                         f"field of {nodetype.__name__} taken by __init__; missing: "
+                         f"{sorted(missing)}")
 
     def flatten_with_keys(x):
         return ([(GetAttrKey(k), getattr(x, k)) for k in data],

@@ -239,3 +239,16 @@ def test_scipys_array_api_mode_runs_on_pforjac_numpy():
                           text=True, env=env, cwd=root, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ALL 21", done.stdout
+
+
+@pytest.mark.parametrize("method", ["cdf", "sf", "logcdf", "logsf"])
+def test_laplace_cdf_family_is_smooth_at_its_location(method):
+    """The Laplace cdf has slope 1/2 at its location; written with |z| its derivative there
+    came out 0. Far out the masked side must not overflow into the gradient."""
+    ref = getattr(ss.laplace, method)
+    for x in [0.0, -1e-9, 1e-9, -3.0, 2.5, 30.0, -30.0]:
+        g = float(pj.grad(lambda t: getattr(pst.laplace, method)(t, 0.0, 1.0))(x))
+        fd = (ref(x + 1e-6) - ref(x - 1e-6)) / 2e-6
+        assert g == pytest.approx(fd, rel=1e-5, abs=1e-12), x
+    for x in [800.0, -800.0]:
+        assert np.isfinite(float(pj.grad(getattr(pst.laplace, method))(x)))

@@ -127,3 +127,22 @@ def test_an_unregistered_dataclass_names_the_registration():
         w: np.ndarray
     with pytest.raises(TypeError, match="register_dataclass"):
         pj.grad(lambda p: np.sum(p.w))(Plain(np.ones(2)))
+
+
+def test_ravel_pytree_keeps_a_python_float_leaf_beside_a_tensor_exact():
+    # a Python float leaf became a float32 tensor before the cast to the common float64
+    flat, unravel = ravel_pytree([pj.constant(np.ones(2)), 0.1])
+    assert flat.dtype == np.float64 and flat.numpy()[2] == 0.1
+    assert float(unravel(flat)[1]) == 0.1
+
+
+def test_register_dataclass_refuses_a_field_in_neither_list():
+    """A field named neither data nor meta would be dropped by every flatten (its array
+    lost from tree_map and from derivatives): refused at registration, as JAX does."""
+    @dataclasses.dataclass
+    class Partial:
+        a: object
+        b: object = None
+
+    with pytest.raises(ValueError, match=r"missing: \['b'\]"):
+        tree_util.register_dataclass(Partial, data_fields=["a"], meta_fields=[])

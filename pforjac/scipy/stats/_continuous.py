@@ -107,16 +107,23 @@ class laplace_gen(rv_continuous):
     name = "laplace"
     _logpdf = staticmethod(lambda z: -pj.abs(z) - _LOG_2)
 
+    # Each side written with its own sign of z (not |z|, whose derivative at 0 is 0): the
+    # cdf is smooth at 0 with slope 1/2; the other side's z is clamped to 0 so its exp
+    # can't overflow into the masked branch's gradient.
     @staticmethod
     def _cdf(z):
-        return pj.where(pj.less(z, 0.0), 0.5 * pj.exp(-pj.abs(z)), 1.0 - 0.5 * pj.exp(-pj.abs(z)))
+        below = pj.less(z, 0.0)
+        return pj.where(below, 0.5 * pj.exp(pj.where(below, z, 0.0)),
+                        1.0 - 0.5 * pj.exp(-pj.where(below, 0.0, z)))
 
     def _sf(self, z):
         return self._cdf(-z)
 
     @staticmethod
     def _logcdf(z):
-        return pj.where(pj.less(z, 0.0), -pj.abs(z) - _LOG_2, pj.log1p(-0.5 * pj.exp(-pj.abs(z))))
+        below = pj.less(z, 0.0)
+        return pj.where(below, pj.where(below, z, 0.0) - _LOG_2,
+                        pj.log1p(-0.5 * pj.exp(-pj.where(below, 0.0, z))))
 
     def _logsf(self, z):
         return self._logcdf(-z)
