@@ -75,6 +75,29 @@ class _Distribution:
         defaults = {"loc": 0.0, "scale": 1.0}
         return [as_float(values.get(n, defaults.get(n))) for n in names]
 
+    # the tail functions of both kinds: the standardized ones from `_cdf`, the public ones
+    # through the kind's `_tail` (support bounds, invalid parameters)
+    def _logcdf(self, z, *s):
+        return _log_of_smaller(self._cdf(z, *s), self._sf(z, *s))
+
+    def _sf(self, z, *s):
+        return 1.0 - self._cdf(z, *s)
+
+    def _logsf(self, z, *s):
+        return _log_of_smaller(self._sf(z, *s), self._cdf(z, *s))
+
+    def cdf(self, x, *args, **kwds):
+        return self._tail(self._cdf, 0.0, 1.0, x, args, kwds)
+
+    def logcdf(self, x, *args, **kwds):
+        return self._tail(self._logcdf, -np.inf, 0.0, x, args, kwds)
+
+    def sf(self, x, *args, **kwds):
+        return self._tail(self._sf, 1.0, 0.0, x, args, kwds)
+
+    def logsf(self, x, *args, **kwds):
+        return self._tail(self._logsf, 0.0, -np.inf, x, args, kwds)
+
     def __call__(self, *args, **kwds):
         """The frozen distribution, as scipy's `norm(loc, scale)`."""
         return _Frozen(self, args, kwds)
@@ -95,15 +118,6 @@ class _Frozen:
 class rv_continuous(_Distribution):
     """A continuous distribution from its standardized `_logpdf` and `_cdf` (z = (x - loc) /
     scale, shape parameters after it)."""
-
-    def _logcdf(self, z, *s):
-        return _log_of_smaller(self._cdf(z, *s), self._sf(z, *s))
-
-    def _sf(self, z, *s):
-        return 1.0 - self._cdf(z, *s)
-
-    def _logsf(self, z, *s):
-        return _log_of_smaller(self._sf(z, *s), self._cdf(z, *s))
 
     def _standard(self, x, args, kwds):
         *shapes, loc, scale = self._bind(args, kwds, ("loc", "scale"))
@@ -135,32 +149,12 @@ class rv_continuous(_Distribution):
     def pdf(self, x, *args, **kwds):
         return pj.exp(self._density(x, args, kwds))
 
-    def cdf(self, x, *args, **kwds):
-        return self._tail(self._cdf, 0.0, 1.0, x, args, kwds)
-
-    def logcdf(self, x, *args, **kwds):
-        return self._tail(self._logcdf, -np.inf, 0.0, x, args, kwds)
-
-    def sf(self, x, *args, **kwds):
-        return self._tail(self._sf, 1.0, 0.0, x, args, kwds)
-
-    def logsf(self, x, *args, **kwds):
-        return self._tail(self._logsf, 0.0, -np.inf, x, args, kwds)
 
 
 class rv_discrete(_Distribution):
     """A discrete distribution from its `_logpmf` and `_cdf` at integer k (k - loc), shape
     parameters after it; support in integers, its upper end possibly a parameter."""
     support = (0, np.inf)
-
-    def _logcdf(self, k, *s):
-        return _log_of_smaller(self._cdf(k, *s), self._sf(k, *s))
-
-    def _sf(self, k, *s):
-        return 1.0 - self._cdf(k, *s)
-
-    def _logsf(self, k, *s):
-        return _log_of_smaller(self._sf(k, *s), self._cdf(k, *s))
 
     def _standard(self, k, args, kwds):
         *shapes, loc = self._bind(args, kwds, ("loc",))
@@ -186,14 +180,3 @@ class rv_discrete(_Distribution):
         out = pj.where(inside, method(moved, *shapes), pj.where(pj.less(k, lo), below, above))
         return _nan_unless(valid, out)
 
-    def cdf(self, k, *args, **kwds):
-        return self._tail(self._cdf, 0.0, 1.0, k, args, kwds)
-
-    def logcdf(self, k, *args, **kwds):
-        return self._tail(self._logcdf, -np.inf, 0.0, k, args, kwds)
-
-    def sf(self, k, *args, **kwds):
-        return self._tail(self._sf, 1.0, 0.0, k, args, kwds)
-
-    def logsf(self, k, *args, **kwds):
-        return self._tail(self._logsf, 0.0, -np.inf, k, args, kwds)
