@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
+
 __all__ = ["multiply_no_nan", "select", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
 

@@ -80,6 +80,8 @@ def _index_source(key) -> str:
     for k in key if isinstance(key, tuple) else (key,):
         if k is Ellipsis:
             parts.append("...")
+        elif k is None:
+            parts.append("None")
         elif isinstance(k, slice):
             if not all(v is None or isinstance(v, (int, np.integer)) for v in (k.start, k.stop, k.step)):
                 raise NotLowered(f"a slice of non-integer bounds {k}")
@@ -87,7 +89,7 @@ def _index_source(key) -> str:
         elif isinstance(k, (int, np.integer)) and not isinstance(k, bool):
             parts.append(str(int(k)))
         else:
-            raise NotLowered(f"an index of type {type(k).__name__} (only ints, slices and ...)")
+            raise NotLowered(f"an index of type {type(k).__name__} (only ints, slices, None, ...)")
     return ", ".join(parts) + ("," if len(parts) == 1 else "")
 
 
@@ -103,6 +105,32 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
         if len(eqn.inputs) > 1 else list(args)
     return f"np.{ufunc.__name__}({', '.join(operands)})"
+
+
+def _kernel(name: str):
+    """The rule of an elementwise primitive computed by the scalar kernel `K.<name>`
+    (numba_special.py) of float32 or float64 operands (others converted to the result's
+    float dtype first, as the primitive's forward converts them)."""
+    def rule(ctx, eqn, args) -> str:
+        out = eqn.outputs[0].dtype
+        if eqn.params or out not in (np.float32, np.float64) \
+                or any(v.dtype.kind == "c" for v in eqn.inputs):
+            raise NotLowered(f"dtype {out} or parameters {sorted(eqn.params)}")
+        return f"K.{name}({', '.join(as_dtype(a, v, out) for a, v in zip(args, eqn.inputs))})"
+    return rule
+
+
+for _name in ("sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
+              "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
+              "entr", "rel_entr", "kl_div"):
+    lowers(_p(_name))(_kernel(_name))
+
+
+@lowers(_p("relu"))
+def _relu(ctx, eqn, args) -> str:
+    """np.maximum(x, 0): NaN stays NaN."""
+    x = eqn.inputs[0]
+    return f"np.maximum({args[0]}, {numba_dtype(x.dtype)}(0))"
 
 
 @lowers(_p("copy"), _p("stop_gradient"))
@@ -301,3 +329,6 @@ def _matmul(ctx, eqn, args) -> str:
     stacks = [f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + tuple(v.shape[-2:])}))"
               f".reshape({(count,) + tuple(v.shape[-2:])})" for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
+
+
+from . import numba_lowering_linalg  # noqa: E402,F401  (registers its rules in the one table)

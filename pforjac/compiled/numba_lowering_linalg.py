@@ -1,0 +1,126 @@
+"""numba lowering rules of the products and the dense linear algebra (part of the one table,
+`numba_lowering.numba_rules`): einsum as sums, broadcast products and BLAS products (one
+`np.dot` per matrix of a batch), and numpy.linalg's factorizations and solves through
+numba's LAPACK bindings, one matrix of a stack at a time (`K.<op>_stack`).
+
+numba's np.linalg takes float32 and float64 matrices; other dtypes (and float16, which
+pforjac computes in float32) are declined, and the program runs on numpy.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .numba_lowering import NotLowered, _p, as_dtype, lowers
+
+__all__: list = []
+
+_LAPACK_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _contiguous_as(ctx, var, expr: str, dtype) -> str:
+    return as_dtype(ctx.contiguous(var, expr), var, dtype)
+
+
+# -- einsum ----------------------------------------------------------------------------------
+class _Operand:
+    """An einsum operand while it is lowered: its source expression, its subscripts (one
+    letter an axis), whether it may be strided (a transposed view)."""
+
+    def __init__(self, expr: str, letters: str, strided: bool):
+        self.expr, self.letters, self.strided = expr, letters, strided
+
+    def contiguous(self) -> str:
+        return f"np.ascontiguousarray({self.expr})" if self.strided else self.expr
+
+
+def _sum_letters(ctx, x: _Operand, drop: set) -> _Operand:
+    """x summed over the axes of the letters in `drop` (highest axis first)."""
+    expr, letters = x.expr, x.letters
+    for a in reversed([k for k, c in enumerate(letters) if c in drop]):
+        expr, letters = f"np.sum({expr}, axis={a})", letters[:a] + letters[a + 1:]
+    if letters == x.letters:
+        return x
+    name = ctx.fresh()
+    ctx.emit(f"{name} = {expr}" if letters else f"{name} = np.full((1,), {expr})")
+    return _Operand(name, letters, False)
+
+
+def _permuted(x: _Operand, letters: str, sizes: dict, grouped: tuple) -> str:
+    """x's axes in the order of `letters`, reshaped to the sizes of the letter `grouped`s."""
+    perm = tuple(x.letters.index(c) for c in letters)
+    shape = tuple(math.prod(sizes[c] for c in g) for g in grouped)
+    if perm == tuple(range(len(perm))):
+        return f"{x.contiguous()}.reshape({shape})"
+    return f"np.ascontiguousarray(np.transpose({x.expr}, {perm})).reshape({shape})"
+
+
+def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict) -> _Operand:
+    """The contraction of two operands to the letters `keep` (in an order of its choosing):
+    letters only one operand has and `keep` lacks are summed first; then the shared letters
+    `keep` has are batch axes, the shared ones it lacks are contracted (a BLAS product per
+    matrix) or, if there are none, the product is a broadcast multiplication."""
+    x = _sum_letters(ctx, x, set(x.letters) - set(y.letters) - set(keep))
+    y = _sum_letters(ctx, y, set(y.letters) - set(x.letters) - set(keep))
+    batch = "".join(c for c in x.letters if c in y.letters and c in keep)
+    summed = "".join(c for c in x.letters if c in y.letters and c not in keep)
+    left = "".join(c for c in x.letters if c not in y.letters)
+    right = "".join(c for c in y.letters if c not in x.letters)
+    a = _permuted(x, batch + left + summed, sizes, (batch, left, summed))
+    b = _permuted(y, batch + summed + right, sizes, (batch, summed, right))
+    letters = batch + left + right
+    shape = tuple(sizes[c] for c in letters) or (1,)       # (no letters: one value)
+    name = ctx.fresh()
+    if summed:
+        ctx.emit(f"{name} = K.batched_dot({a}, {b}).reshape({shape})")
+    else:
+        m, n = math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)
+        batch_size = math.prod(sizes[c] for c in batch)
+        ctx.emit(f"{name} = ({a}.reshape({(batch_size, m, 1)}) * {b}.reshape({(batch_size, 1, n)}))"
+                 f".reshape({shape})")
+    return _Operand(name, letters, False)
+
+
+def _einsum_steps(subscripts: str, ins: list, out: str, shapes: tuple, order) -> list:
+    """The pairs of operand positions contracted in turn (each pair's result appended last):
+    the equation's own `order` where every step is a pair, else left to right."""
+    from ..ops._einsum_plan import contraction_order
+    if order is None and len(ins) > 2:
+        order = contraction_order(subscripts, shapes)
+    steps = tuple(order or ())[1:] if order and order[0] == "einsum_path" else tuple(order or ())
+    if steps and all(len(s) == 2 for s in steps):
+        return list(steps)
+    return [(0, 1)] * (len(ins) - 1)
+
+
+@lowers(_p("einsum"))
+def _einsum(ctx, eqn, args) -> str:
+    """Pairwise contractions (`_pair`) in the equation's order, then the sums over the
+    letters left that the output lacks and a transpose to its order."""
+    from ..ops._einsum_plan import _remaining, parse_einsum
+    xs, out = eqn.inputs, eqn.outputs[0]
+    subscripts = eqn.params["subscripts"].replace(" ", "")
+    ins, result = parse_einsum(subscripts, [x.ndim for x in xs])
+    if any(len(set(s)) != len(s) for s in ins + [result]) or out.dtype not in _LAPACK_DTYPES \
+            or not all(ins):
+        raise NotLowered(f"subscripts '{subscripts}' (a repeated letter, a 0-d operand) or "
+                         f"dtype {out.dtype}")
+    sizes = {c: d for s, x in zip(ins, xs) for c, d in zip(s, x.shape)}
+    subs = f"{','.join(ins)}->{result}"
+    operands = [_Operand(as_dtype(a, x, out.dtype), s, id(x) in ctx.strided)
+                for a, x, s in zip(args, xs, ins)]
+    names = tuple(ins)
+    for step in _einsum_steps(subs, ins, result, tuple(tuple(x.shape) for x in xs),
+                              eqn.params.get("order")):
+        names = _remaining(names, step, result)
+        pair = _pair(ctx, operands[step[0]], operands[step[1]], names[-1], sizes)
+        operands = [o for k, o in enumerate(operands) if k not in step] + [pair]
+        names = names[:-1] + (pair.letters,)
+    last = _sum_letters(ctx, operands[0], set(operands[0].letters) - set(result))
+    if not result:
+        return f"{last.expr}[0]"
+    if last.letters == result:
+        return last.expr
+    ctx.strided.add(id(out))
+    return f"np.transpose({last.expr}, {tuple(last.letters.index(c) for c in result)})"

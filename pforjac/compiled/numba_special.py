@@ -1,0 +1,297 @@
+"""Scalar kernels of the numba backend for the elementwise primitives whose numpy forward is
+not a ufunc numba compiles: pforjac's own (sigmoid, softplus) and scipy.special's (erf,
+gammaln, digamma, xlogy, log_ndtr, ...). Each becomes a `numba.vectorize` function (it
+broadcasts, takes scalars and fuses into the array expressions around it), called from
+generated code as `K.<name>` (numba_kernels imports them).
+
+Each computes in float64 and returns its argument's float type, as scipy's float32 loops
+do (they compute in double and round). Values follow scipy's at the edges: NaN in, NaN
+out; poles, signed zeros and infinities as scipy gives them (the tests compare on grids
+that include them).
+"""
+from __future__ import annotations
+
+import math
+
+__all__ = ["sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
+           "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
+           "entr", "rel_entr", "kl_div"]
+
+_INF, _NAN = math.inf, math.nan
+_SQRT_HALF = math.sqrt(0.5)
+_LOG_SQRT_TWO_PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _like(r, x):
+    """r (a float64) in x's float type (numba: an overload choosing by type)."""
+    return r
+
+
+def _is_integer(x) -> bool:
+    return math.floor(x) == x
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)), pforjac's formula (0 where exp(-x) overflows)."""
+    return _like(1.0 / (1.0 + math.exp(-float(x))), x)
+
+
+def softplus(x):
+    """max(x, 0) + log1p(exp(-|x|)), pforjac's formula."""
+    v = float(x)
+    return _like(max(v, 0.0) + math.log1p(math.exp(-abs(v))), x) if v == v else x
+
+
+def sinc(x):
+    """numpy's: sin(pi y) / (pi y), with y = 1e-20 where x == 0."""
+    y = math.pi * (1.0e-20 if float(x) == 0.0 else float(x))
+    return _like(math.sin(y) / y, x)
+
+
+def heaviside(x, h):
+    """numpy's: 0 below 0, h at 0, 1 above, NaN for NaN."""
+    v = float(x)
+    r = _NAN if v != v else (0.0 if v < 0.0 else (float(h) if v == 0.0 else 1.0))
+    return _like(r, x)
+
+
+def erf(x):
+    return _like(math.erf(float(x)), x)
+
+
+def erfc(x):
+    return _like(math.erfc(float(x)), x)
+
+
+def _ndtr(v):
+    """The standard normal cdf, by erf near 0 and erfc in the tails (cephes' split)."""
+    z = v * _SQRT_HALF
+    if abs(z) < _SQRT_HALF:
+        return 0.5 + 0.5 * math.erf(z)
+    y = 0.5 * math.erfc(abs(z))
+    return 1.0 - y if z > 0.0 else y
+
+
+def ndtr(x):
+    return _like(_ndtr(float(x)), x)
+
+
+def _log_ndtr(v):
+    """log of the normal cdf: log1p(-Q) above -1, log of erfc's tail to -20, the asymptotic
+    series of the Mills ratio below (where erfc underflows)."""
+    if v > -1.0 or v != v:
+        return math.log1p(-0.5 * math.erfc(v * _SQRT_HALF))
+    if v > -20.0:
+        return math.log(0.5 * math.erfc(-v * _SQRT_HALF))
+    if v == -_INF:
+        return -_INF
+    w = 1.0 / (v * v)
+    term, total = 1.0, 1.0
+    for k in range(1, 14):            # 1 - 1/x^2 + 3/x^4 - 15/x^6 ...: < 1e-17 from x = -20
+        term *= -(2 * k - 1) * w
+        total += term
+    return -0.5 * v * v - math.log(-v) - _LOG_SQRT_TWO_PI + math.log(total)
+
+
+def log_ndtr(x):
+    return _like(_log_ndtr(float(x)), x)
+
+
+def logit(x):
+    """log(p / (1 - p)); near 1/2 as log1p, without the cancellation."""
+    v = float(x)
+    if 0.3 < v < 0.65:
+        return _like(math.log1p((2.0 * v - 1.0) / (1.0 - v)), x)
+    return _like(math.log(v / (1.0 - v)) if 0.0 < v < 1.0 else _logit_edge(v), x)
+
+
+def _logit_edge(v):
+    if v == 0.0:
+        return -_INF
+    return _INF if v == 1.0 else _NAN
+
+
+def gamma(x):
+    """(numba's math.gamma is C's tgamma: inf at +-0 with its sign, NaN at the poles.)"""
+    return _like(math.gamma(float(x)), x)
+
+
+def _gammaln(v):
+    if v == -_INF:
+        return -_INF
+    if v <= 0.0 and _is_integer(v):
+        return _INF
+    return math.lgamma(v)
+
+
+def gammaln(x):
+    return _like(_gammaln(float(x)), x)
+
+
+def _gammasgn(v):
+    if v > 0.0:
+        return 1.0
+    if v == 0.0:
+        return math.copysign(1.0, v)
+    if v != v or v == -_INF or _is_integer(v):
+        return _NAN
+    return 1.0 if math.floor(v) % 2.0 == 0.0 else -1.0
+
+
+def gammasgn(x):
+    return _like(_gammasgn(float(x)), x)
+
+
+def _rgamma(v):
+    """1 / gamma: 0 at the poles (-0 at -0), by reflection below -170 (gamma underflows)."""
+    if v != v:
+        return _NAN
+    if v == _INF or v == -_INF:
+        return 0.0
+    if v <= 0.0 and _is_integer(v):
+        return 0.0 * math.copysign(1.0, v) if v == 0.0 else 0.0
+    if v > 171.7:
+        return 0.0
+    if v < -170.0:
+        r = v - math.floor(v)
+        s = math.sin(math.pi * r) * (1.0 if math.floor(v) % 2.0 == 0.0 else -1.0)
+        return s * math.gamma(1.0 - v) / math.pi
+    return 1.0 / math.gamma(v)
+
+
+def rgamma(x):
+    return _like(_rgamma(float(x)), x)
+
+
+_ROOT = 1.4616321449683623           # digamma's positive root, and its value there
+_AT_ROOT = -9.241265521729427e-17
+# (-1)^(k+1) zeta(k+1, root), k = 1..45: the Taylor coefficients of digamma at its root
+# (they shrink as 0.68^k: on [1, 2], |v - root| <= 0.54, 45 terms leave < 1e-19)
+_ROOT_SERIES = (
+    0.9676722454476214, -0.44276316898359214, 0.2584997609556512, -0.16394270544240658,
+    0.10782405069126239, -0.07219956125645476, 0.048804288164143145, -0.033161126474847376,
+    0.022597648232218125, -0.015424765904948968, 0.010538791616612182, -0.007204534386356875,
+    0.004926781395729858, -0.0033698016554393317, 0.00230512632673493, -0.0015769367714301987,
+    0.0010788252019162975, -0.000738070938996006, 0.0005049532658346026, -0.0003454680251063082,
+    0.00023635601564027086, -0.00016170622091974825, 0.00011063372768747429, -7.569179582195077e-05,
+    5.17857579522209e-05, -3.543007094765967e-05, 2.424006611860136e-05, -1.658424227185416e-05,
+    1.1346384584663872e-05, -7.76281766846211e-06, 5.3110609208898746e-06, -3.633650789801054e-06,
+    2.4860227331295433e-06, -1.7008538854332643e-06, 1.163667536354887e-06, -7.961425431241989e-07,
+    5.446941930669458e-07, -3.726616128343833e-07, 2.549626552021561e-07, -1.7443695117727793e-07,
+    1.1934394829830278e-07, -8.165115189488431e-08, 5.586299683532188e-08, -3.8219600619175055e-08,
+    2.6148576951961945e-08)
+# B_2k / (2k), k = 1..7: the asymptotic series log x - 1/(2x) - sum B_2k / (2k x^2k)
+_ASYMPTOTIC = (1.0 / 12.0, -1.0 / 120.0, 1.0 / 252.0, -1.0 / 240.0, 1.0 / 132.0,
+               -691.0 / 32760.0, 1.0 / 12.0)
+
+
+def _digamma_positive(v):
+    """digamma for v > 0: the Taylor series at the root on [1, 2] (relative accuracy near
+    the root), the recurrence from there below 10, the asymptotic series above."""
+    if v >= 10.0:
+        w = 1.0 / (v * v)
+        series = 0.0
+        for k in range(len(_ASYMPTOTIC) - 1, -1, -1):
+            series = (series + _ASYMPTOTIC[k]) * w
+        return math.log(v) - 0.5 / v - series
+    shift = 0.0
+    if v < 1.0:                           # digamma(v) = digamma(v + 1) - 1 / v
+        shift = -1.0 / v
+        v += 1.0
+    while v >= 2.0:                       # (v - 1 is exact here)
+        v -= 1.0
+        shift += 1.0 / v
+    d = v - _ROOT
+    total = 0.0
+    for k in range(len(_ROOT_SERIES) - 1, -1, -1):
+        total = (total + _ROOT_SERIES[k]) * d
+    return (total + _AT_ROOT) + shift
+
+
+def _digamma(v):
+    if v != v or v == -_INF:
+        return _NAN
+    if v == _INF:
+        return _INF
+    if v == 0.0:
+        return -math.copysign(_INF, v)
+    if v > 0.0:
+        return _digamma_positive(v)
+    if _is_integer(v):
+        return _NAN
+    r = v - math.floor(v)                 # reflection: psi(1 - v) - pi cot(pi v)
+    return _digamma_positive(1.0 - v) - math.pi / math.tan(math.pi * r)
+
+
+def digamma(x):
+    return _like(_digamma(float(x)), x)
+
+
+def xlogy(x, y):
+    """x log y, and 0 where x == 0 unless y is NaN (numba's math.log: NaN below 0)."""
+    a, b = float(x), float(y)
+    return _like(0.0 if a == 0.0 and b == b else a * math.log(b), x)
+
+
+def xlog1py(x, y):
+    a, b = float(x), float(y)
+    return _like(0.0 if a == 0.0 and b == b else a * math.log1p(b), x)
+
+
+def entr(x):
+    v = float(x)
+    r = -v * math.log(v) if v > 0.0 else (0.0 if v == 0.0 else (-_INF if v < 0.0 else _NAN))
+    return _like(r if v != _INF else -_INF, x)
+
+
+def _rel_entr(a, b):
+    if a != a or b != b:
+        return _NAN
+    if a > 0.0 and b > 0.0:
+        return a * math.log(a / b) if a / b == a / b else _NAN
+    return 0.0 if a == 0.0 and b >= 0.0 else _INF
+
+
+def rel_entr(x, y):
+    return _like(_rel_entr(float(x), float(y)), x)
+
+
+def kl_div(x, y):
+    a, b = float(x), float(y)
+    if a > 0.0 and b > 0.0 or a != a or b != b:
+        r = _rel_entr(a, b) - a + b
+    else:
+        r = b if a == 0.0 and b >= 0.0 else _INF
+    return _like(r, x)
+
+
+_SCALAR_HELPERS = ["_is_integer", "_ndtr", "_log_ndtr", "_logit_edge", "_gammaln",
+                   "_gammasgn", "_rgamma", "_digamma_positive", "_digamma",
+                   "_rel_entr"]
+
+
+def _compile():
+    """The helpers as njit functions, `_like` as an overload, the kernels as vectorize."""
+    import numba
+    from numba import types
+    from numba.extending import overload
+
+    @overload(_like)
+    def _like_numba(r, x):
+        if x == types.float32:
+            return lambda r, x: numba.float32(r)
+        return lambda r, x: r
+
+    names = globals()
+    for name in _SCALAR_HELPERS:
+        names[name] = numba.njit(cache=True)(names[name])
+    for name in __all__:
+        names[name] = numba.vectorize(cache=True)(names[name])
+
+
+try:
+    import numba as _numba  # noqa: F401
+except ImportError:          # numba is optional: only generated code uses these kernels
+    pass
+else:
+    _compile()
