@@ -28,7 +28,7 @@ import numpy as np
 from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
 from .numba_codegen import HEADER, bakeable, numba_source, numba_type, variable_names
-from .numba_lowering import NotLowered
+from .numba_lowering import NonFiniteMatrix, NotLowered
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
 
@@ -171,7 +171,10 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
                 args[k] = a[()]
             elif not a.flags.c_contiguous:
                 args[k] = np.ascontiguousarray(a)
-        outs = dispatcher(*args)
+        try:
+            outs = dispatcher(*args)
+        except NonFiniteMatrix:     # numba's LAPACK bindings refuse NaN and inf: numpy's take them
+            return run.fallback(*arrays_and_consts)
         if scalar_out:
             outs = list(outs)
             for k, dtype in scalar_out:
@@ -180,6 +183,7 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
 
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
+    run.fallback = None                                  # (the numpy code: use_backend sets it)
     return run
 
 
@@ -191,7 +195,8 @@ def use_backend(compiled, backend: str | None, function_name: str) -> None:
     if backend == "numpy":
         return
     try:
-        compiled.code = native_code(compiled.program, compiled.name)
+        native = native_code(compiled.program, compiled.name)
+        native.fallback, compiled.code = compiled.code, native
         compiled.backend = backend
     except BackendFallback as e:
         from ..warn import warn_once

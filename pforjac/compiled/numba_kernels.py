@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .numba_lowering import NonFiniteMatrix
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 
 __all__ = ["multiply_no_nan", "select", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
@@ -93,6 +94,207 @@ def batched_dot(a, b):
     return out
 
 
+def _finite(a):
+    """Raises NonFiniteMatrix unless every value of `a` is finite."""
+    for v in a.ravel():
+        if not np.isfinite(v):
+            raise NonFiniteMatrix("a matrix holds NaN or inf")
+
+
+def solve_stack(a, b):
+    """np.linalg.solve of (count, n, n) and (count, n, k) stacks, one LAPACK call a matrix."""
+    _finite(a)
+    _finite(b)
+    out = np.empty(b.shape, b.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.linalg.solve(a[i], b[i])
+    return out
+
+
+def det_stack(a):
+    _finite(a)
+    out = np.empty(a.shape[0], a.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.linalg.det(a[i])
+    return out
+
+
+def slogdet_stack(a):
+    _finite(a)
+    sign, logdet = np.empty(a.shape[0], a.dtype), np.empty(a.shape[0], a.dtype)
+    for i in range(a.shape[0]):
+        sign[i], logdet[i] = np.linalg.slogdet(a[i])
+    return sign, logdet
+
+
+def cholesky_stack(a):
+    """The lower factors; numpy's cholesky reads the lower triangle only."""
+    _finite(a)
+    out = np.empty(a.shape, a.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.linalg.cholesky(np.tril(a[i]) + np.tril(a[i], -1).T)
+    return out
+
+
+def eigh_stack(a):
+    """Eigenvalues and eigenvectors from the lower triangles (LAPACK's syevd, as numpy)."""
+    _finite(a)
+    w, v = np.empty(a.shape[:2], a.dtype), np.empty(a.shape, a.dtype)
+    for i in range(a.shape[0]):
+        w[i], v[i] = np.linalg.eigh(a[i])
+    return w, v
+
+
+def eigvalsh_stack(a):
+    """Eigenvalues from the lower triangles; NaN for a matrix holding NaN or inf (as
+    pforjac's eigvalsh: a derivative's NaN flows on)."""
+    out = np.empty(a.shape[:2], a.dtype)
+    for i in range(a.shape[0]):
+        if np.all(np.isfinite(a[i])):
+            out[i] = np.linalg.eigvalsh(a[i])
+        else:
+            out[i] = np.nan
+    return out
+
+
+def svd_stack(a):
+    """The reduced svd of every matrix (LAPACK's gesdd, as numpy)."""
+    _finite(a)
+    k = min(a.shape[1], a.shape[2])
+    u, s = np.empty((a.shape[0], a.shape[1], k), a.dtype), np.empty((a.shape[0], k), a.dtype)
+    vh = np.empty((a.shape[0], k, a.shape[2]), a.dtype)
+    for i in range(a.shape[0]):
+        u[i], s[i], vh[i] = np.linalg.svd(a[i], full_matrices=False)
+    return u, s, vh
+
+
+def qr_stack(a):
+    """The reduced qr of every matrix."""
+    _finite(a)
+    k = min(a.shape[1], a.shape[2])
+    q, r = np.empty((a.shape[0], a.shape[1], k), a.dtype), np.empty((a.shape[0], k, a.shape[2]), a.dtype)
+    for i in range(a.shape[0]):
+        q[i], r[i] = np.linalg.qr(a[i])
+    return q, r
+
+
+def pinv_stack(a, rcond):
+    _finite(a)
+    out = np.empty((a.shape[0], a.shape[2], a.shape[1]), a.dtype)
+    for i in range(a.shape[0]):
+        out[i] = np.linalg.pinv(a[i], rcond)
+    return out
+
+
+def triangular_solve_stack(t, b, lower, transpose, unit_diagonal):
+    """x with T x = b (T^T x = b if `transpose`), T the lower or upper triangle of each
+    (count, n, n) matrix, b (count, n, k): substitution a row at a time; a zero on the
+    diagonal raises as pforjac's (numpy) forward does."""
+    count, n, k = b.shape
+    out = np.empty(b.shape, b.dtype)
+    for c in range(count):
+        for step in range(n):
+            from_top = lower != transpose
+            i = step if from_top else n - 1 - step
+            d = t[c, i, i]
+            if not unit_diagonal and d == 0:
+                raise np.linalg.LinAlgError("singular matrix: a diagonal entry of the triangle is 0")
+            for col in range(k):
+                acc = b[c, i, col]
+                for j in range(0, i) if from_top else range(i + 1, n):
+                    acc -= (t[c, j, i] if transpose else t[c, i, j]) * out[c, j, col]
+                out[c, i, col] = acc if unit_diagonal else acc / d
+    return out
+
+
+def cumsum_axis(x):
+    """Running sums along axis 1 of a (pre, n, post) array, in order (as np.cumsum)."""
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            acc = x[i, 0, k]
+            out[i, 0, k] = acc
+            for j in range(1, x.shape[1]):
+                acc = acc + x[i, j, k]
+                out[i, j, k] = acc
+    return out
+
+
+def cumprod_axis(x):
+    """Running products along axis 1, in order (as np.cumprod)."""
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            acc = x[i, 0, k]
+            out[i, 0, k] = acc
+            for j in range(1, x.shape[1]):
+                acc = acc * x[i, j, k]
+                out[i, j, k] = acc
+    return out
+
+
+def argmax_axis(x, smallest):
+    """The first position of the largest (`smallest`: the smallest) value along axis 1 of a
+    (pre, n, post) array; the first NaN's where there is one (as np.argmax)."""
+    out = np.empty((x.shape[0], x.shape[2]), np.int64)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            best, at = x[i, 0, k], 0
+            for j in range(1, x.shape[1]):
+                if best != best:
+                    break
+                v = x[i, j, k]
+                if v != v or (v < best if smallest else v > best):
+                    best, at = v, j
+            out[i, k] = at
+    return out
+
+
+def sort_axis(x):
+    """np.sort along axis 1 of a (pre, n, post) array (NaN last, as numpy sorts)."""
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            out[i, :, k] = np.sort(x[i, :, k].copy())
+    return out
+
+
+def argsort_axis(x):
+    """np.argsort(kind='stable') along axis 1 of a (pre, n, post) array."""
+    out = np.empty(x.shape, np.int64)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            out[i, :, k] = np.argsort(x[i, :, k].copy(), kind="mergesort")
+    return out
+
+
+def take_along_axis3(x, indices):
+    """np.take_along_axis along axis 1 of (pre, n, post) x and (pre, m, post) indices."""
+    out = np.empty(indices.shape, x.dtype)
+    for i in range(indices.shape[0]):
+        for j in range(indices.shape[1]):
+            for k in range(indices.shape[2]):
+                out[i, j, k] = x[i, _position(indices[i, j, k], x.shape[1]), k]
+    return out
+
+
+def put_along_axis_add3(g, indices, size):
+    """Zeros of (pre, size, post) with g added at `indices` along axis 1 (0 + g, in order)."""
+    out = np.zeros((g.shape[0], size, g.shape[2]), g.dtype)
+    for i in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            for k in range(g.shape[2]):
+                out[i, _position(indices[i, j, k], size), k] += g[i, j, k]
+    return out
+
+
+def check_index(indices, size):
+    """`indices` if all lie in [-size, size), else np.take's IndexError."""
+    for v in indices.ravel():
+        _position(v, size)
+    return indices
+
+
 try:
     import numba
 except ImportError:          # numba is optional: only generated code uses these kernels
@@ -107,3 +309,9 @@ if numba is not None:
     max_axis = numba.njit(cache=True)(max_axis)
     min_axis = numba.njit(cache=True)(min_axis)
     batched_dot = numba.njit(cache=True)(batched_dot)
+    _finite = numba.njit(cache=True)(_finite)
+    for _name in ("cumsum_axis", "cumprod_axis", "argmax_axis", "sort_axis", "argsort_axis", "take_along_axis3",
+                  "put_along_axis_add3", "check_index",
+                  "solve_stack", "det_stack", "slogdet_stack", "cholesky_stack", "eigh_stack",
+                  "eigvalsh_stack", "svd_stack", "qr_stack", "pinv_stack", "triangular_solve_stack"):
+        globals()[_name] = numba.njit(cache=True)(globals()[_name])

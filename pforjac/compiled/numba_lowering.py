@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import core
 
-__all__ = ["numba_rules", "lowers", "rule_for", "NotLowered"]
+__all__ = ["numba_rules", "lowers", "rule_for", "NotLowered", "NonFiniteMatrix"]
 
 numba_rules: dict[core.Primitive, Callable] = {}
 
@@ -33,6 +33,12 @@ def _p(name: str) -> core.Primitive:
 
 class NotLowered(ValueError):
     """An equation the numba backend has no code for (the message names the op and why)."""
+
+
+class NonFiniteMatrix(ArithmeticError):
+    """Raised by the kernels when a matrix holding NaN or inf reaches numba's LAPACK
+    bindings, which refuse it: that call runs on the numpy backend (whose LAPACK propagates
+    NaN, or raises as numpy does)."""
 
 
 def lowers(*prims: core.Primitive):
@@ -331,4 +337,4 @@ def _matmul(ctx, eqn, args) -> str:
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
 
 
-from . import numba_lowering_linalg  # noqa: E402,F401  (registers its rules in the one table)
+from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: E402,F401  (their rules)

@@ -124,3 +124,75 @@ def _einsum(ctx, eqn, args) -> str:
         return last.expr
     ctx.strided.add(id(out))
     return f"np.transpose({last.expr}, {tuple(last.letters.index(c) for c in result)})"
+
+
+# -- numpy.linalg, one matrix of a stack at a time -----------------------------------------------
+def _stacked(ctx, eqn, args, dtype, core_ranks) -> tuple[list[str], tuple]:
+    """The operands as C-contiguous (count, *core) stacks of `dtype` over their broadcast
+    batch axes (the axes before the last `core_ranks` of each), and that batch shape."""
+    xs = eqn.inputs
+    batch = tuple(np.broadcast_shapes(*(tuple(x.shape[:x.ndim - r]) for x, r in zip(xs, core_ranks))))
+    count = math.prod(batch)
+    stacks = []
+    for a, x, r in zip(args, xs, core_ranks):
+        core = tuple(x.shape[x.ndim - r:])
+        expr = as_dtype(a, x, dtype)
+        if tuple(x.shape[:x.ndim - r]) != batch:
+            expr = f"np.broadcast_to({expr}, {batch + core})"
+            stacks.append(f"np.ascontiguousarray({expr}).reshape({(count,) + core})")
+        else:
+            stacks.append(f"{_contiguous_as(ctx, x, a, dtype)}.reshape({(count,) + core})")
+    return stacks, batch
+
+
+def _lapack_rule(kernel: str, core_ranks: tuple, extra=lambda params: (), pick: int | None = None):
+    """The rule of a linear algebra primitive computed by `K.<kernel>` on stacks: its
+    operands with `core_ranks` matrix (2) or vector (1) axes each, its outputs reshaped
+    from (count, ...) to their shapes (0-d ones taken as scalars); `pick`: the one result
+    of the kernel's that is the equation's output."""
+    def rule(ctx, eqn, args) -> str:
+        dtype = eqn.outputs[0].dtype
+        if dtype not in _LAPACK_DTYPES or any(0 in x.shape for x in eqn.inputs):
+            raise NotLowered(f"dtype {dtype} or an empty matrix")
+        stacks, batch = _stacked(ctx, eqn, args, dtype, core_ranks)
+        params = [repr(p) for p in extra(eqn.params)]
+        name = ctx.fresh()
+        ctx.emit(f"{name} = K.{kernel}({', '.join(stacks + params)})" + ("" if pick is None else f"[{pick}]"))
+        parts = [name] if len(eqn.outputs) == 1 else [f"{name}[{k}]" for k in range(len(eqn.outputs))]
+        outs = [f"{p}[0]" if out.ndim == 0 else f"{p}.reshape({tuple(out.shape)})"
+                for p, out in zip(parts, eqn.outputs)]
+        return outs[0] if len(outs) == 1 else f"({', '.join(outs)},)"
+    return rule
+
+
+def _lower_only(rule):
+    """A rule for an op reading one triangle: the lower one only (numba's eigh reads it)."""
+    def checked(ctx, eqn, args) -> str:
+        if not eqn.params.get("lower", True):
+            raise NotLowered("the upper triangle (numba's LAPACK bindings read the lower)")
+        return rule(ctx, eqn, args)
+    return checked
+
+
+lowers(_p("solve"))(_lapack_rule("solve_stack", (2, 2)))
+lowers(_p("det"))(_lapack_rule("det_stack", (2,)))
+lowers(_p("slogdet"))(_lapack_rule("slogdet_stack", (2,)))
+lowers(_p("cholesky"))(_lapack_rule("cholesky_stack", (2,)))
+lowers(_p("eigh"))(_lower_only(_lapack_rule("eigh_stack", (2,))))
+lowers(_p("eigvalsh"))(_lower_only(_lapack_rule("eigvalsh_stack", (2,))))
+lowers(_p("svd"))(_lapack_rule("svd_stack", (2,)))
+lowers(_p("qr"))(_lapack_rule("qr_stack", (2,)))
+lowers(_p("triangular_solve"))(_lapack_rule(
+    "triangular_solve_stack", (2, 2),
+    lambda p: (bool(p["lower"]), bool(p["transpose"]), bool(p["unit_diagonal"]))))
+
+
+@lowers(_p("pinv"))
+def _pinv(ctx, eqn, args) -> str:
+    rcond = eqn.params["rcond"]
+    if not isinstance(rcond, (float, int, np.floating, np.integer)):
+        raise NotLowered("a cutoff per matrix")
+    return _lapack_rule("pinv_stack", (2,), lambda p: (float(rcond),))(ctx, eqn, args)
+
+
+lowers(_p("svdvals"))(_lapack_rule("svd_stack", (2,), pick=1))   # (numba: no compute_uv=False)

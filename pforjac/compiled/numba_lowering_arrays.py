@@ -1,0 +1,160 @@
+"""numba lowering rules of scans, arg-reductions, sorting, gathers along an axis and the
+remaining shape ops (part of the one table, `numba_lowering.numba_rules`). An op along one
+axis sees its operand as a C-contiguous (before, axis, after) array and runs a loop kernel
+of numba_kernels.py (`K.cumsum_axis`, `K.sort_axis`, ...) in numpy's order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .numba_lowering import NotLowered, _index_source, _p, _split_at, as_dtype, lowers, numba_dtype
+
+__all__: list = []
+
+
+def _three(ctx, var, expr: str, axis: int) -> str:
+    """`expr` (the value of `var`) as a C-contiguous (before, axis, after) array."""
+    return f"{ctx.contiguous(var, expr)}.reshape({_split_at(var.shape, axis)})"
+
+
+def _along(kernel: str, extra: str = "", kinds: str = "fiub"):
+    """The rule of an op along `params['axis']` computed by `K.<kernel>` of the operand as
+    (before, axis, after), its result reshaped to the output's shape."""
+    def rule(ctx, eqn, args) -> str:
+        x, out = eqn.inputs[0], eqn.outputs[0]
+        if x.ndim == 0 or 0 in x.shape or x.dtype.kind not in kinds:
+            raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
+        x3 = _three(ctx, x, as_dtype(args[0], x, out.dtype), eqn.params["axis"] % x.ndim)
+        call = f"K.{kernel}({x3}{extra})"
+        return f"{call}[0, 0]" if out.ndim == 0 else f"{call}.reshape({tuple(out.shape)})"
+    return rule
+
+
+lowers(_p("cumsum"))(_along("cumsum_axis"))
+lowers(_p("cumprod"))(_along("cumprod_axis"))
+
+
+def _arg_extremum(smallest: bool):
+    def rule(ctx, eqn, args) -> str:
+        x, out = eqn.inputs[0], eqn.outputs[0]
+        if x.ndim == 0 or x.dtype.kind not in "fiu":
+            raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
+        call = f"K.argmax_axis({_three(ctx, x, args[0], eqn.params['axis'] % x.ndim)}, {smallest})"
+        return f"{call}[0, 0]" if out.ndim == 0 else f"{call}.reshape({tuple(out.shape)})"
+    return rule
+
+
+lowers(_p("argmax"))(_arg_extremum(False))
+lowers(_p("argmin"))(_arg_extremum(True))
+
+
+@lowers(_p("sort"), _p("argsort"))
+def _sort(ctx, eqn, args) -> str:
+    """np.sort's values (any kind: sorted values are one answer); np.argsort stable, numpy's
+    answer for kind='stable' (for a quicksort, whose order of ties numpy leaves open, one
+    of the answers: the same as numpy's where no values tie)."""
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    if x.ndim == 0 or x.dtype.kind not in "fiu":
+        raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
+    x3 = _three(ctx, x, args[0], eqn.params["axis"] % x.ndim)
+    return f"K.{eqn.prim.name}_axis({x3}).reshape({tuple(out.shape)})"
+
+
+@lowers(_p("take_along_axis"))
+def _take_along_axis(ctx, eqn, args) -> str:
+    x, idx = eqn.inputs
+    axis = eqn.params["axis"] % x.ndim
+    if idx.dtype.kind not in "iu":
+        raise NotLowered(f"indices of dtype {idx.dtype}")
+    return (f"K.take_along_axis3({_three(ctx, x, args[0], axis)}, {_three(ctx, idx, args[1], axis)})"
+            f".reshape({tuple(eqn.outputs[0].shape)})")
+
+
+@lowers(_p("put_along_axis_add"))
+def _put_along_axis_add(ctx, eqn, args) -> str:
+    g, idx = eqn.inputs
+    axis = eqn.params["axis"] % g.ndim
+    if idx.dtype.kind not in "iu" or g.dtype.kind not in "fiu":
+        raise NotLowered(f"indices of dtype {idx.dtype}, values of dtype {g.dtype}")
+    return (f"K.put_along_axis_add3({_three(ctx, g, args[0], axis)}, {_three(ctx, idx, args[1], axis)}, "
+            f"{int(eqn.params['size'])}).reshape({tuple(eqn.outputs[0].shape)})")
+
+
+@lowers(_p("searchsorted"))
+def _searchsorted(ctx, eqn, args) -> str:
+    a, v = eqn.inputs
+    if a.dtype != v.dtype or a.dtype.kind not in "fiu":
+        raise NotLowered(f"dtypes {a.dtype} and {v.dtype}")
+    call = f"np.searchsorted({args[0]}, {args[1]}, side={eqn.params['side']!r})"
+    return f"np.int64({call})" if v.ndim == 0 else f"{call}.astype(np.int64)"
+
+
+@lowers(_p("check_index"))
+def _check_index(ctx, eqn, args) -> str:
+    x = eqn.inputs[0]
+    if x.ndim == 0:
+        raise NotLowered("0-d indices")
+    ctx.follow(eqn.outputs[0], x)
+    return f"K.check_index({args[0]}, {int(eqn.params['size'])})"
+
+
+# -- shapes ----------------------------------------------------------------------------------
+@lowers(_p("pad"))
+def _pad(ctx, eqn, args) -> str:
+    """A filled array with x written into its middle (np.pad's constant mode)."""
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    value = eqn.params["value"]
+    if x.ndim == 0 or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise NotLowered(f"a fill value of type {type(value).__name__}")
+    name = ctx.fresh()
+    fill = np.asarray(value).astype(out.dtype).item()
+    text = repr(fill) if not isinstance(fill, float) or np.isfinite(fill) else \
+        ("np.nan" if fill != fill else ("np.inf" if fill > 0 else "-np.inf"))
+    ctx.emit(f"{name} = np.full({tuple(out.shape)}, {numba_dtype(out.dtype)}({text}))")
+    key = tuple(slice(a, a + d) for (a, _), d in zip(eqn.params["pad_width"], x.shape))
+    ctx.emit(f"{name}[{_index_source(key)}] = {args[0]}")
+    return name
+
+
+@lowers(_p("tile"))
+def _tile(ctx, eqn, args) -> str:
+    """x repeated: broadcast to (r0, d0, r1, d1, ...) and reshaped (reps has x's rank)."""
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    reps = tuple(eqn.params["reps"])
+    if x.ndim == 0 or len(reps) != x.ndim:
+        raise NotLowered(f"reps {reps} for shape {tuple(x.shape)}")
+    split = tuple(v for d in x.shape for v in (1, d))
+    wide = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
+    return (f"np.ascontiguousarray(np.broadcast_to({ctx.contiguous(x, args[0])}.reshape({split}), "
+            f"{wide})).reshape({tuple(out.shape)})")
+
+
+@lowers(_p("one_hot"))
+def _one_hot(ctx, eqn, args) -> str:
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    depth = int(eqn.params["depth"])
+    rows = f"{ctx.contiguous(x, args[0])}.reshape({tuple(x.shape) + (1,)})" if x.ndim else args[0]
+    return (f"({rows} == np.arange({depth}).astype({numba_dtype(x.dtype)}))"
+            f".astype({numba_dtype(out.dtype)})")
+
+
+@lowers(_p("index_update"))
+def _index_update(ctx, eqn, args) -> str:
+    """A copy of x with x[key] = v, for a basic key (ints, slices, None, ...)."""
+    x, v = eqn.inputs
+    if x.ndim == 0:
+        raise NotLowered("a 0-d value")
+    source = _index_source(eqn.params["key"])
+    name = ctx.fresh()
+    ctx.emit(f"{name} = np.copy({args[0]})")
+    ctx.emit(f"{name}[{source}] = {args[1]}")
+    return name
+
+
+@lowers(_p("imag"))
+def _imag(ctx, eqn, args) -> str:
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    if x.dtype.kind == "c":
+        raise NotLowered("a complex value")
+    return f"{numba_dtype(out.dtype)}(0)" if out.ndim == 0 else \
+        f"np.zeros({tuple(out.shape)}, {numba_dtype(out.dtype)})"
