@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 __all__ = ["sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
            "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
            "entr", "rel_entr", "kl_div"]
@@ -22,45 +24,50 @@ _SQRT_HALF = math.sqrt(0.5)
 _LOG_SQRT_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
 
+def _f64(x):
+    """x as a float64 (numba's float() keeps a float32 a float32)."""
+    return np.float64(x)
+
+
 def _like(r, x):
     """r (a float64) in x's float type (numba: an overload choosing by type)."""
     return r
 
 
 def _is_integer(x) -> bool:
-    return math.floor(x) == x
+    return np.floor(x) == x               # (numba's math.floor returns an int64: it overflows)
 
 
 def sigmoid(x):
     """1 / (1 + exp(-x)), pforjac's formula (0 where exp(-x) overflows)."""
-    return _like(1.0 / (1.0 + math.exp(-float(x))), x)
+    return _like(1.0 / (1.0 + math.exp(-_f64(x))), x)
 
 
 def softplus(x):
     """max(x, 0) + log1p(exp(-|x|)), pforjac's formula."""
-    v = float(x)
+    v = _f64(x)
     return _like(max(v, 0.0) + math.log1p(math.exp(-abs(v))), x) if v == v else x
 
 
 def sinc(x):
     """numpy's: sin(pi y) / (pi y), with y = 1e-20 where x == 0."""
-    y = math.pi * (1.0e-20 if float(x) == 0.0 else float(x))
+    y = math.pi * (1.0e-20 if _f64(x) == 0.0 else _f64(x))
     return _like(math.sin(y) / y, x)
 
 
 def heaviside(x, h):
     """numpy's: 0 below 0, h at 0, 1 above, NaN for NaN."""
-    v = float(x)
-    r = _NAN if v != v else (0.0 if v < 0.0 else (float(h) if v == 0.0 else 1.0))
+    v = _f64(x)
+    r = _NAN if v != v else (0.0 if v < 0.0 else (_f64(h) if v == 0.0 else 1.0))
     return _like(r, x)
 
 
 def erf(x):
-    return _like(math.erf(float(x)), x)
+    return _like(math.erf(_f64(x)), x)
 
 
 def erfc(x):
-    return _like(math.erfc(float(x)), x)
+    return _like(math.erfc(_f64(x)), x)
 
 
 def _ndtr(v):
@@ -73,7 +80,7 @@ def _ndtr(v):
 
 
 def ndtr(x):
-    return _like(_ndtr(float(x)), x)
+    return _like(_ndtr(_f64(x)), x)
 
 
 def _log_ndtr(v):
@@ -94,12 +101,12 @@ def _log_ndtr(v):
 
 
 def log_ndtr(x):
-    return _like(_log_ndtr(float(x)), x)
+    return _like(_log_ndtr(_f64(x)), x)
 
 
 def logit(x):
     """log(p / (1 - p)); near 1/2 as log1p, without the cancellation."""
-    v = float(x)
+    v = _f64(x)
     if 0.3 < v < 0.65:
         return _like(math.log1p((2.0 * v - 1.0) / (1.0 - v)), x)
     return _like(math.log(v / (1.0 - v)) if 0.0 < v < 1.0 else _logit_edge(v), x)
@@ -113,7 +120,49 @@ def _logit_edge(v):
 
 def gamma(x):
     """(numba's math.gamma is C's tgamma: inf at +-0 with its sign, NaN at the poles.)"""
-    return _like(math.gamma(float(x)), x)
+    return _like(math.gamma(_f64(x)), x)
+
+
+# lgamma(1 + d) = -euler_gamma d + sum (-1)^k zeta(k) / k d^k, k = 2..55 (|d| <= 1/2: < 1e-18)
+_LGAMMA_SERIES = (
+    -0.5772156649015329, 0.8224670334241132, -0.40068563438653143, 0.27058080842778454,
+    -0.207385551028674, 0.16955717699740822, -0.14404989676884614, 0.12550966952474304,
+    -0.11133426586956469, 0.10009945751278179, -0.09095401714582904, 0.083353840546109,
+    -0.0769325164113522, 0.07143294629536134, -0.06666870588242046, 0.06250095514121304,
+    -0.05882397865868458, 0.055555767627403614, -0.05263167937961666, 0.05000004769810169,
+    -0.04761907033014223, 0.04545455629320467, -0.04347826605304026, 0.04166666915034121,
+    -0.04000000119214014, 0.03846153903467519, -0.037037037312989324, 0.03571428584733336,
+    -0.034482758684919304, 0.03333333336437758, -0.03225806453115041, 0.03125000000727597,
+    -0.030303030306558048, 0.029411764707594344, -0.02857142857226011, 0.027777777778181998,
+    -0.027027027027223673, 0.02631578947377995, -0.025641025641072283, 0.025000000000022737,
+    -0.024390243902450117, 0.023809523809529224, -0.023255813953491015, 0.02272727272727402,
+    -0.022222222222222855, 0.021739130434782917, -0.021276595744681003, 0.02083333333333341,
+    -0.02040816326530616, 0.020000000000000018, -0.019607843137254912, 0.019230769230769235,
+    -0.01886792452830189, 0.018518518518518517, -0.01818181818181818)
+
+
+def _lgamma_at_one(d):
+    """lgamma(1 + d) for |d| <= 1/2, by its Taylor series (relative accuracy near 0)."""
+    total = 0.0
+    for k in range(len(_LGAMMA_SERIES) - 1, -1, -1):
+        total = (total + _LGAMMA_SERIES[k]) * d
+    return total + 0.0                    # (+0 at d = 0, as lgamma(1))
+
+
+def _lgamma_small(v):
+    """lgamma for 0 < v < 13: the series at 1 (or at 2, lgamma(2 + d) = lgamma(1 + d) +
+    log1p(d)) after the recurrence down to [1.5, 2.5): relative accuracy near the zeros at
+    1 and 2, where C's and CPython's lgamma (numba's) lose tens of ulps."""
+    if v < 0.5:
+        return _lgamma_at_one(v) - math.log(v)
+    if v < 1.5:
+        return _lgamma_at_one(v - 1.0)
+    product = 1.0
+    while v >= 2.5:                       # (v - 1 is exact here)
+        v -= 1.0
+        product *= v
+    d = v - 2.0
+    return (_lgamma_at_one(d) + math.log1p(d)) + math.log(product)
 
 
 def _gammaln(v):
@@ -121,11 +170,13 @@ def _gammaln(v):
         return -_INF
     if v <= 0.0 and _is_integer(v):
         return _INF
+    if 0.0 < v < 13.0:
+        return _lgamma_small(v)
     return math.lgamma(v)
 
 
 def gammaln(x):
-    return _like(_gammaln(float(x)), x)
+    return _like(_gammaln(_f64(x)), x)
 
 
 def _gammasgn(v):
@@ -135,11 +186,11 @@ def _gammasgn(v):
         return math.copysign(1.0, v)
     if v != v or v == -_INF or _is_integer(v):
         return _NAN
-    return 1.0 if math.floor(v) % 2.0 == 0.0 else -1.0
+    return 1.0 if np.floor(v) % 2.0 == 0.0 else -1.0
 
 
 def gammasgn(x):
-    return _like(_gammasgn(float(x)), x)
+    return _like(_gammasgn(_f64(x)), x)
 
 
 def _rgamma(v):
@@ -153,14 +204,14 @@ def _rgamma(v):
     if v > 171.7:
         return 0.0
     if v < -170.0:
-        r = v - math.floor(v)
-        s = math.sin(math.pi * r) * (1.0 if math.floor(v) % 2.0 == 0.0 else -1.0)
+        r = v - np.floor(v)
+        s = math.sin(math.pi * r) * (1.0 if np.floor(v) % 2.0 == 0.0 else -1.0)
         return s * math.gamma(1.0 - v) / math.pi
     return 1.0 / math.gamma(v)
 
 
 def rgamma(x):
-    return _like(_rgamma(float(x)), x)
+    return _like(_rgamma(_f64(x)), x)
 
 
 _ROOT = 1.4616321449683623           # digamma's positive root, and its value there
@@ -219,27 +270,35 @@ def _digamma(v):
         return _digamma_positive(v)
     if _is_integer(v):
         return _NAN
-    r = v - math.floor(v)                 # reflection: psi(1 - v) - pi cot(pi v)
-    return _digamma_positive(1.0 - v) - math.pi / math.tan(math.pi * r)
+    return _digamma_positive(1.0 - v) - math.pi * _cot_pi(v)     # (reflection)
+
+
+def _cot_pi(v):
+    """cot(pi v), from v's distance r to the nearest integer (exact): 1 / tan(pi r) near
+    the integer, tan(pi (1/2 - |r|)) near the half-integer (0 there, not 1 / tan(pi/2))."""
+    r = v - np.round(v)
+    if abs(r) < 0.25:
+        return 1.0 / math.tan(math.pi * r)
+    return math.copysign(math.tan(math.pi * (0.5 - abs(r))), r)
 
 
 def digamma(x):
-    return _like(_digamma(float(x)), x)
+    return _like(_digamma(_f64(x)), x)
 
 
 def xlogy(x, y):
     """x log y, and 0 where x == 0 unless y is NaN (numba's math.log: NaN below 0)."""
-    a, b = float(x), float(y)
+    a, b = _f64(x), _f64(y)
     return _like(0.0 if a == 0.0 and b == b else a * math.log(b), x)
 
 
 def xlog1py(x, y):
-    a, b = float(x), float(y)
+    a, b = _f64(x), _f64(y)
     return _like(0.0 if a == 0.0 and b == b else a * math.log1p(b), x)
 
 
 def entr(x):
-    v = float(x)
+    v = _f64(x)
     r = -v * math.log(v) if v > 0.0 else (0.0 if v == 0.0 else (-_INF if v < 0.0 else _NAN))
     return _like(r if v != _INF else -_INF, x)
 
@@ -253,11 +312,11 @@ def _rel_entr(a, b):
 
 
 def rel_entr(x, y):
-    return _like(_rel_entr(float(x), float(y)), x)
+    return _like(_rel_entr(_f64(x), _f64(y)), x)
 
 
 def kl_div(x, y):
-    a, b = float(x), float(y)
+    a, b = _f64(x), _f64(y)
     if a > 0.0 and b > 0.0 or a != a or b != b:
         r = _rel_entr(a, b) - a + b
     else:
@@ -265,8 +324,8 @@ def kl_div(x, y):
     return _like(r, x)
 
 
-_SCALAR_HELPERS = ["_is_integer", "_ndtr", "_log_ndtr", "_logit_edge", "_gammaln",
-                   "_gammasgn", "_rgamma", "_digamma_positive", "_digamma",
+_SCALAR_HELPERS = ["_f64", "_is_integer", "_ndtr", "_log_ndtr", "_logit_edge", "_lgamma_at_one", "_lgamma_small", "_gammaln",
+                   "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
                    "_rel_entr"]
 
 
