@@ -128,7 +128,7 @@ def _kernel(name: str):
 
 for _name in ("sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
               "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
-              "entr", "rel_entr", "kl_div"):
+              "entr", "rel_entr", "kl_div", "ndtri", "erfinv", "erfcinv"):
     lowers(_p(_name))(_kernel(_name))
 
 
@@ -252,10 +252,11 @@ def _gather(ctx, eqn, args) -> str:
     """np.take along an axis: the operand as (before, axis, after), the indices flat."""
     x, idx = eqn.inputs
     axis = eqn.params["axis"] % x.ndim
-    if idx.dtype.kind not in "iu" or idx.ndim == 0:
+    if idx.dtype.kind not in "iu":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
     x3 = f"{ctx.contiguous(x, args[0])}.reshape({_split_at(x.shape, axis)})"
-    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))" if idx.ndim \
+        else f"np.full(1, {args[1]})"
     return f"K.take_axis({x3}, {flat}).reshape({tuple(eqn.outputs[0].shape)})"
 
 
@@ -281,8 +282,11 @@ def _reduction(fn: str):
         x, out = eqn.inputs[0], eqn.outputs[0]
         axes = eqn.params["axes"]
         axes = tuple(range(x.ndim)) if axes is None else tuple(sorted({a % max(x.ndim, 1) for a in axes}))
-        if x.dtype.kind not in "fc" or np.dtype(out.dtype) != np.dtype(x.dtype) or 0 in x.shape:
+        same = x.dtype.kind in "fc" and np.dtype(out.dtype) == np.dtype(x.dtype)
+        integers = x.dtype.kind in "iub" and out.dtype.kind in "iu"     # (numpy's widening)
+        if not (same or integers) or 0 in x.shape:
             raise NotLowered(f"a reduction of dtype {x.dtype} to {out.dtype}, shape {tuple(x.shape)}")
+        args = [as_dtype(args[0], x, out.dtype)]
         if x.ndim == 0:
             return args[0]
         if not axes:                             # over no axis: the values themselves

@@ -196,3 +196,17 @@ def _pinv(ctx, eqn, args) -> str:
 
 
 lowers(_p("svdvals"))(_lapack_rule("svd_stack", (2,), pick=1))   # (numba: no compute_uv=False)
+
+
+@lowers(_p("convolve"))
+def _convolve(ctx, eqn, args) -> str:
+    """numba's np.convolve (the full convolution), sliced to the mode's span."""
+    from ..ops.convolution import output_span
+    a, v = eqn.inputs
+    out = eqn.outputs[0]
+    if out.dtype not in _LAPACK_DTYPES:
+        raise NotLowered(f"dtype {out.dtype}")
+    start, length = output_span(a.shape[0], v.shape[0], eqn.params["mode"])
+    full = f"np.convolve({as_dtype(args[0], a, out.dtype)}, {as_dtype(args[1], v, out.dtype)})"
+    ctx.strided.add(id(out))
+    return full if length == a.shape[0] + v.shape[0] - 1 else f"{full}[{start}:{start + length}]"
