@@ -1,7 +1,10 @@
-"""Elementwise kernels the numba backend's generated code calls (as `K.<name>`), for the
-primitives whose numpy forward is not a single ufunc. Each is made a `numba.vectorize`
-function: it broadcasts like a ufunc, takes scalars, and fuses into the array
-expressions around it. Their values are the numpy forwards' (NaN, inf, signed zeros).
+"""Kernels the numba backend's generated code calls (as `K.<name>`): elementwise ones for
+the primitives whose numpy forward is not a single ufunc (made `numba.vectorize`
+functions: they broadcast like a ufunc, take scalars, and fuse into the array expressions
+around them; the scalar ones of scipy.special and pforjac's own are in numba_special.py),
+loops along one axis of a (before, axis, after) array (scans, arg-reductions, sorts,
+gathers), and numpy.linalg over stacks of matrices. Their values are the numpy forwards'
+(NaN, inf, signed zeros, numpy's orders of summation where it has one).
 """
 from __future__ import annotations
 
@@ -310,7 +313,8 @@ if numba is not None:
     min_axis = numba.njit(cache=True)(min_axis)
     batched_dot = numba.njit(cache=True)(batched_dot)
     _finite = numba.njit(cache=True)(_finite)
-    for _name in ("cumsum_axis", "cumprod_axis", "argmax_axis", "sort_axis", "argsort_axis", "take_along_axis3",
+    for _name in ("cumsum_axis", "cumprod_axis", "argmax_axis", "sort_axis", "argsort_axis",
+                  "take_along_axis3",
                   "put_along_axis_add3", "check_index",
                   "solve_stack", "det_stack", "slogdet_stack", "cholesky_stack", "eigh_stack",
                   "eigvalsh_stack", "svd_stack", "qr_stack", "pinv_stack", "triangular_solve_stack"):

@@ -157,7 +157,8 @@ def _lapack_rule(kernel: str, core_ranks: tuple, extra=lambda params: (), pick: 
         stacks, batch = _stacked(ctx, eqn, args, dtype, core_ranks)
         params = [repr(p) for p in extra(eqn.params)]
         name = ctx.fresh()
-        ctx.emit(f"{name} = K.{kernel}({', '.join(stacks + params)})" + ("" if pick is None else f"[{pick}]"))
+        picked = "" if pick is None else f"[{pick}]"
+        ctx.emit(f"{name} = K.{kernel}({', '.join(stacks + params)}){picked}")
         parts = [name] if len(eqn.outputs) == 1 else [f"{name}[{k}]" for k in range(len(eqn.outputs))]
         outs = [f"{p}[0]" if out.ndim == 0 else f"{p}.reshape({tuple(out.shape)})"
                 for p, out in zip(parts, eqn.outputs)]

@@ -428,9 +428,9 @@ def erfcinv(x):
     return _like(_erfcinv(_f64(x)), x)
 
 _SCALAR_HELPERS = ["_f64", "_horner", "_ndtri_lower", "_ndtri", "_erfcinv_small",
-                   "_erfinv_small", "_erfcinv", "_erfinv",
-                   "_is_integer", "_ndtr", "_log_ndtr", "_logit_edge", "_lgamma_at_one",
-                   "_lgamma_small", "_gammaln", "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
+                   "_erfinv_small", "_erfcinv", "_erfinv", "_is_integer", "_ndtr",
+                   "_log_ndtr", "_logit_edge", "_lgamma_at_one", "_lgamma_small", "_gammaln",
+                   "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
                    "_rel_entr"]
 
 
