@@ -142,3 +142,14 @@ def test_gammaln_near_its_zeros_is_within_an_ulp_of_50_digits():
     got = APPLY_UNARY(x)[list(UNARY).index("gammaln")]
     errors = [abs((float(g) - float(w)) / float(w)) for g, w in zip(got, map(_lgamma_50_digits, x))]
     assert max(errors) <= 1.5 * np.finfo(np.float64).eps, errors
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_polygamma_agrees_with_scipy(dtype):
+    x = np.array([-np.inf, -2.0, -1.5, -0.5, -0.3, -0.0, 0.0, 1e-300, 1e-8, 0.5, 1.0, 1.46, 2.5,
+                  9.0, 10.0, 33.3, 1e10, np.inf, np.nan]).astype(dtype)
+    apply = numba.njit(lambda x, n: K.polygamma(x, n))
+    for n in (0, 1, 2, 3, 7, 15):
+        with np.errstate(all="ignore"):             # (float32 overflows to inf)
+            want = np.asarray(special.polygamma(n, x.astype(np.float64))).astype(dtype)
+            _close(apply(x, np.float64(n)), want, 4 if dtype == np.float64 else 1, dtype, f"polygamma {n}")

@@ -132,6 +132,17 @@ for _name in ("sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr",
     lowers(_p(_name))(_kernel(_name))
 
 
+@lowers(_p("polygamma"))
+def _polygamma(ctx, eqn, args) -> str:
+    """K.polygamma(x, order): the order, a parameter, as a float64 operand."""
+    x, out = eqn.inputs[0], eqn.outputs[0]
+    order = eqn.params["order"]
+    if out.dtype not in (np.float32, np.float64) or x.dtype.kind == "c" or int(order) != order \
+            or order < 0:
+        raise NotLowered(f"dtype {out.dtype} or order {order!r}")
+    return f"K.polygamma({as_dtype(args[0], x, out.dtype)}, np.float64({int(order)}))"
+
+
 @lowers(_p("relu"))
 def _relu(ctx, eqn, args) -> str:
     """np.maximum(x, 0): NaN stays NaN."""

@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
            "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
-           "entr", "rel_entr", "kl_div", "ndtri", "erfinv", "erfcinv"]
+           "entr", "rel_entr", "kl_div", "ndtri", "erfinv", "erfcinv", "polygamma"]
 
 _INF, _NAN = math.inf, math.nan
 _SQRT_HALF = math.sqrt(0.5)
@@ -427,11 +427,59 @@ def _erfcinv(y):
 def erfcinv(x):
     return _like(_erfcinv(_f64(x)), x)
 
+# B_2j / (2j)!, j = 1..12: the Euler-Maclaurin tail of the Hurwitz zeta function
+_EULER_MACLAURIN = (1.0 / 12.0, -1.0 / 720.0, 1.0 / 30240.0, -1.0 / 1209600.0,
+                    1.0 / 47900160.0, -691.0 / 1307674368000.0, 1.0 / 74724249600.0,
+                    -3617.0 / 10670622842880000.0, 43867.0 / 5109094217170944000.0,
+                    -174611.0 / 802857662698291200000.0,
+                    77683.0 / 14101100039391805440000.0,
+                    -236364091.0 / 1693824136731743669452800000.0)
+
+
+def _hurwitz_zeta(s, q):
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for an integer s >= 2 and q not a pole:
+    the first terms summed until q + k >= 9, then the Euler-Maclaurin tail."""
+    total, a, k = 0.0, q, 0
+    while k < 9 or a <= 9.0:
+        total += a ** -s
+        a += 1.0
+        k += 1
+    w = a ** -s
+    total += a * w / (s - 1.0) + 0.5 * w
+    factor = s * w / a
+    for j in range(len(_EULER_MACLAURIN)):
+        term = _EULER_MACLAURIN[j] * factor
+        total += term
+        if abs(term) < 1e-17 * abs(total):
+            break
+        factor *= (s + 2.0 * j + 1.0) * (s + 2.0 * j + 2.0) / (a * a)
+    return total
+
+
+def _polygamma(n, v):
+    """(-1)^(n+1) n! zeta(n + 1, v) for n >= 1 (digamma for n = 0): signed infinities at
+    the poles (the non-positive integers and -inf), signed zeros at +inf, as scipy."""
+    if n == 0.0:
+        return _digamma(v)
+    sign = 1.0 if n % 2.0 == 1.0 else -1.0
+    if v != v:
+        return _NAN
+    if v == _INF:
+        return sign * 0.0
+    if v <= 0.0 and _is_integer(v):
+        return sign * _INF
+    return sign * math.gamma(n + 1.0) * _hurwitz_zeta(n + 1.0, v)
+
+
+def polygamma(x, n):
+    """polygamma(n, x) (the order second: it is the primitive's parameter)."""
+    return _like(_polygamma(_f64(n), _f64(x)), x)
+
 _SCALAR_HELPERS = ["_f64", "_horner", "_ndtri_lower", "_ndtri", "_erfcinv_small",
                    "_erfinv_small", "_erfcinv", "_erfinv", "_is_integer", "_ndtr",
                    "_log_ndtr", "_logit_edge", "_lgamma_at_one", "_lgamma_small", "_gammaln",
                    "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
-                   "_rel_entr"]
+                   "_rel_entr", "_hurwitz_zeta", "_polygamma"]
 
 
 def _compile():
