@@ -96,3 +96,22 @@ def test_benchmark_program_on_numba_agrees_with_numpy(name, dtype):
         with np.load(JAX_VALUES) as stored:
             if name in stored:
                 np.testing.assert_allclose(got, stored[name], rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_a_matrix_holding_nan_runs_that_call_on_the_numpy_code():
+    """numba's LAPACK bindings refuse NaN and inf; numpy's propagate them: such a call runs
+    the numpy code (eigvalsh's own kernel gives NaN itself), and the next call is native."""
+    def f(a):
+        return pj.numpy.linalg.det(a) + pj.sum(pj.numpy.linalg.eigvalsh(a))
+    native, numpy = pj.function(f, backend="numba"), pj.function(f, backend="numpy")
+    a = np.array([[2.0, 0.5, 0.0], [0.5, 3.0, 0.1], [0.0, 0.1, 1.5]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(native(a), numpy(a), rtol=1e-14)
+        bad = a.copy()
+        bad[1, 1] = np.nan
+        with np.errstate(invalid="ignore"):
+            assert np.isnan(native(bad)) and np.isnan(numpy(bad))
+        np.testing.assert_allclose(native(2 * a), numpy(2 * a), rtol=1e-14)
+    compiled, = native._cache.values()
+    assert compiled.backend == "numba"
