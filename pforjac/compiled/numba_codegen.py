@@ -13,6 +13,7 @@ import numpy as np
 
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
+from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
 from .numba_lowering import NotLowered, rule_for
 
 __all__ = ["numba_source", "unlowered_ops", "variable_names", "bakeable", "HEADER"]

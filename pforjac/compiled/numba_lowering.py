@@ -6,7 +6,10 @@ that needs statements first (a zeros array it fills) emits them with `ctx.emit` 
 returns a name. Rules are registered in `numba_rules` with `@lowers(prim)`; one family
 rule covers every elementwise primitive whose forward is a numpy ufunc numba compiles
 (read from the primitive: `elementwise`, its impl, numba's own ufunc table), so adding
-a ufunc-backed op needs no entry here. `rule_for(prim)` is the one lookup.
+a ufunc-backed op needs no entry here. `rule_for(prim)` is the one lookup. The rules of
+products and linear algebra (numba_lowering_linalg.py) and of scans, sorting and the other
+array ops (numba_lowering_arrays.py) are registered in the same table when the code
+generator (numba_codegen.py) imports them.
 
 Values of shape () are numba scalars in the generated code (numba reduces to scalars,
 not 0-d arrays); the backend converts them back to 0-d arrays at the boundary.
@@ -350,6 +353,3 @@ def _matmul(ctx, eqn, args) -> str:
     stacks = [f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + tuple(v.shape[-2:])}))"
               f".reshape({(count,) + tuple(v.shape[-2:])})" for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
-
-
-from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: E402,F401  (their rules)
