@@ -231,7 +231,7 @@ def _multiply_no_nan_impl(x, y):
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.multiply(x, y)
     zero = np.asarray(y) == 0
-    if zero.any():
+    if np.count_nonzero(zero):          # (ndarray.any's Python wrapper costs 1 us more)
         out = np.where(zero, out.dtype.type(0), out)
     return out
 
