@@ -83,7 +83,14 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
-        return bind(self, *args, **params)
+        """Applies this primitive to `args` in the current context: `core.bind`."""
+        if not _state.traces and _state.lifting is None:
+            for a in args:        # eager, on plain Tensors (the common case): _bind_eager
+                if type(a) is not Tensor or a._trace is not None:
+                    break
+            else:
+                return _bind_eager(self, args, params)
+        return _bind_in_context(self, args, params)
 
 
 class Example:
@@ -278,12 +285,11 @@ def _innermost_trace(args):
 
 def bind(prim: Primitive, *args, **params):
     """Applies `prim` to `args` in the current context and returns its output(s)."""
-    if not _state.traces and _state.lifting is None:
-        for a in args:            # eager, on plain Tensors (the common case): _bind_eager
-            if type(a) is not Tensor or a._trace is not None:
-                break
-        else:
-            return _bind_eager(prim, args, params)
+    return prim.bind(*args, **params)
+
+
+def _bind_in_context(prim: Primitive, args: tuple, params: dict):
+    """`bind` where a trace may take the op (or an input is not a plain Tensor yet)."""
     args = tuple(map(as_tensor, args))
     trace = _innermost_trace(args)
     lifting = _state.lifting
@@ -319,8 +325,12 @@ def _bind_eager(prim: Primitive, args: tuple, params: dict):
         raise _naming_op(e, prim, args, params) from None
     if prim.multiple_results:
         outs = [_fresh(r) for r in result]
-    else:
-        outs = [_fresh(result)]
+    else:                         # (_fresh written out: one op in two is this)
+        t = object.__new__(Tensor)
+        arr = result if type(result) is np.ndarray else np.asarray(result)
+        arr.setflags(write=False)
+        t._value, t._handed, t._trace = arr, None, None
+        outs = [t]
     tapes = _state.tapes
     if tapes:
         for tape in tapes:

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import core
 from . import ops
+from .state import _state
 from .tensor import Tensor, Variable, as_tensor, check_not_complex_for_real, is_float
 from .tree import _LEAF, flatten_like, tree_flatten, tree_unflatten
 
@@ -390,7 +391,7 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
         ans = tuple(entry.outputs)
     else:
         g, ans = outs_ct[0], entry.outputs[0]
-    state = core.current_state()
+    state = _state
     saved, state.origin = state.origin, entry
     try:
         if callable(rules):
