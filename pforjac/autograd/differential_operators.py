@@ -11,7 +11,7 @@ from .. import core
 from ..tape import GradientTape
 from ..tensor import Tensor
 from ..ops.shape import reshape_p
-from ..tree import tree_map
+from ..tree import tree_flatten, tree_map
 
 __all__ = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobian", "hessian",
            "hessian_vector_product", "hessian_tensor_product", "make_hvp", "make_vjp",
@@ -66,6 +66,9 @@ def _nary(unary):
 def _vjp_at(fun, x):
     """(vjp, ans): `vjp(g)` is g's cotangent with respect to `x` (a pytree), any number
     of times (a persistent tape)."""
+    from .vspace import custom_vjp_at, is_custom
+    if any(is_custom(v) for v in tree_flatten(x)[0]):
+        return custom_vjp_at(fun, x, lambda v: _input(v, "autograd"))
     xs = tree_map(lambda v: _input(v, "autograd"), x)
     tape = GradientTape(persistent=True)
     with tape:

@@ -1,0 +1,115 @@
+"""Runs one of autograd's examples with its iteration counts capped, under whichever
+autograd this interpreter imports (HIPS autograd, or pforjac.autograd in a copy whose
+imports were rewritten): `python run_one.py EXAMPLE.py ITERS LINES`.
+
+Caps, the same under both: `scipy.optimize.minimize` at ITERS iterations, the `adam`,
+`sgd` and `rmsprop` optimizers at ITERS steps, and the run stops after LINES lines of
+output. The time the example itself took (imports of autograd/pforjac excluded) is
+printed last on stderr, as `##elapsed SECONDS`. numpy's global generator is seeded with 0.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import runpy
+import sys
+import time
+
+
+class _Stop(BaseException):
+    """Raised by the output counter at the line cap (no `except Exception` catches it)."""
+
+
+class _Lines:
+    def __init__(self, stream, cap: int):
+        self.stream, self.cap, self.count = stream, cap, 0
+
+    def write(self, text: str) -> int:
+        self.stream.write(text)
+        self.count += text.count("\n")
+        if self.count >= self.cap:
+            self.stream.flush()
+            raise _Stop
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _cap_minimize(iters: int) -> None:
+    import scipy.optimize
+    original = scipy.optimize.minimize
+
+    @functools.wraps(original)
+    def minimize(*args, **kwargs):
+        options = dict(kwargs.get("options") or {})
+        options["maxiter"] = min(options.get("maxiter", iters), iters)
+        kwargs["options"] = options
+        return original(*args, **kwargs)
+    scipy.optimize.minimize = minimize
+
+
+def _cap_optimizers(iters: int) -> None:
+    for name in ("autograd.misc.optimizers", "pforjac.autograd.misc.optimizers"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        for opt in ("adam", "sgd", "rmsprop"):
+            setattr(module, opt, _capped(getattr(module, opt), iters))
+
+
+def _capped(optimizer, iters: int):
+    @functools.wraps(optimizer)
+    def capped(*args, num_iters=100, **kwargs):
+        return optimizer(*args, num_iters=min(num_iters, iters), **kwargs)
+    return capped
+
+
+def main(path: str, iters: int, lines: int) -> None:
+    _cap_minimize(iters)
+    _cap_optimizers(iters)
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)
+    os.chdir(folder)
+    sys.argv = [path]
+    sys.stdout = _Lines(sys.stdout, lines)
+    import numpy
+    numpy.random.seed(0)          # (examples that seed nothing draw the same numbers)
+    start = time.perf_counter()
+    names = None
+    try:
+        names = runpy.run_path(path, run_name="__main__")
+    except _Stop:
+        pass
+    finally:
+        sys.stdout.flush()
+        print(f"##elapsed {time.perf_counter() - start:.3f}", file=sys.stderr)
+    for name, summary in _summaries(names or {}):
+        print(f"##value {name} {summary}", file=sys.stderr)
+
+
+def _summaries(names: dict):
+    """(name, sum and sum of squares) of every float array or number the example left in
+    its globals (lists and tuples of them summed together): its results."""
+    import numpy as np
+    for name in sorted(names):
+        value = names[name]
+        parts = value if isinstance(value, (list, tuple)) else [value]
+        try:
+            arrays = [np.asarray(p, dtype=float) for p in parts
+                      if isinstance(p, (float, np.ndarray, np.floating))]
+        except (TypeError, ValueError):
+            continue
+        if arrays and len(arrays) == len(parts) and not name.startswith("_"):
+            total = sum(float(np.sum(a)) for a in arrays)
+            squares = sum(float(np.sum(a * a)) for a in arrays)
+            yield name, f"{total!r} {squares!r}"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))
