@@ -33,12 +33,17 @@ def _top_level() -> bool:
     return not state.tapes and not state.traces and state.lifting is None
 
 
-def _out(value):
-    """numpy values at top level (autograd's results), Tensors inside another operator."""
+def _out(value, arrays: bool = False):
+    """numpy values at top level (autograd's results), Tensors inside another operator. As
+    autograd's, a lone 0-d result is a numpy scalar; 0-d ones in a tuple, list or dict (a
+    gradient for argnum=(0, 1)), and with `arrays` (a Jacobian), 0-d arrays."""
     if not _top_level():
         return value
     from .numpy._wrap import _plain
-    return tree_map(_plain, value)
+    if isinstance(value, Tensor) and not arrays:
+        return _plain(value)
+    return tree_map(lambda v: np.asarray(_plain(v)) if isinstance(v, (Tensor, np.generic))
+                    else v, value)
 
 
 def _nary(unary):
@@ -141,7 +146,7 @@ def grad_and_aux(fun, x):
 def jacobian(fun, x):
     """d fun / d x, of shape fun(x).shape + x.shape."""
     from ..transforms import jacrev
-    return _out(jacrev(fun)(x))
+    return _out(jacrev(fun)(x), arrays=True)
 
 
 def hessian(fun, argnum=0):

@@ -89,10 +89,20 @@ def agree(a: str, b: str, rtol: float) -> tuple[bool, str]:
     return worst <= rtol, f"{len(x)} numbers, largest relative difference {worst:.1e}"
 
 
+def _common_lines(a: str, b: str) -> tuple[str, str]:
+    """The complete lines both printed (a stopped run's output is cut anywhere)."""
+    a_lines, b_lines = a.split("\n")[:-1], b.split("\n")[:-1]
+    n = min(len(a_lines), len(b_lines))
+    return "\n".join(a_lines[:n]), "\n".join(b_lines[:n])
+
+
 def row(name: str, ag: dict, pj: dict, rtol: float) -> dict:
-    same, detail = agree(ag["out"], pj["out"], rtol)
-    if ag["rc"] is None or pj["rc"] is None:
-        verdict = "stopped at the budget" + (" (both)" if ag["rc"] == pj["rc"] else "")
+    stopped = ag["rc"] is None or pj["rc"] is None
+    outs = _common_lines(ag["out"], pj["out"]) if stopped else (ag["out"], pj["out"])
+    same, detail = agree(*outs, rtol)
+    if stopped:
+        verdict = ("stopped at the budget" + (" (both)" if ag["rc"] == pj["rc"] else "")
+                   + ("; the lines both printed agree" if same else "; values differ"))
     elif ag["rc"] and pj["rc"]:
         same_error = ag["error"].split(":")[0] == pj["error"].split(":")[0]
         verdict = ("fails as under autograd: " if same_error else "both fail: ") + pj["error"]

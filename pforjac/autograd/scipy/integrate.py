@@ -82,9 +82,11 @@ def _fwd(func, options, y0, t, args):
 
 
 def _bwd(func, options, residuals, g):
-    _refuse_second_order(g)
+    _refuse_second_order(tree_flatten((residuals, g))[0])
     yt, t, args = residuals
+    yt, t = _numpy(yt, "the solution"), _numpy(t, "t")
     flat, tree = tree_flatten(args)
+    flat = [_numpy(v, "an argument") for v in flat]
     shapes = [np.shape(v) for v in flat]
     sizes = [int(np.prod(s)) for s in shapes]
     p = np.concatenate([np.ravel(v) for v in flat]) if flat else np.zeros(0)
@@ -92,14 +94,16 @@ def _bwd(func, options, residuals, g):
     def unflatten(vector):
         parts = np.split(vector, np.cumsum(sizes)[:-1]) if sizes else []
         return tree_unflatten(tree, [v.reshape(s) for v, s in zip(parts, shapes)])
-    adjoint = _Adjoint(func, options, unflatten, yt.shape[1])
+    adjoint = _Adjoint(func, options, unflatten, yt.shape[1], (repr(tree), tuple(shapes)))
     g_y0, g_t, g_p = adjoint.backward(yt, t, p, _numpy(g, "the cotangent"))
     return g_y0, g_t, unflatten(g_p)
 
 
-def _refuse_second_order(g) -> None:
-    state = core.current_state()
-    if isinstance(g, Tensor) and any(core._tracks(tape, g) for tape in state.tapes):
+def _refuse_second_order(values) -> None:
+    """The vjp's inputs are followed by a tape (a derivative of the derivative): refused,
+    as the backward solve would drop them from it."""
+    tapes = core.current_state().tapes
+    if any(isinstance(v, Tensor) and core._tracks(tape, v) for v in values for tape in tapes):
         raise NotImplementedError("odeint: second derivatives are not supported (its vjp "
                                   "solves the adjoint ODE on numpy values)")
 
@@ -107,19 +111,43 @@ def _refuse_second_order(g) -> None:
 _odeint.defvjp(_fwd, _bwd)
 
 
+def _eager_vjp(func, unflatten, y, time, p, a):
+    from ...functional import vjp
+    value, (gy, gt, gp) = vjp(lambda y, s, q: func(y, s, *unflatten(q)), (y, time, p), a)
+    return value, gy, gt, gp
+
+
+def _compiled_vjp(func, unflatten):
+    from ...compiled.function import function
+    return function(lambda y, time, p, a: _eager_vjp(func, unflatten, y, time, p, a))
+
+
+_compiled: dict = {}     # (func, argument layout) -> its compiled vjp, None: not compilable
+
+
 class _Adjoint:
     """The backward (adjoint) solves of one vjp."""
 
-    def __init__(self, func, options, unflatten, n: int):
+    def __init__(self, func, options, unflatten, n: int, layout):
         self.func, self.options, self.unflatten, self.n = func, dict(options), unflatten, n
+        self._layout = (func, layout)
 
     def _vjp(self, y, time, p, a):
-        """func's value at (y, time, p), and a^T times its derivatives in y, time, p."""
-        from ...functional import vjp
-        func, unflatten = self.func, self.unflatten
-        value, (gy, gt, gp) = vjp(lambda y, s, q: func(y, s, *unflatten(q)),
-                                  (y, np.float64(time), p), a)
-        return (np.asarray(value), np.asarray(gy), np.asarray(gt), np.asarray(gp))
+        """func's value at (y, time, p), and a^T times its derivatives in y, time, p: by
+        the vjp compiled once for func and these argument shapes (pforjac.function), or
+        eagerly where func cannot be compiled (it branches on values, ...)."""
+        args = (y, np.array(time, dtype=float), p, a)
+        compiled = _compiled.get(self._layout)
+        if compiled is None and self._layout not in _compiled:
+            compiled = _compiled[self._layout] = _compiled_vjp(self.func, self.unflatten)
+            while len(_compiled) > 16:                   # (funcs made anew at each call)
+                del _compiled[next(iter(_compiled))]
+        if compiled is not None:
+            try:
+                return tuple(map(np.asarray, compiled(*args)))
+            except Exception:
+                _compiled[self._layout] = None
+        return tuple(map(np.asarray, _eager_vjp(self.func, self.unflatten, *args)))
 
     def dynamics(self, state, time, p):
         n = self.n
