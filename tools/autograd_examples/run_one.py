@@ -1,6 +1,7 @@
-"""Runs one of autograd's examples with its iteration counts capped, under whichever
-autograd this interpreter imports (HIPS autograd, or pforjac.autograd in a copy whose
-imports were rewritten): `python run_one.py EXAMPLE.py ITERS LINES`.
+"""Runs one of autograd's examples (its imports rewritten to pforjac.autograd) with its
+iteration counts capped: `python run_one.py EXAMPLE.py ITERS LINES [--autograd]`. With
+`--autograd`, `pforjac.autograd.X` is HIPS autograd's `autograd.X` (aliased at import),
+so that both run the very same file (some examples train on their own source text).
 
 Caps, the same under both: `scipy.optimize.minimize` at ITERS iterations, the `adam`,
 `sgd` and `rmsprop` optimizers at ITERS steps, and the run stops after LINES lines of
@@ -11,10 +12,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.abc
+import importlib.machinery
 import os
 import runpy
 import sys
 import time
+import types
 
 
 class _Stop(BaseException):
@@ -38,6 +42,25 @@ class _Lines:
 
     def __getattr__(self, name):
         return getattr(self.stream, name)
+
+
+class _AliasAutograd(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `pforjac.autograd.X` as `autograd.X`."""
+
+    def find_spec(self, name, path, target=None):
+        if name == "pforjac" or name.startswith("pforjac."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        if spec.name == "pforjac":
+            module = types.ModuleType("pforjac")
+            module.__path__ = []
+            return module
+        return importlib.import_module("autograd" + spec.name[len("pforjac.autograd"):])
+
+    def exec_module(self, module) -> None:
+        pass
 
 
 def _cap_minimize(iters: int) -> None:
@@ -112,4 +135,6 @@ def _summaries(names: dict):
 
 
 if __name__ == "__main__":
+    if "--autograd" in sys.argv:
+        sys.meta_path.insert(0, _AliasAutograd())
     main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))

@@ -6,8 +6,6 @@ from __future__ import annotations
 import functools
 import types
 
-
-
 from ... import core
 from ...tensor import Tensor
 from ...tree import tree_flatten, tree_map
@@ -17,29 +15,27 @@ __all__ = ["wrapped"]
 _cache: dict = {}
 
 
-def _numpy_out(args, kwargs) -> bool:
-    state = core.current_state()
-    if state.tapes or state.traces or state.lifting is not None:
-        return False
-    leaves, _ = tree_flatten((args, kwargs))
-    return not any(isinstance(v, Tensor) for v in leaves)
-
-
-def _outside(args, kwargs) -> bool:
-    """No derivative is being taken and no Tensor is among the arguments (nor in a list or
-    tuple among them): numpy's own function gives the same values, as autograd's
-    primitives call numpy's on values that are not boxed."""
-    state = core.current_state()
-    if state.tapes or state.traces or state.lifting is not None:
-        return False
+def _tensors_in(args, kwargs):
+    """True: a Tensor is among the arguments (or in a list or tuple among them); False:
+    none is; None: a deeper nest, not looked through here."""
     for group in (args, kwargs.values()):
         for a in group:
             if isinstance(a, Tensor):
-                return False
-            if isinstance(a, (list, tuple)) and any(
-                    isinstance(v, Tensor) or isinstance(v, (list, tuple)) for v in a):
-                return False          # (a deeper nest: the general path looks through it)
-    return True
+                return True
+            if isinstance(a, (list, tuple)):
+                for v in a:
+                    if isinstance(v, Tensor):
+                        return True
+                    if isinstance(v, (list, tuple, dict)):
+                        return None
+            elif isinstance(a, dict):
+                return None
+    return False
+
+
+def _deep_tensors_in(args, kwargs) -> bool:
+    leaves, _ = tree_flatten((args, kwargs))
+    return any(isinstance(v, Tensor) for v in leaves)
 
 
 def wrapped(value, raw=None):
@@ -54,18 +50,23 @@ def wrapped(value, raw=None):
 
 
 def _function(value, raw):
+    """Outside derivatives with no Tensor among the arguments, numpy's own function `raw`
+    gives the same values (autograd's primitives call numpy's on values that are not
+    boxed), or pforjac's, its result as numpy values; otherwise pforjac's, on Tensors."""
     @functools.wraps(value)
     def function(*args, **kwargs):
-        if raw is not None and _outside(args, kwargs):
+        state = core.current_state()
+        if state.tapes or state.traces or state.lifting is not None:
+            return value(*args, **kwargs)
+        found = _tensors_in(args, kwargs)
+        if found is None:
+            found = _deep_tensors_in(args, kwargs)
+        if found:
+            return value(*args, **kwargs)
+        if raw is not None:
             return raw(*args, **kwargs)
-        out = value(*args, **kwargs)
-        if _numpy_out(args, kwargs):
-            return tree_map(_plain, out)
-        return out
+        return tree_map(_plain, value(*args, **kwargs))
     return function
-
-
-
 
 
 def _key(value):
