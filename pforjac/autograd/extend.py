@@ -19,7 +19,7 @@ import numpy as np
 from .. import core
 from ..custom_derivatives import custom_jvp, custom_vjp
 from ..tensor import SymbolicTensor, Tensor
-from .vspace import Box, VSpace, active_trace, vspace
+from .vspace import Box, VSpace, active_trace, getval, vspace
 
 __all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defvjp_argnums", "Box", "VSpace",
            "vspace", "notrace_primitive"]
@@ -178,11 +178,9 @@ class _EveryArgument(dict):
 def notrace_primitive(fun):
     """autograd's `notrace_primitive`: `fun` runs on the values of its arguments and its
     result is a constant to every derivative (a sampler, a comparison)."""
-    from .tracer import getval
-
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
-        return fun(*(getval(a._value if isinstance(a, Box) else a) for a in args), **kwargs)
+        return fun(*map(getval, args), **kwargs)
     return wrapped
 
 

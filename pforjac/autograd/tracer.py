@@ -27,6 +27,7 @@ import numpy as np
 
 from ..tape import GradientTape
 from ..tensor import Tensor
+from .vspace import getval
 
 __all__ = ["Node", "trace", "getval", "isbox"]
 
@@ -63,17 +64,10 @@ class _Op:
         return f"<op {self.__name__}>"
 
 
-def getval(value):
-    """The numpy value of a traced value (a number as a numpy scalar)."""
-    if not isinstance(value, Tensor):
-        return value
-    array = value.numpy()
-    return array[()] if array.ndim == 0 else array
-
-
 def isbox(value) -> bool:
-    """Whether `value` is one of pforjac's traced values (a Tensor)."""
-    return isinstance(value, Tensor)
+    """Whether `value` is one of pforjac's traced values (a Tensor) or a box."""
+    from .vspace import Box
+    return isinstance(value, (Tensor, Box))
 
 
 class _TraceTape(GradientTape):
@@ -120,5 +114,3 @@ def trace(start_node: Node, fun, x):
         return getval(end), None
     return getval(end), node
 
-
-from .extend import notrace_primitive, primitive  # noqa: E402,F401  (autograd's names here too)

@@ -19,7 +19,7 @@ import numpy as np
 from .. import core
 from ..tensor import Tensor
 
-__all__ = ["Box", "VSpace", "vspace", "is_custom", "custom_vjp_at", "active_trace"]
+__all__ = ["Box", "VSpace", "vspace", "getval", "is_custom", "custom_vjp_at", "active_trace"]
 
 
 class Box:
@@ -101,6 +101,17 @@ def vspace(value) -> VSpace:
         raise TypeError(f"vspace: no vector space registered for type {type(value).__name__}; "
                         f"pforjac.autograd differentiates arrays directly and other types "
                         f"registered with SomeVSpace.register(type)") from None
+
+
+def getval(value):
+    """The numpy value of a traced value (a number as a numpy scalar), the value inside
+    a box; anything else as it is."""
+    if isinstance(value, Box):
+        value = value._value
+    if not isinstance(value, Tensor):
+        return value
+    array = value.numpy()
+    return array[()] if array.ndim == 0 else array
 
 
 def is_custom(value) -> bool:
