@@ -20,12 +20,13 @@ __all__ = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobi
 
 
 def _input(leaf, who: str) -> Tensor:
-    """A fresh differentiable view of one input leaf (closures over it don't count)."""
+    """A fresh differentiable view of one input leaf (closures over it don't count): a
+    new Tensor for a numpy value, an identity op of a Tensor (an outer derivative's)."""
     x = leaf if isinstance(leaf, Tensor) else Tensor._from_array(np.array(leaf))
     if x.dtype.kind not in "fc":
         raise TypeError(f"{who}: can't differentiate with respect to an input of dtype "
                         f"{x.dtype.name} (autograd refuses integers too); cast it to float")
-    return reshape_p.bind(x, shape=tuple(x.shape))
+    return reshape_p.bind(x, shape=tuple(x.shape)) if x is leaf else x
 
 
 def _top_level() -> bool:
