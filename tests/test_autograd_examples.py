@@ -185,3 +185,62 @@ def test_defvjp_argnum_and_notrace_primitive():
 def test_make_vjp_of_a_tuple_argnum():
     vjp, ans = make_vjp(lambda a, b: a * b, argnum=(0, 1))(2.0, 3.0)
     assert ans == 6.0 and [float(v) for v in vjp(1.0)] == [3.0, 2.0]
+
+
+def _tool(name: str):
+    import importlib.util
+    path = HERE.parent / "tools" / "autograd_examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"autograd_examples_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_comparison_tool_rewrites_imports_and_compares_numbers():
+    run_all = _tool("run_all")
+    source = "import autograd.numpy as np\nfrom autograd import grad\nimport autograder\n"
+    assert run_all.ported(source) == ("import pforjac.autograd.numpy as np\n"
+                                      "from pforjac.autograd import grad\nimport autograder\n")
+    assert run_all.agree("loss 1.0000000001\nnode_12 -> node_7", "loss 1.0\nnode_3 -> node_9",
+                         rtol=1e-6)[0]
+    assert not run_all.agree("loss 1.001", "loss 1.0", rtol=1e-6)[0]
+    assert not run_all.agree("loss 1.0", "cost 1.0", rtol=1e-6)[0]
+    assert run_all.agree("(array(9e-13),)", "(array(-4e-12),)", rtol=1e-6)[0]   # both ~0
+
+
+def _filtered(kind: int, image: np.ndarray, y: int) -> bytes:
+    """Row y of a grey 8-bit image under PNG filter `kind` (what a PNG writer stores)."""
+    row, prev = image[y].astype(int), (image[y - 1].astype(int) if y else np.zeros(image.shape[1], int))
+    left = np.concatenate([[0], row[:-1]])
+    upper_left = np.concatenate([[0], prev[:-1]])
+    if kind == 4:
+        p = left + prev - upper_left
+        pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upper_left)
+        guess = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upper_left))
+    else:
+        guess = [0 * row, left, prev, (left + prev) // 2][kind]
+    return bytes(((row - guess) % 256).astype(np.uint8))
+
+
+def test_the_matplotlib_stand_in_reads_the_pngs_fluidsim_loads(tmp_path, monkeypatch):
+    import importlib.util
+    import struct
+    import sys
+    import zlib
+    image = np.random.RandomState(0).randint(0, 256, (5, 4)).astype(np.uint8)
+    rows = b"".join(bytes([k]) + _filtered(k, image, k) for k in range(5))
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    header = struct.pack(">IIBBBBB", 4, 5, 8, 0, 0, 0, 0)
+    (tmp_path / "x.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                                     + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    folder = HERE.parent / "tools" / "autograd_examples" / "stub" / "matplotlib"
+    modules = {}
+    for name, file in [("matplotlib", "__init__.py"), ("matplotlib.pyplot", "pyplot.py")]:
+        spec = importlib.util.spec_from_file_location(name, folder / file)
+        modules[name] = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, name, modules[name])     # (undone after the test)
+        spec.loader.exec_module(modules[name])
+    read = modules["matplotlib.pyplot"].imread(str(tmp_path / "x.png"))
+    np.testing.assert_array_equal(read, image.astype(np.float32) / 255)
