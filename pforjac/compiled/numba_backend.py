@@ -74,7 +74,10 @@ def native_code(program: Program, name: str) -> Callable:
                 raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
             _check_types(program, dispatcher, signature, path)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
-    return _runner(dispatcher, program, name, baked)
+    run = _runner(dispatcher, program, name, baked)
+    if "_stack(" in source:     # (LAPACK kernels may refuse NaN: calls go through `run`, which
+        run.direct = None       # runs the numpy code then, not straight to the dispatcher)
+    return run
 
 
 def _cause(e: Exception) -> str:
@@ -185,7 +188,25 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
     run.fallback = None                                  # (the numpy code: use_backend sets it)
+    run.direct = lambda consts: _direct(dispatcher, program, passed, consts)
     return run
+
+
+def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
+    """`fn(*C-ordered input arrays) -> outputs` with these constants fixed: the dispatcher
+    itself where nothing needs converting (pforjac.function's lean path; 0-d outputs come
+    back as Python scalars)."""
+    fixed = [consts[k] for k in passed]
+    fixed = [a[()] if a.ndim == 0 else np.ascontiguousarray(a) for a in fixed]
+    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0]
+    if scalars:
+        def call(*arrays):
+            arrays = list(arrays)
+            for k in scalars:
+                arrays[k] = arrays[k][()]
+            return dispatcher(*arrays, *fixed)
+        return call
+    return dispatcher if not fixed else lambda *arrays: dispatcher(*arrays, *fixed)
 
 
 def use_backend(compiled, backend: str | None, function_name: str) -> None:
