@@ -32,6 +32,7 @@ from . import ops
 from .boundary import numpy_boundary
 from .memory import check_results_fit, working_memory_advice
 from .pfor import c_ordered, check_parallel_iterations, run_loop
+from .pickling import Transformed
 from .program import Program, make_program
 from .tensor import Tensor, as_tensor
 from .tree_util import flatten_up_to, tree_flatten, tree_structure, tree_unflatten
@@ -81,7 +82,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
         program = make_program(functools.partial(_body, fun, treedef, leaves, axes),
                                [((), np.int32)])
         return _outputs(program, n, out_axes, chunk_size)
-    return vmapped
+    return Transformed(vmapped, vmap, fun, in_axes, out_axes, chunk_size, axis_size)
 
 
 def _body(fun, treedef, leaves, axes, i):
