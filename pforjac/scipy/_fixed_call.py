@@ -31,7 +31,7 @@ def fixed_call(function, args: tuple) -> Callable | None:
     module's docstring), or None when the compiled code needs the full call."""
     if not args or any(type(a) is not np.ndarray for a in args):
         return None
-    compiled, arrays, variables = function._compiled(args, {})
+    compiled, arrays, variables = function._compiled(args, {})[:3]
     if compiled.n_guards or variables or compiled._variables or compiled.warnings:
         return None
     avals = [(a.shape, a.dtype) for a in arrays]
@@ -106,8 +106,8 @@ def _checked(run: Callable, out_tree, avals: list, scalars: list, function) -> C
     `function` structures them. The two calls scipy makes most, `f(x)` and an ODE's
     `f(y, t)`, are checked inline (each Python call layer costs a few tenths of a us)."""
     result = _shape_of_result(out_tree)
-    if result == "leaf" and len(avals) == 1:
-        return _checked_one(run, avals[0], scalars, function)
+    if result != "tree" and len(avals) == 1 and not scalars[0]:
+        return _checked_one(run, avals[0], result == "leaf", function)
     if result == "leaf" and scalars == [False, True]:
         return _checked_ode(run, avals[0], scalars, function)
     accepts = [_accepts(shape, dtype, s) for (shape, dtype), s in zip(avals, scalars)]
@@ -122,17 +122,15 @@ def _checked(run: Callable, out_tree, avals: list, scalars: list, function) -> C
     return call
 
 
-def _checked_one(run, aval, scalars, function) -> Callable:
+def _checked_one(run, aval, leaf: bool, function) -> Callable:
+    """The call `f(x)` of minimize and least_squares: one array, one result or a tuple."""
     shape, dtype = aval
-    if scalars[0]:
-        ok = _accepts(shape, dtype, True)
-        return lambda *a: run(*a)[0] if len(a) == 1 and ok(a[0]) else _full(function, a, scalars)
 
     def call(x, *rest):
         if not rest and type(x) is np.ndarray and x.shape == shape and x.dtype == dtype \
                 and x.flags.c_contiguous:
-            return run(x)[0]
-        return _full(function, (x, *rest), scalars)
+            return run(x)[0] if leaf else run(x)
+        return function(x, *rest)
     return call
 
 
