@@ -62,7 +62,7 @@ def test_an_unknown_backend_is_refused_naming_the_helper_and_the_choices(call):
         call()
 
 
-# -- the direct call after the first ----------------------------------------------------------------
+# -- the direct call after the first -------------------------------------------------------------
 def _wavy(x):
     return np.sum(np.sin(x) * x[::-1]) + np.sum(x ** 4)
 
@@ -117,7 +117,7 @@ def test_the_helpers_call_the_direct_path_after_the_first_call(monkeypatch):
     np.testing.assert_allclose(res.x, want.x, rtol=1e-6)
 
 
-# -- the numba backend --------------------------------------------------------------------------------
+# -- the numba backend ----------------------------------------------------------------------------
 def test_bfgs_on_numba_takes_value_and_gradient_from_one_native_call():
     pytest.importorskip("numba")
     f = pj.function(pj.value_and_grad(po.rosen), backend="numba")

@@ -135,6 +135,7 @@ def _checked_one(run, aval, leaf: bool, function) -> Callable:
 
 
 def _checked_ode(run, aval, scalars, function) -> Callable:
+    """The call `f(y, t)` of solve_ivp's helper: an array and a time, one result."""
     shape, dtype = aval
 
     def call(y, t, *rest):
