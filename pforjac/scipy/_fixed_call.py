@@ -65,7 +65,9 @@ def _native_runner(compiled, avals: list) -> Callable:
     inputs as numbers (its signature), then the constants not compiled into it; 0-d results
     come back as Python numbers."""
     dispatcher = compiled.code.dispatcher
-    native = dispatcher.overloads[dispatcher.signatures[0]].entry_point
+    overload = dispatcher.overloads.get(dispatcher.signatures[0]) if dispatcher.signatures \
+        else None
+    native = getattr(overload, "entry_point", None) or dispatcher    # (the dispatcher: slower)
     passed = tuple(compiled._consts[k] for k in compiled.code.passed)
     if [not shape for shape, _ in avals] == [False, True] and avals[1][1] == np.float64:
         if passed:
