@@ -274,9 +274,10 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
 
 def surely_c_ordered(program: Program) -> set[int]:
     """Variables C-ordered at run time in generated and in eager code alike: results of
-    2-D products and layout-free ops, reshapes of such, and ufunc results whose full-size
-    operands all are (numpy then lays the result out in C order) or that are asked for
-    C order (a parameter, as drop_identities sets it)."""
+    2-D products and layout-free ops, reshapes of such, elementwise ops that lay their result
+    out as their input (a cast) of such, and ufunc results that are asked for C order (a
+    parameter, as drop_identities sets it), whose full-size operands are all C-ordered, or
+    one of them is (where operands' layouts conflict, numpy's ufuncs choose C order)."""
     c: set[int] = set()
     for eqn in program.equations:
         out = eqn.outputs[0]
@@ -285,10 +286,13 @@ def surely_c_ordered(program: Program) -> set[int]:
             c.add(id(out))      # (a batched product lays its batch axes out as its operands)
         elif name == "reshape" and id(eqn.inputs[0]) in c:
             c.add(id(out))
+        elif eqn.prim.elementwise and eqn.prim.layout == "following" and len(eqn.inputs) == 1:
+            if id(eqn.inputs[0]) in c:
+                c.add(id(out))
         elif _ufunc(eqn):
             size = math.prod(out.shape)
-            if eqn.params.get("order") == "C" or all(
-                    id(v) in c or math.prod(v.shape) < size for v in eqn.inputs):
+            full = [v for v in eqn.inputs if math.prod(v.shape) == size]
+            if eqn.params.get("order") == "C" or not full or any(id(v) in c for v in full):
                 c.add(id(out))
     return c
 

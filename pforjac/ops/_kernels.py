@@ -60,7 +60,7 @@ def sum_short_axis(x, axis=None, keepdims=False):
         if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
             out = axis_first(x, a, inner).sum(axis=0)
             return np.expand_dims(out, a) if keepdims else out
-    return np.sum(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)    # (np.sum's own call, 2 us sooner)
 
 
 def _short_last(x, a: int) -> bool:
