@@ -40,6 +40,7 @@ from .warn import (_warned, deferred_warnings, warn_at_user_line, warn_once,  # 
                    warn_wrong_result)                                 # (re-exported)
 from . import ops, structure
 from .diagnostics import record_fallback
+from .index_conversion import trace_converting
 from .memory import (check_results_fit, chunk_for_memory, format_bytes, pooled_empty,
                      working_memory_advice)
 from . import progress as _progress
@@ -443,7 +444,8 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
     """Equivalent to stacking `loop_fn(i)` for `i in range(iters)`, vectorized.
 
     `loop_fn` is traced once with a symbolic int32 index and may return a nested
-    structure of tensors.
+    structure of tensors. It may index numpy arrays with it (`X[i]`, `X[:, i]`,
+    `X[idx[i]]`: `pforjac.index_conversion`).
 
     Example:
         >>> import pforjac as pj
@@ -459,7 +461,12 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
                          f"scalar), got {iters!r}")
     if not callable(loop_fn):
         raise TypeError(f"pfor: loop_fn must be callable, got {type(loop_fn).__name__}")
-    program = make_program(loop_fn, [((), np.int32)])
+    program = trace_converting(loop_fn, lambda f: make_program(f, [((), np.int32)]))
+    return _run_body(program, iters, fallback_to_while_loop, parallel_iterations)
+
+
+def _run_body(program, iters: int, fallback_to_while_loop: bool, parallel_iterations):
+    """The stacked results of a traced loop body over `iters` iterations."""
     check_parallel_iterations(parallel_iterations)
     check_results_fit([((int(iters),) + tuple(v.shape), v.dtype) for v in program.outputs],
                       what="pfor")
@@ -495,6 +502,8 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True, *,
     n = sizes.pop()
     elems = tree_map(as_tensor, elems)
     chunk = _progress.chunk_option(None, chunk_size, "vectorized_map")
+    program = trace_converting(fn, lambda f: make_program(
+        lambda i: f(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i], elems)),
+        [((), np.int32)]))
     with _progress.enabled(progress):
-        return pfor(lambda i: fn(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i],
-                                          elems)), n, fallback_to_while_loop, chunk)
+        return _run_body(program, n, fallback_to_while_loop, chunk)

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import ops
 from .boundary import numpy_boundary
+from .index_conversion import trace_converting
 from .memory import check_results_fit, working_memory_advice
 from .pfor import c_ordered, check_parallel_iterations, run_loop
 from .program import Program, make_program
@@ -78,8 +79,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
         leaves = [_mapped_leaf(x, a, fun, k, treedef) if a is not None else x
                   for k, (x, a) in enumerate(zip(leaves, axes))]
         axes = [None if a is None else a % leaves[k].ndim for k, a in enumerate(axes)]
-        program = make_program(functools.partial(_body, fun, treedef, leaves, axes),
-                               [((), np.int32)])
+        program = trace_converting(fun, lambda f: make_program(
+            functools.partial(_body, f, treedef, leaves, axes), [((), np.int32)]))
         return _outputs(program, n, out_axes, chunk_size)
     return vmapped
 
