@@ -20,7 +20,7 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
-from .outer_products import outer_einsum
+from .outer_products import EINSUM, outer_einsum
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -126,7 +126,7 @@ class _Plan:
             call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
                          keywords)
         elif outer is not None:
-            call = _call("np.einsum", [ast.Constant(value=outer[0])] + inputs,
+            call = _call("outer_product", [ast.Constant(value=outer[0])] + inputs,
                          {key: _literal(v) for key, v in outer[1].items()})
         else:
             call = _call(_impl_name(eqn.prim), inputs, keywords)
@@ -459,7 +459,8 @@ _WARNING_REGISTRY: dict = {}
 
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
-    ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis}
+    ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
+                          "outer_product": EINSUM}
     for eqn in program.equations:
         ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
     return ns
