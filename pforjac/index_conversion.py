@@ -11,10 +11,10 @@ function's Python: every subscript that reads a value, `a[k]`, becomes `getitem(
 above; anything else is indexed as before, `a[k]`. The converted body is the same function:
 its globals, closure cells and defaults are the original's (its Python runs once more, as a
 retrace's does). Only the body's own subscripts are converted, not those of the functions it
-calls (and only a function's: a body that is a callable object keeps the error).
+calls; a bound method or a `functools.partial` of a function is converted as that function.
 
 A body whose source pforjac cannot read (typed at an interactive prompt, a builtin, a
-callable object, `functools.partial`) keeps the error, with a note saying why; the error
+callable object) keeps the error, with a note saying why; the error
 names the fixes (`pj.constant(X)[i]`, `pforjac.numpy.take`, mapping over X).
 """
 from __future__ import annotations
@@ -110,7 +110,15 @@ _CACHE_SIZE = 256
 
 def converted(fn: Callable) -> Callable | None:
     """`fn` with its value subscripts going through `getitem`, or None where its source can't
-    be read (or converted). It shares `fn`'s globals and closure cells."""
+    be read (or converted). It shares `fn`'s globals and closure cells; a bound method or a
+    `functools.partial` of a function is converted as that function."""
+    if isinstance(fn, (types.MethodType, functools.partial)):
+        inner = converted(fn.__func__ if isinstance(fn, types.MethodType) else fn.func)
+        if inner is None:
+            return None
+        if isinstance(fn, types.MethodType):
+            return types.MethodType(inner, fn.__self__)
+        return functools.partial(inner, *fn.args, **fn.keywords)
     if not isinstance(fn, types.FunctionType):
         return None
     with _cache_lock:
@@ -154,9 +162,12 @@ def _converted_code(fn: types.FunctionType):
     except (SyntaxError, ValueError, TypeError):
         return None
     factory = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    original = fn.__code__
     return next((c for c in factory.co_consts if isinstance(c, types.CodeType)
-                 and (c.co_name, c.co_firstlineno) == (fn.__code__.co_name, fn.__code__.co_firstlineno)),
-                None)
+                 and (c.co_name, c.co_firstlineno) == (original.co_name, original.co_firstlineno)
+                 # the source read is the code that runs (not a file edited since)
+                 and c.co_varnames == original.co_varnames
+                 and set(c.co_names) == set(original.co_names)), None)
 
 
 def _function_node(fn: types.FunctionType):

@@ -111,3 +111,35 @@ def test_a_converted_body_that_still_fails_says_it_was_converted():
     with pytest.raises(TypeError, match="slice bound") as info:
         pj.pfor(lambda i: X[i:i + 2], 3)
     assert any("converted" in note for note in info.value.__notes__)
+
+
+class _Rows:
+    def __init__(self, data):
+        self.data = data
+
+    def row(self, i, scale):
+        return self.data[i] * scale
+
+
+def test_bound_methods_and_partials_are_converted_as_their_function():
+    import functools
+    rows = _Rows(X)
+    np.testing.assert_array_equal(np.asarray(pj.pfor(functools.partial(rows.row, scale=3.0), 5)),
+                                  X * 3.0)
+    np.testing.assert_array_equal(np.asarray(pj.vmap(rows.row, in_axes=(0, None))(np.arange(5), 2.0)),
+                                  X * 2.0)
+
+
+def test_a_body_whose_file_changed_since_it_was_loaded_is_not_converted(tmp_path, monkeypatch):
+    import importlib
+    import sys
+    source = "import numpy as np\nX = np.arange(6.0).reshape(3, 2)\n\n\ndef body(i):\n{}\n"
+    (tmp_path / "perex_body_module.py").write_text(source.format("    return X[i] * 2.0"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("perex_body_module")
+    try:
+        (tmp_path / "perex_body_module.py").write_text(source.format("    y = X[i] * 3.0\n    return y"))
+        with pytest.raises(TypeError, match=r"pj\.constant\(X\)\[i\]"):
+            pj.pfor(module.body, 3)                  # the file no longer holds the code that runs
+    finally:
+        sys.modules.pop("perex_body_module", None)
