@@ -158,6 +158,7 @@ def main() -> None:
     parser.add_argument("--jax-python", default="/work/oracle/bin/python")
     parser.add_argument("--torch-python", default="/work/torchvenv/bin/python")
     args = parser.parse_args()
+    header = machine_header()            # (its load average is the one at the start)
     runs = pforjac_runs()
     numba = numba_runs(runs)
     workers = []
@@ -174,7 +175,7 @@ def main() -> None:
     ours = ["pforjac"] + (["numba"] if numba else [])
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     skipped = f" Skipped: {', '.join(skipped)}." if skipped else ""
-    text = (f"# Per-example gradients: vmap(grad) of an MLP loss\n\n{machine_header()}\n\n"
+    text = (f"# Per-example gradients: vmap(grad) of an MLP loss\n\n{header}\n\n"
             f"Medians of {args.rounds} interleaved rounds of {args.reps} calls; gradients "
             f"checked equal before timing; load average at the end {load}.{skipped}\n\n"
             f"{table(medians, best, ours, [x.library for x in workers])}\n")
