@@ -320,3 +320,13 @@ def test_values_claimed_c_ordered_are_c_ordered_at_run_time(program, by_jacobian
     x = np.asfortranarray(RNG.standard_normal(program.x_shape))
     for p in (traced, simplify(traced)):
         _claims_hold(p, [x])
+
+
+def test_numpy_lays_a_ufunc_out_in_c_order_where_operands_layouts_conflict():
+    """The fact `surely_c_ordered` rests on: one C-ordered operand of the result's shape
+    makes numpy's ufunc result C-ordered, whatever the other operands' layouts."""
+    c = np.ones((4, 5, 6))
+    others = [np.ones((6, 5, 4)).transpose(2, 1, 0), np.ones((5, 4, 6)).transpose(1, 0, 2),
+              np.broadcast_to(np.ones((6, 1, 4)).transpose(2, 1, 0), (4, 5, 6))]
+    for other in others:
+        assert np.add(other, c).flags.c_contiguous and np.multiply(c, other).flags.c_contiguous
