@@ -282,9 +282,7 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
 def surely_c_ordered(program: Program) -> set[int]:
     """Variables C-ordered at run time in generated and in eager code alike: results of
     2-D products and layout-free ops, reshapes of such, elementwise ops that lay their result
-    out as their input (a cast) of such, and ufunc results that are asked for C order (a
-    parameter, as drop_identities sets it), whose full-size operands are all C-ordered, or
-    one of them is (where operands' layouts conflict, numpy's ufuncs choose C order)."""
+    out as their input (a cast) of such, and ufunc results `_c_ordered_ufunc` says are."""
     c: set[int] = set()
     for eqn in program.equations:
         out = eqn.outputs[0]
@@ -296,12 +294,20 @@ def surely_c_ordered(program: Program) -> set[int]:
         elif eqn.prim.elementwise and eqn.prim.layout == "following" and len(eqn.inputs) == 1:
             if id(eqn.inputs[0]) in c:
                 c.add(id(out))
-        elif _ufunc(eqn):
-            size = math.prod(out.shape)
-            full = [v for v in eqn.inputs if math.prod(v.shape) == size]
-            if eqn.params.get("order") == "C" or not full or any(id(v) in c for v in full):
-                c.add(id(out))
+        elif _ufunc(eqn) and _c_ordered_ufunc(eqn, c):
+            c.add(id(out))
     return c
+
+
+def _c_ordered_ufunc(eqn, c: set) -> bool:
+    """numpy orders a ufunc's loop (and result) by its operands' strides, C order winning
+    where they conflict: the result is C-ordered when one operand of its size is, or every
+    operand is C-ordered or has at most one axis longer than 1 (its strides order no pair
+    of the result's axes: a broadcast F-ordered (2, 2) does, a (2, 1, 1) does not)."""
+    size = math.prod(eqn.outputs[0].shape)
+    return eqn.params.get("order") == "C" or any(
+        id(v) in c and math.prod(v.shape) == size for v in eqn.inputs) or all(
+        id(v) in c or sum(d > 1 for d in v.shape) <= 1 for v in eqn.inputs)
 
 
 class Layouts:
