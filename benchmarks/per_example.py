@@ -11,8 +11,12 @@ Pythons as workers (`_per_example_worker.py`) that answer timing commands, so th
 round times the three in turn (medians over interleaved rounds); their gradients are
 checked against pforjac's before timing.
 
-    python benchmarks/per_example.py [--rounds R] [--reps N]
+    python benchmarks/per_example.py [--rounds R] [--reps N] [--threads T]
         [--jax-python /work/oracle/bin/python] [--torch-python /work/torchvenv/bin/python]
+
+`--threads T` gives every library T threads (BLAS, OpenMP, XLA's Eigen pool off for 1,
+numba) and pins the process and its workers to T cores, as compare.py does: on a loaded
+machine one pinned thread each is the steadier comparison.
 """
 from __future__ import annotations
 
@@ -24,6 +28,26 @@ import subprocess
 import sys
 import tempfile
 
+
+
+def _threads(argv) -> int | None:
+    """`--threads T`, set in the environment (and the cores pinned) before numpy loads."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--threads", type=int, default=None)
+    threads = parser.parse_known_args(argv)[0].threads
+    if threads is None:
+        return None
+    if threads < (os.cpu_count() or 1) and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:threads]))
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false").strip()
+    return threads
+
+
+THREADS = _threads(sys.argv[1:])
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blas_env  # noqa: E402
 _blas_env.use_openblas_own_kernel()
@@ -157,6 +181,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--jax-python", default="/work/oracle/bin/python")
     parser.add_argument("--torch-python", default="/work/torchvenv/bin/python")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="threads for every library, and as many cores pinned")
     args = parser.parse_args()
     header = machine_header()            # (its load average is the one at the start)
     runs = pforjac_runs()
@@ -176,7 +202,8 @@ def main() -> None:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     skipped = f" Skipped: {', '.join(skipped)}." if skipped else ""
     text = (f"# Per-example gradients: vmap(grad) of an MLP loss\n\n{header}\n\n"
-            f"Medians of {args.rounds} interleaved rounds of {args.reps} calls; gradients "
+            f"Medians of {args.rounds} interleaved rounds of {args.reps} calls"
+            f"{'' if THREADS is None else f', {THREADS} thread(s) each, pinned'}; gradients "
             f"checked equal before timing; load average at the end {load}.{skipped}\n\n"
             f"{table(medians, best, ours, [x.library for x in workers])}\n")
     print(text)
