@@ -128,15 +128,17 @@ def check(worker: Worker, runs: dict) -> None:
                                            err_msg=f"{worker.library} {size} {dtype} {k}")
 
 
-def time_pforjac(run, reps: int) -> float:
+def time_pforjac(run, reps: int) -> dict:
+    """Wall-clock and process CPU time per call, as the workers report theirs."""
     import time
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(reps):
         run()
-    return (time.perf_counter() - start) / reps
+    return {"seconds": (time.perf_counter() - start) / reps, "cpu": (time.process_time() - cpu) / reps}
 
 
-def measure(runs: dict, workers: list, rounds: int, reps: int, numba: dict | None) -> dict:
+def measure(runs: dict, workers: list, rounds: int, reps: int, numba: dict | None) -> tuple:
+    """(medians, best rounds, CPU-time medians) per (config, library)."""
     ours = ["pforjac"] + (["numba"] if numba else [])
     times = {(c, lib): [] for c in runs for lib in ours + [x.library for x in workers]}
     for _ in range(rounds):
@@ -148,18 +150,19 @@ def measure(runs: dict, workers: list, rounds: int, reps: int, numba: dict | Non
                 times[(config, "numba")].append(time_pforjac(numba[config], reps))
             for worker in workers:
                 settle_threads()
-                times[(config, worker.library)].append(worker.ask("time", *config, reps)["seconds"])
-    return ({key: statistics.median(t) for key, t in times.items()},
-            {key: min(t) for key, t in times.items()})
+                times[(config, worker.library)].append(worker.ask("time", *config, reps))
+    return ({key: statistics.median(t["seconds"] for t in ts) for key, ts in times.items()},
+            {key: min(t["seconds"] for t in ts) for key, ts in times.items()},
+            {key: statistics.median(t["cpu"] for t in ts) for key, ts in times.items()})
 
 
 _NAMES = {"pforjac": "pforjac function(vmap(grad))", "numba": "pforjac, numba backend",
           "jax": "JAX jit(vmap(grad))", "torch": "torch.func vmap(grad)"}
 
 
-def table(medians: dict, best: dict, ours: list, theirs: list) -> str:
-    """Medians, the ratios of ours to JAX's (the target), and the ratios of the best rounds
-    (less sensitive to load)."""
+def table(medians: dict, best: dict, cpu: dict, ours: list, theirs: list) -> str:
+    """Medians, the ratios of ours to JAX's (the target), of the best rounds and of the
+    median CPU time per call (the last two less sensitive to load)."""
     pairs = [(a, b) for a in ours for b in theirs if b == "jax"]
     rows = []
     for size, dtype in w.CONFIGS:
@@ -169,9 +172,11 @@ def table(medians: dict, best: dict, ours: list, theirs: list) -> str:
         row += [f"{medians[(key, lib)] * 1e6:,.0f}" for lib in ours + theirs]
         row += [f"{medians[(key, a)] / medians[(key, b)]:.2f}x" for a, b in pairs]
         row += [f"{best[(key, a)] / best[(key, b)]:.2f}x" for a, b in pairs]
+        row += [f"{cpu[(key, a)] / cpu[(key, b)]:.2f}x" for a, b in pairs]
         rows.append(row)
     header = ["MLP", "dtype"] + [f"{_NAMES[lib]} us" for lib in ours + theirs] + \
-        [f"{a} / {b}" for a, b in pairs] + [f"best rounds, {a} / {b}" for a, b in pairs]
+        [f"{a} / {b}" for a, b in pairs] + [f"best rounds, {a} / {b}" for a, b in pairs] + \
+        [f"CPU time, {a} / {b}" for a, b in pairs]
     return markdown_table(header, rows)
 
 
@@ -195,7 +200,7 @@ def main() -> None:
             continue
         workers.append(Worker(library, python))
         check(workers[-1], runs)
-    medians, best = measure(runs, workers, args.rounds, args.reps, numba)
+    medians, best, cpu = measure(runs, workers, args.rounds, args.reps, numba)
     for worker in workers:
         worker.close()
     ours = ["pforjac"] + (["numba"] if numba else [])
@@ -205,7 +210,7 @@ def main() -> None:
             f"Medians of {args.rounds} interleaved rounds of {args.reps} calls"
             f"{'' if THREADS is None else f', {THREADS} thread(s) each, pinned'}; gradients "
             f"checked equal before timing; load average at the end {load}.{skipped}\n\n"
-            f"{table(medians, best, ours, [x.library for x in workers])}\n")
+            f"{table(medians, best, cpu, ours, [x.library for x in workers])}\n")
     print(text)
     print("written to", write_result("per_example.md", text))
 
