@@ -143,3 +143,17 @@ def test_a_body_whose_file_changed_since_it_was_loaded_is_not_converted(tmp_path
             pj.pfor(module.body, 3)                  # the file no longer holds the code that runs
     finally:
         sys.modules.pop("perex_body_module", None)
+
+
+def test_per_example_gradients_by_pfor_over_numpy_rows():
+    """The idiom the error used to stop: pfor(lambda i: grad(loss)(params, X[i], Y[i]), n),
+    a dict of parameters, against the Python loop of grad calls."""
+    params = {"w": RNG.standard_normal((6, 2)), "b": RNG.standard_normal(2)}
+    Y = RNG.standard_normal((5, 2))
+
+    def loss(p, x, y):
+        return pj.sum((pj.tanh(x @ p["w"] + p["b"]) - y) ** 2)
+    got = pj.pfor(lambda i: pj.grad(loss)(params, X[i], Y[i]), 5)
+    want = [pj.grad(loss)(params, X[i], Y[i]) for i in range(5)]
+    for k in params:
+        np.testing.assert_allclose(np.asarray(got[k]), np.stack([g[k] for g in want]), rtol=1e-13)
