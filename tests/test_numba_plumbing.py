@@ -172,3 +172,44 @@ def test_prepared_hessians_and_ode_jacobians_run_native_code():
     for k in range(1, 7):                        # d(y[k-1] y[k]) / dy[k-1], dy[k]
         want[k, k - 1], want[k, k] = x[k], x[k - 1]
     np.testing.assert_allclose(ode.scipy_jac()(0.25, x).toarray(), want, rtol=1e-15)
+
+
+def _plans(array, kind):
+    """The chunk programs a dask array's graph holds (its plan key)."""
+    values = dict(array.__dask_graph__()).values()
+    return [v for v in values if isinstance(v, kind)]
+
+
+def test_dask_chunk_programs_run_native_code_in_the_clients_process():
+    dask = pytest.importorskip("dask")
+    import pforjac.dask as pjd
+    from pforjac.dask.artifact import ChunkProgram
+    from pforjac.dask.programs import JacobianPlan
+    x = np.linspace(0.2, 1.0, 5)
+
+    def f(v):
+        return pj.tanh(_W.T @ v) * pj.sum(v * v)
+    native = pjd.jacobian(f, x, chunk_size=2, backend="numba")
+    (plan,) = _plans(native, JacobianPlan)
+    (program,) = plan.programs.values()               # (4 rows: two chunks of 2)
+    assert program.backend == "numba"
+    calls = []
+    program._native = _counting(program._native, calls)
+    with dask.config.set(scheduler="synchronous"):
+        got = native.compute()
+        want = pjd.jacobian(f, x, chunk_size=2, backend="numpy").compute()
+    assert calls == [1, 1] and loopcache.close_in_ulps(got, want)
+    cloudpickle = pytest.importorskip("cloudpickle")   # (how dask ships a plan)
+    shipped = cloudpickle.loads(cloudpickle.dumps(program))   # another process: numpy code
+    assert shipped.backend == "numpy"
+    np.testing.assert_array_equal(shipped(np.arange(2, 4, dtype=np.int32))[0], want[2:4])
+    with _backend("numba"):
+        per_example = pjd.batch_jacobian(lambda v: pj.sin(v) * 2.0, np.ones((4, 3)), chunk_size=2)
+    (programs,) = _plans(per_example, dict)
+    assert [p.backend for p in programs.values()] == ["numba"]
+    with dask.config.set(scheduler="synchronous"):
+        np.testing.assert_allclose(per_example.compute()[3], np.diag(2.0 * np.cos(np.ones(3))),
+                                   rtol=1e-15)
+    with pytest.raises(ValueError, match="pforjac.dask.jacobian: backend: unknown backend"):
+        pjd.jacobian(f, x, backend="cuda")
+    assert isinstance(program, ChunkProgram)
