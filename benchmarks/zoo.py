@@ -4,6 +4,7 @@
     python benchmarks/zoo.py --only ln_mlp,lorenz96      # names or prefixes -> results/zoo_only.md
     python benchmarks/zoo.py --rounds 9 --no-write       # print only
     python benchmarks/zoo.py --no-cold                   # skip the fresh-process compile times
+    python benchmarks/zoo.py --threads 1                 # every library on one thread, one core
 
 Each workload (layernorm MLP, attention, RNN, Lennard-Jones, Lorenz-96, reaction
 networks, logistic regression, convolutions, batchnorm, embeddings, ...) is written once
@@ -53,6 +54,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blas_env  # noqa: E402
 _blas_env.use_openblas_own_kernel()
+_blas_env.use_threads()
 import numpy as np  # noqa: E402
 
 from _common import fmt_ms, machine_header, markdown_table, time_in_rounds, write_result  # noqa: E402
@@ -461,6 +463,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-cold", action="store_true",
                    help="skip the numba compile / cached-load times in fresh processes")
     p.add_argument("--cold", default=None, help=argparse.SUPPRESS)    # (the child's mode)
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every library (read before they load; see _blas_env.py)")
     p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
                    help="keep OPENBLAS_CORETYPE (default: dropped before numpy loads; see _blas_env.py)")
     args = p.parse_args(argv)
@@ -476,7 +480,8 @@ def main(argv=None) -> int:
         if not pairs:
             p.error(f"--only {args.only!r} matches no workload")
     header = machine_header()
-    versions = f"pforjac {pj.__version__}, numpy {np.__version__}, {jax_note}"
+    versions = f"pforjac {pj.__version__}, numpy {np.__version__}, {jax_note}; " \
+               f"{_blas_env.describe_threads()}"
     print(f"{header}\n{versions}\n")
     rows, all_ok, scores = [], True, []
     for w32, w64 in pairs:
@@ -505,6 +510,7 @@ def main(argv=None) -> int:
         print("SOME RESULTS DIFFER (see the check column)")
     if not args.no_write:
         cmd = "python benchmarks/zoo.py" + (f" --only {args.only}" if args.only else "") + \
+              (f" --threads {args.threads}" if args.threads is not None else "") + \
               (f" --rounds {args.rounds}" if args.rounds != 7 else "")
         text = (f"# pforjac workload zoo vs JAX\n\n`{cmd}`\n\n{header}\n\n{versions}\n\n"
                 f"float32; each variant timed from input array to finished row-major Jacobian, "
