@@ -33,15 +33,16 @@ def available() -> bool:
 
 
 def _note(messages) -> str:
-    """The backend's warnings (numba did not take a program, or part of it) as one note."""
+    """The backend's warnings (numba did not take a program, or part of it) as one note:
+    the ops it names, else the cause it gives."""
     notes = []
     for m in messages:
         text = str(m.message)
         if "numba" not in text:
             continue
-        found = re.search(r"not numba: (.*?)(?:\. Its results|$)", text) or \
-            re.search(r"numba[^:]*: (.*?)(?:\. Its results|$)", text)
-        notes.append((found.group(1) if found else text)[:120])
+        found = re.search(r"op\(s\) ([^;]*?)(?:;|\. |\.$| \(|$)", text) or \
+            re.search(r"not numba: (.*?)(?:\. Its results|$)", text)
+        notes.append(("op(s) " if "op(s)" in text else "") + (found.group(1) if found else text)[:120])
     return "; ".join(dict.fromkeys(notes))
 
 
@@ -54,10 +55,14 @@ def first_call(call):
 
 
 def lowering(function, note: str) -> str:
-    """"numba" when every trace of `function` runs native code, else what ran on numpy."""
+    """"numba" when every trace of `function` runs wholly as native code; else "numba
+    segments + numpy: <ops>" or "numpy fallback: <cause>"."""
     traced = list(getattr(function, "_cache", {}).values())
-    if traced and all(getattr(c, "backend", "numpy") == "numba" for c in traced) and not note:
+    backends = {getattr(c, "backend", "numpy") for c in traced}
+    if backends == {"numba"} and not note:
         return "numba"
+    if "numpy" not in backends and backends:
+        return "numba segments + numpy: " + (note or "(no warning)")
     return "numpy fallback: " + (note or "(no warning)")
 
 

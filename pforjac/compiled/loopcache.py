@@ -19,7 +19,8 @@ The code is compiled for `pforjac.config.backend` as it is when a structure is c
 (the backend is part of the key): on "numba" a body runs as one native function (a
 program numba can't take keeps its numpy code, with one warning naming the op), and its
 results agree with the uncached path's to a few ulps instead of bit for bit (summation
-order); `cache_info()["numba"]` counts the entries running native code.
+order); `cache_info()["numba"]` counts the entries running native code (wholly, or in
+segments joined by numpy code).
 """
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ def cache_info() -> dict:
     compiled = [v for v in values if not isinstance(v, _Uncacheable)]
     return {"entries": len(values), "compiled": len(compiled), "seen_once": seen,
             "const_bytes": sum(v.const_bytes for v in compiled),
-            "numba": sum(v.backend == "numba" for v in compiled)}
+            "numba": sum(v.backend.startswith("numba") for v in compiled)}
 
 
 def program_key(program, n: int) -> tuple:
@@ -215,7 +216,7 @@ def _build_and_keep(key, fn, avals, name: str):
     from .numba_backend import use_backend
     entry = _build(lambda: trace_compiled(fn, avals, True, name, passes=_PASSES))
     if not isinstance(entry, _Uncacheable):       # (outside _build: its warning is shown once)
-        use_backend(entry, key[0], name, "pforjac's cached code of")
+        use_backend(entry, key[0], name, what="pforjac's cached code of")
     with _lock:
         _seen.pop(key, None)
         _cache[key] = entry
@@ -254,7 +255,7 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
         return None
     with caching(False):
         want = fn(*inputs)
-    _assert_identical(name, want, got, exact=entry.backend == "numpy")
+    _assert_identical(name, want, got, exact=entry.backend == "numpy")   # (native: to ulps)
     return want
 
 

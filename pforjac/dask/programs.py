@@ -71,7 +71,7 @@ def chunk_lengths(n: int, k: int) -> list[int]:
 
 def _compile(fn, avals, name: str, backend: str | None) -> ChunkProgram:
     compiled = trace_compiled(fn, avals, True, name, True, pass_list(False))
-    use_backend(compiled, backend, name, "pforjac.dask's chunk program")
+    use_backend(compiled, backend, name, what="pforjac.dask's chunk program")
     return ChunkProgram.of(compiled)
 
 
