@@ -319,12 +319,13 @@ def tape_jacobian(w: Workload, use_pfor: bool) -> Callable:
     return run
 
 
-def pforjac_variants(w: Workload) -> dict:
+def pforjac_variants(w: Workload, while_loop: bool = True) -> dict:
     pfor = tape_jacobian(w, True)
     out = {"pfor": pfor, "compiled": pj.function(pfor, backend="numpy")}
     if nbc.available():
         out["compiled (numba)"] = pj.function(pfor, backend="numba")
-    out["while-loop"] = tape_jacobian(w, False)
+    if while_loop:
+        out["while-loop"] = tape_jacobian(w, False)
     return out
 
 
@@ -393,13 +394,13 @@ def as_array(result) -> np.ndarray:
     return result.numpy() if isinstance(result, pj.Tensor) else np.asarray(result)
 
 
-def run_workload(w32: Workload, w64: Workload, jax, rounds: int) -> tuple[bool, list[str]]:
-    """Checks and times one workload; returns (checks ok, its table row)."""
+def run_workload(w32: Workload, w64: Workload, jax, rounds: int, while_loop: bool = True):
+    """Checks and times one workload; returns (checks ok, its table row, (numba / JAX, lowering))."""
     fns = {}
     if jax is not None:
         jac = jax_jacobian(w32, jax)
         fns["JAX"] = lambda: jac(w32.x).block_until_ready()
-    variants = pforjac_variants(w32)
+    variants = pforjac_variants(w32, while_loop)
     for name, jacobian in variants.items():
         fns[name] = lambda jacobian=jacobian: np.ascontiguousarray(as_array(jacobian(w32.x)))
     outs, note = {}, ""
@@ -463,6 +464,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-cold", action="store_true",
                    help="skip the numba compile / cached-load times in fresh processes")
     p.add_argument("--cold", default=None, help=argparse.SUPPRESS)    # (the child's mode)
+    p.add_argument("--no-while-loop", action="store_true",
+                   help="skip the while-loop variant (the slowest: shortens a run on a loaded machine)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every library (read before they load; see _blas_env.py)")
     p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
@@ -485,12 +488,12 @@ def main(argv=None) -> int:
     print(f"{header}\n{versions}\n")
     rows, all_ok, scores = [], True, []
     for w32, w64 in pairs:
-        ok, row, score = run_workload(w32, w64, jax, args.rounds)
+        ok, row, score = run_workload(w32, w64, jax, args.rounds, not args.no_while_loop)
         rows.append(row)
         scores.append((w32.name, score))
         all_ok &= ok
     names = ("pforjac pfor", "compiled", *(("compiled (numba)",) if nbc.available() else ()),
-             "while-loop")
+             *(() if args.no_while_loop else ("while-loop",)))
     columns = ["JAX ms", *(f"{n} ms (ratio to JAX)" for n in names)] if jax else [f"{n} ms" for n in names]
     table = markdown_table(["workload", "description", *columns, "check (max diff / max abs J)"], rows)
     summary = numba_summary(scores)
@@ -511,6 +514,7 @@ def main(argv=None) -> int:
     if not args.no_write:
         cmd = "python benchmarks/zoo.py" + (f" --only {args.only}" if args.only else "") + \
               (f" --threads {args.threads}" if args.threads is not None else "") + \
+              (" --no-while-loop" if args.no_while_loop else "") + \
               (f" --rounds {args.rounds}" if args.rounds != 7 else "")
         text = (f"# pforjac workload zoo vs JAX\n\n`{cmd}`\n\n{header}\n\n{versions}\n\n"
                 f"float32; each variant timed from input array to finished row-major Jacobian, "
