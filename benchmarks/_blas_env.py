@@ -48,7 +48,8 @@ def use_threads(argv=None) -> None:
             threads = int(value)
     if threads is None:
         return
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                "PFORJAC_NUM_THREADS"):
         os.environ[var] = str(threads)
     if threads == 1:
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
