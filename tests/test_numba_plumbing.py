@@ -213,3 +213,14 @@ def test_dask_chunk_programs_run_native_code_in_the_clients_process():
     with pytest.raises(ValueError, match="pforjac.dask.jacobian: backend: unknown backend"):
         pjd.jacobian(f, x, backend="cuda")
     assert isinstance(program, ChunkProgram)
+
+
+def test_an_elementwise_result_a_broadcast_reads_is_computed_once_not_per_copy():
+    from pforjac.compiled.numba_codegen import numba_source
+    f = pj.function(lambda a, b: pj.tanh(a + 1.0) * b, backend="numba")
+    a, b = np.linspace(-1.0, 1.0, 4), np.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(f(a, b), np.tanh(a + 1.0) * b, rtol=1e-15)
+    lines = [line for line in numba_source(f.program(a, b)).splitlines() if "np.tanh" in line]
+    # tanh of the (4,) values is a statement of its own (fused with its add), not inlined
+    # into the (3, 4) product's loop, which would compute it once per row
+    assert len(lines) == 1 and "np.add" in lines[0] and "np.multiply" not in lines[0]
