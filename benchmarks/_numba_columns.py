@@ -59,11 +59,28 @@ def lowering(function, note: str) -> str:
     segments + numpy: <ops>" or "numpy fallback: <cause>"."""
     traced = list(getattr(function, "_cache", {}).values())
     backends = {getattr(c, "backend", "numpy") for c in traced}
+    if not note and backends != {"numba"}:          # (warned once already, for another)
+        note = _unlowered(traced)
     if backends == {"numba"} and not note:
         return "numba"
     if "numpy" not in backends and backends:
         return "numba segments + numpy: " + (note or "(no warning)")
     return "numpy fallback: " + (note or "(no warning)")
+
+
+def _unlowered(traced) -> str:
+    """The ops numba's lowering declines in these traces' programs (no compile)."""
+    from pforjac.compiled.numba_codegen import numba_source
+    from pforjac.compiled.numba_lowering import NotLowered
+    ops = []
+    for c in traced:
+        try:
+            numba_source(c.program, "program", {})
+        except NotLowered as e:
+            ops.append(f"op(s) {e}")
+        except Exception as e:  # noqa: BLE001  (a lowering bug: say what)
+            ops.append(f"{type(e).__name__}: {str(e)[:80]}")
+    return "; ".join(dict.fromkeys(ops)) or "numba could not compile it (see the warning)"
 
 
 def child_measure(call) -> None:
