@@ -432,16 +432,40 @@ def child_main(name: str) -> int:
     return 0
 
 
-def cold_table(pairs) -> str:
-    """Compile and cached-load times of every workload's numba function, fresh processes."""
-    rows = []
-    for w32, _ in pairs:
-        measured = nbc.cold_times([os.path.abspath(__file__), "--cold", w32.name])
-        cells = nbc.cold_cells(measured)
+def cold_table(pairs, jobs: int = 1) -> str:
+    """Compile and cached-load times of every workload's numba function, fresh processes
+    (`jobs` workloads at a time: their CPU times stay comparable, their wall times less)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(w32):
+        cells = nbc.cold_cells(nbc.cold_times([os.path.abspath(__file__), "--cold", w32.name]))
         print(f"{w32.name:20} " + "  ".join(f"{h.split(' s')[0]} {c}" for h, c
                                              in zip(nbc.COLD_HEADER, cells)), flush=True)
-        rows.append([w32.name, *cells])
+        return [w32.name, *cells]
+    with ThreadPoolExecutor(jobs) as pool:
+        rows = list(pool.map(one, [w32 for w32, _ in pairs]))
     return markdown_table(["workload", *nbc.COLD_HEADER], rows)
+
+
+def cold_section(pairs, jobs: int) -> str:
+    print("\nnumba compile and cached load, fresh processes:")
+    start = nbc.numba_start()
+    return (f"\n\n## numba: first compile and cached load per workload\n\nEach workload's "
+            f"`pj.function(..., backend=\"numba\")` made in two fresh processes on one new "
+            f"cache directory (numba imported before the clock starts): the time making "
+            f"native code (lowering + numba's compile, then numba's load from the disk "
+            f"cache), wall and CPU, and the whole first call (trace, simplify, native code, "
+            f"run); {jobs} workload(s) at a time. {start}.\n\n{cold_table(pairs, jobs)}")
+
+
+def cold_only(pairs, header: str, versions: str, args) -> int:
+    cold = cold_section(pairs, args.cold_jobs)
+    print(cold)
+    if not args.no_write:
+        text = (f"# numba compile and cached load per zoo workload\n\n`python benchmarks/zoo.py "
+                f"--cold-only --cold-jobs {args.cold_jobs}`\n\n{header}\n\n{versions}{cold}\n")
+        print("wrote", write_result("zoo_cold.md", text))
+    return 0
 
 
 def numba_summary(scores: list) -> str:
@@ -464,6 +488,10 @@ def main(argv=None) -> int:
     p.add_argument("--no-cold", action="store_true",
                    help="skip the numba compile / cached-load times in fresh processes")
     p.add_argument("--cold", default=None, help=argparse.SUPPRESS)    # (the child's mode)
+    p.add_argument("--cold-only", action="store_true",
+                   help="only the numba compile / cached-load table (-> results/zoo_cold.md)")
+    p.add_argument("--cold-jobs", type=int, default=1,
+                   help="workloads measured at once in the cold table (CPU times stay comparable)")
     p.add_argument("--no-while-loop", action="store_true",
                    help="skip the while-loop variant (the slowest: shortens a run on a loaded machine)")
     p.add_argument("--threads", type=int, default=None,
@@ -485,6 +513,8 @@ def main(argv=None) -> int:
     header = machine_header()
     versions = f"pforjac {pj.__version__}, numpy {np.__version__}, {jax_note}; " \
                f"{_blas_env.describe_threads()}"
+    if args.cold_only:
+        return cold_only(pairs, header, versions, args)
     print(f"{header}\n{versions}\n")
     rows, all_ok, scores = [], True, []
     for w32, w64 in pairs:
@@ -500,14 +530,7 @@ def main(argv=None) -> int:
     print(f"\n{table}\n\n{summary}")
     cold = ""
     if nbc.available() and not args.no_cold:
-        print("\nnumba compile and cached load, fresh processes:")
-        start = nbc.numba_start()
-        cold = (f"\n\n## numba: first compile and cached load per workload\n\nEach workload's "
-                f"`pj.function(..., backend=\"numba\")` made in two fresh processes on one new "
-                f"cache directory (numba imported before the clock starts): the time making "
-                f"native code (lowering + numba's compile, then numba's load from the disk "
-                f"cache) and the whole first call (trace, simplify, native code, run). {start}."
-                f"\n\n{cold_table(pairs)}")
+        cold = cold_section(pairs, args.cold_jobs)
         print(cold)
     if not all_ok:
         print("SOME RESULTS DIFFER (see the check column)")
