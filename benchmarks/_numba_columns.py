@@ -102,9 +102,22 @@ def child_measure(call) -> None:
     t0 = time.perf_counter()
     _, note = first_call(call)
     total = time.perf_counter() - t0
+    fell_back = _fell_back(call)
     print(json.dumps({"total": total, "native": sum(spent) if original else None,
                       "native_cpu": sum(cpu) if original else None,
-                      "programs": len(spent), "note": note}))
+                      "programs": len(spent), "note": note, "fell_back": fell_back}))
+
+
+def _fell_back(call) -> bool:
+    """Whether the numba function `call` calls (`call.function`, or the one its closure
+    holds) runs wholly on numpy."""
+    functions = [getattr(call, "function", None)] + [
+        c.cell_contents for c in (getattr(call, "__closure__", None) or ())
+        if hasattr(c.cell_contents, "_cache")]
+    for f in functions:
+        if f is not None and hasattr(f, "_cache"):
+            return all(getattr(c, "backend", "numpy") == "numpy" for c in f._cache.values())
+    return False
 
 
 def _child(argv, env) -> dict:
@@ -163,8 +176,9 @@ def cold_cells(measured: dict) -> list[str]:
     def native(m):
         if m["native"] is None:
             return "-"
+        fell_back = m.get("fell_back")
         return f"{fmt_s(m['native'])} (cpu {fmt_s(m['native_cpu'])})" + \
-            ("" if m["programs"] else " (no numba program)")
+            (" (numpy fallback: nothing compiled)" if fell_back else "")
     return [native(a), native(b), fmt_s(a["total"]), fmt_s(b["total"])]
 
 
