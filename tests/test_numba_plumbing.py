@@ -88,7 +88,7 @@ def test_verifying_compares_native_cached_code_to_a_few_ulps():
 
 
 @pytest.mark.unverified
-def test_a_cached_body_numba_cannot_take_keeps_numpy_code_with_one_warning():
+def test_a_cached_body_numba_cannot_take_runs_numpy_code_with_one_warning():
     with isolated_registries():
         square = extend.defop("test_plumbing_square", lambda x: x * x, extend.same_shape,
                               vjp=lambda g, ans, x: g * 2.0 * x, elementwise=True,
@@ -105,10 +105,11 @@ def test_a_cached_body_numba_cannot_take_keeps_numpy_code_with_one_warning():
         messages = [str(w.message) for w in record if "numba" in str(w.message)]
         assert len(messages) == 1 and "test_plumbing_square" in messages[0], messages
         assert "cached code" in messages[0]
-        info = loopcache.cache_info()
-        assert info["compiled"] == 1 and info["numba"] == 0
+        entry, = loopcache._cache.values()
+        assert entry.backend != "numba"         # numpy code, whole or between numba segments
+        assert loopcache.cache_info()["numba"] == (entry.backend != "numpy")
         for got in results:
-            np.testing.assert_array_equal(got, want)
+            assert loopcache.close_in_ulps(got, want, ulps=0 if entry.backend == "numpy" else 16)
 
 
 def _pairs(x):
