@@ -154,9 +154,10 @@ class _Prepared(ColoredPattern):
 
     @property
     def backend(self) -> str:
-        """The backend its compiled pass runs on: "numba" (native code) or "numpy" (also
-        when numba could not take the pass's program: a warning named the op). Before the
-        pass is first traced (an unpickled object), the backend it will be compiled for."""
+        """The backend its compiled pass runs on: "numba" (native code), "numpy" (also
+        when numba could not take the pass's program: a warning named the op), or where
+        the backend runs numba segments joined by numpy code, what it calls that. Before
+        the pass is first traced (an unpickled object), the backend it will be compiled for."""
         traced = [] if self._compiled is None else list(self._compiled._cache.values())
         return traced[-1].backend if traced else self._backend
 
