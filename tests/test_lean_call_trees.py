@@ -237,3 +237,22 @@ def test_a_mutated_container_is_read_again():
     p["b"] = np.full(2, 5.0, np.float32)          # another dtype: another key
     assert f(p).dtype == np.float64 and len(f._lean) == 2 and f.trace_count == 2
     np.testing.assert_array_equal(_lean_hit(f, p), [5.0, 5.0])
+
+
+def test_output_trees_of_every_kind_come_back_as_the_general_path_builds_them():
+    import collections
+    pair = collections.namedtuple("pair", "a b")
+
+    def fn(p, empty):
+        a = p["a"]
+        return {2: a * 2.0, "k": (a + 1.0,), 1.5: [], "o": collections.OrderedDict(
+            [("z", a), ("y", pnp.sum(a))]), "t": pair(a, {}), "e": empty}
+    f = pj.function(fn)
+    args = ({"a": np.arange(3.0)}, {"none": None, "list": [], "tuple": ()})
+    first = f(*args)
+    got = _lean_hit(f, *args)
+    _same(got, first)
+    _same(got, _fresh_general(f, args))
+    assert type(got["o"]) is collections.OrderedDict and list(got["o"]) == ["z", "y"]
+    assert type(got["t"]) is pair and got["e"] == {"list": [], "none": None, "tuple": ()}
+    np.testing.assert_array_equal(got[2], [0.0, 2.0, 4.0])

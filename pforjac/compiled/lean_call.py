@@ -72,7 +72,20 @@ def _tree_key(args: tuple):
     leaf is neither an ndarray nor a float nor None."""
     out = [_TREE]
     for a in args:
-        if not _walk(a, out):
+        kind = type(a)
+        if kind is np.ndarray:      # (a model's usual arguments, arrays and a dict of
+            out.append((a.shape, a.strides, a.dtype))     # arrays, without a call a leaf)
+        elif kind is dict:
+            out.append(_DICT)
+            out.append(tuple(a))
+            for k, v in a.items():
+                if type(k) is not str:
+                    return None
+                if type(v) is np.ndarray:
+                    out.append((v.shape, v.strides, v.dtype))
+                elif not _walk(v, out):
+                    return None
+        elif not _walk(a, out):
             return None
     return tuple(out)
 
