@@ -1,0 +1,84 @@
+"""Which positions of a tensor a numpy view covers, asked of numpy itself.
+
+Each tensor other views are taken from gets an index proxy: an uninitialised byte array of
+its size, shaped like it (one byte an element, so a byte offset is an element position;
+its pages are never touched). A view-making call (`t[1:]`, `np.swapaxes`, `np.split`, a
+reshape) is repeated on the proxies with the same arguments: numpy then says whether each
+result is a view (it is owned by a proxy's buffer) and, through the view's offset and
+strides, which flat positions of that tensor it covers, for every view numpy makes,
+chains of views included. A copy owns its own buffer and links to nothing.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .tensor import Tensor, Variable
+
+__all__ = ["new_proxy", "owner", "positions", "bounds", "index_value", "linkable", "Opaque"]
+
+
+class Opaque(Exception):
+    """An argument whose value a trace has not computed yet: numpy can't be asked."""
+
+
+def new_proxy(shape: tuple) -> np.ndarray:
+    """An index proxy for a tensor of `shape` (its base is the buffer views are owned by)."""
+    return np.empty(math.prod(shape), np.uint8).reshape(shape)
+
+
+def owner(a) -> np.ndarray | None:
+    """The array that owns `a`'s memory (None if `a` is not an array)."""
+    if not isinstance(a, np.ndarray):
+        return None
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _offset(view: np.ndarray, buffer: np.ndarray) -> int:
+    return view.ctypes.data - buffer.ctypes.data
+
+
+def positions(view: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """The flat positions of `buffer` the entries of `view` (a view of it) are, shaped
+    like `view`."""
+    pos = np.full((), _offset(view, buffer), np.intp)
+    for n, stride in zip(view.shape, view.strides):
+        pos = pos[..., None] + np.arange(n, dtype=np.intp) * stride
+    return pos
+
+
+def bounds(view: np.ndarray, buffer: np.ndarray) -> tuple | None:
+    """(lowest, highest) position `view` covers, or None if it is empty."""
+    if view.size == 0:
+        return None
+    lo = hi = _offset(view, buffer)
+    for n, stride in zip(view.shape, view.strides):
+        lo, hi = lo + min(0, (n - 1) * stride), hi + max(0, (n - 1) * stride)
+    return lo, hi
+
+
+def index_value(value):
+    """An argument other than the array (a key, split points, an axis) as numpy sees it:
+    a Tensor by its value (Opaque if a trace has not computed it)."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(index_value(v) for v in value)
+    if isinstance(value, slice):
+        return slice(*(index_value(v) for v in (value.start, value.stop, value.step)))
+    if not isinstance(value, Tensor):
+        return value
+    if value._trace is None:
+        return value.numpy()
+    raise Opaque(value)
+
+
+def linkable(t) -> bool:
+    """Whether views of `t` follow it (a Variable assigns a new value instead)."""
+    return isinstance(t, Tensor) and not isinstance(t, Variable) and 0 not in t.shape
+
+
+def base_buffer(proxy: np.ndarray) -> np.ndarray:
+    """The buffer a proxy (or a view of one) is owned by."""
+    return owner(proxy)

@@ -1,0 +1,180 @@
+"""numpy's view semantics for in-place writes: every view numpy makes (slices, transposes,
+swapaxes, flips, the pieces of split, reshapes, ...) sees writes into its base and writes
+into it, chains included, with the values plain numpy gives; and derivatives through them
+equal float64 central differences of the same program run on numpy arrays, on every path."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac import sparse
+
+import view_programs as vp
+
+X = np.linspace(0.5, 1.5, vp.N_INPUTS)
+
+
+def _flat(outs):
+    return np.concatenate([np.ravel(o) for o in outs])
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_random_programs_of_views_and_writes_give_numpys_values(block):
+    for seed in range(30 * block, 30 * block + 30):
+        program = vp.generate(seed)
+        want = vp.run(program, X)
+        got = vp.run(program, pj.constant(X))
+        assert len(got) == len(want)
+        for k, (w, g) in enumerate(zip(want, got)):
+            np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"seed {seed}, array {k}")
+
+
+def _tape(f, x, pfor=True):
+    with pj.GradientTape(persistent=not pfor) as g:
+        g.watch(x)
+        y = f(x)
+    return g.jacobian(y, x, experimental_use_pfor=pfor, unconnected_gradients="zero")
+
+
+PATHS = {
+    "tape_pfor": lambda f, x: _tape(f, x),
+    "tape_loop": lambda f, x: _tape(f, x, pfor=False),
+    "jacobian": lambda f, x: pj.jacobian(f, x),
+    "compiled": lambda f, x: pj.function(lambda y: pj.jacobian(f, y))(x),
+    "jacfwd": lambda f, x: pj.jacfwd(f)(x),
+    "forward_mode": lambda f, x: pj.jacobian(f, x, strategy="forward-mode", vectorize=True),
+}
+
+
+def _central_differences(f, x, eps=1e-6):
+    return np.stack([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(x.size)], -1)
+
+
+@pytest.mark.parametrize("seed", [3, 7, 11, 19, 26, 31])
+def test_derivatives_through_views_match_central_differences_on_every_path(seed):
+    program = vp.generate(seed)
+
+    def f(x):
+        return _flat(vp.run(program, x))
+    want = _central_differences(f, X)
+    for name, path in PATHS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")              # no fallback to a loop either
+            got = np.asarray(path(f, pj.constant(X)))
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=name)
+    pattern = sparse.jacobian_sparsity(f, X).toarray()
+    np.testing.assert_array_equal(pattern, want != 0)
+
+
+def test_views_in_vectorized_and_compiled_bodies():
+    batch = X + np.arange(3)[:, None] * 0.1
+    for seed in (2, 5, 8, 13):
+        program = vp.generate(seed)
+
+        def f(x):
+            return _flat(vp.run(program, x))
+        want = np.stack([f(x) for x in batch])
+        np.testing.assert_array_equal(np.asarray(pj.vmap(f)(batch)), want)
+        np.testing.assert_array_equal(np.asarray(pj.function(pj.vmap(f))(batch)), want)
+
+
+# -- the cases by name ------------------------------------------------------------------------
+def _every_view(make):
+    t = make(np.arange(12.0).reshape(3, 4))
+    s, fl, (top, rest) = np.swapaxes(t, 0, 1), np.flip(t, 1), np.split(t, [1])
+    d, r, fr = np.diagonal(t), t.T.reshape(-1), t[0].reshape(2, 2, order="F")
+    t[1, 2] = -5.0                        # into the base: every view sees it
+    s[0, 2] = 100.0                       # into views: the base and the others see it
+    fl[0, 0] += 7.0
+    rest[1, 1] = 55.0
+    fr[1, 0] = 33.0                       # t[0, 1]
+    r[0] = -1.0                           # a copy in numpy: writes into itself alone
+    chain = np.expand_dims(np.rot90(t), 0)[0, 1:, ::2]
+    chain *= 2.0
+    return [np.array(v) for v in (t, s, fl, top, rest, d, r, fr, chain)]
+
+
+def test_each_view_making_function_follows_numpy():
+    for got, want in zip(_every_view(pj.constant), _every_view(np.array)):
+        np.testing.assert_array_equal(got, want)
+
+
+def _swapped_write(x):
+    t = x.reshape(2, 2) * 1.0
+    s = t.swapaxes(0, 1)
+    s[0, 1] = 10.0 * x[0]                 # numpy: writes t[1, 0]
+    t[0, 0] = s[1, 0] * x[3]              # s[1, 0] is t[0, 1]
+    return np.concatenate([t.ravel(), s.ravel()])
+
+
+def _fortran_reshape_write(x):
+    t = x * 1.0
+    r = t.reshape(2, 2, order="F")        # a view of the 1-D t
+    r[0, 1] = 9.0 * x[0]                  # t[2]
+    t[1] += x[2]                          # r[1, 0]
+    return np.concatenate([t, r.ravel()])
+
+
+def _reshape_of_transpose_write(x):
+    t = x.reshape(2, 2) * 1.0
+    r = t.T.reshape(-1)                   # a copy in numpy
+    r[0] = 9.0 * x[1]
+    t[1, 1] = x[0] ** 2
+    return np.concatenate([t.ravel(), r])
+
+
+def _flip_write(x):
+    t = x * 1.0
+    np.flip(t)[0] = 2.0 * x[1]            # writes t[-1]
+    return t
+
+
+@pytest.mark.parametrize("f", [_swapped_write, _fortran_reshape_write,
+                               _reshape_of_transpose_write, _flip_write])
+def test_writes_route_as_numpys_and_differentiate(f):
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(f(pj.constant(x))), f(x))
+    want = _central_differences(f, x)
+    for path in ("jacobian", "compiled", "forward_mode"):
+        np.testing.assert_allclose(np.asarray(PATHS[path](f, pj.constant(x))), want,
+                                   rtol=1e-8, atol=1e-9)
+
+
+def test_read_only_views_refuse_writes_as_numpy_and_follow_their_base():
+    for make in (np.array, pj.constant):
+        t = make(np.arange(4.0).reshape(2, 2))
+        d, b = np.diagonal(t), np.broadcast_to(t[0], (3, 2))
+        for view in (d, b, b[1:]):
+            with pytest.raises(ValueError, match="read-only"):
+                view[0] = 1.0
+        t[1, 1] = 9.0
+        t[0] += 1.0
+        np.testing.assert_array_equal(np.asarray(d), [1.0, 9.0])
+        np.testing.assert_array_equal(np.asarray(b), [[1.0, 2.0]] * 3)
+
+
+def test_a_view_of_a_watched_source_refuses_assignment():
+    x = pj.constant(np.arange(4.0).reshape(2, 2))
+    with pj.GradientTape() as g:
+        g.watch(x)
+        for view in (np.swapaxes(x, 0, 1), np.flip(x)[0], np.split(x, 2)[1]):
+            with pytest.raises(TypeError, match="watches"):
+                view[0] = 5.0
+    np.testing.assert_array_equal(x.numpy(), np.arange(4.0).reshape(2, 2))
+
+
+def test_an_index_a_trace_computes_is_an_index_array_as_in_numpy():
+    """pfor's loop index is a 0-d integer tensor; numpy copies at a 0-d integer array."""
+    def body(make, i):
+        t = make(np.arange(6.0).reshape(3, 2)) * 1.0
+        row = t[i]
+        row[0] = 5.0
+        return t, row
+    got = pj.pfor(lambda i: pj.stack(body(pj.constant, i)[1]), 3).numpy()
+    t, row = body(np.array, np.array(1))
+    np.testing.assert_array_equal(t, np.arange(6.0).reshape(3, 2))
+    np.testing.assert_array_equal(got, [[5.0, 1.0], [5.0, 3.0], [5.0, 5.0]])
+    np.testing.assert_array_equal(got[1], row)
