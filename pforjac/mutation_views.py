@@ -11,10 +11,11 @@ Where it is a view, the result is linked to that root:
   is one of the root);
 - an assignment into a view writes its new value into the root at its positions (an
   `index_update`), and the root's other views that overlap follow.
-Chains of views link to the root directly. Every step is a pforjac op, so derivatives,
-pfor, the compiled path and sparsity detection follow. A result numpy gives as a copy
-links to nothing; a read-only view (`np.diagonal`, `np.broadcast_to`) refuses
-assignment, as numpy does.
+Chains of views link to the root directly; a complex tensor's real and imaginary parts
+are views too. Every step is a pforjac op, so derivatives, pfor, the compiled path and
+sparsity detection follow. A result numpy gives as a copy links to nothing (its proxy
+takes the memory order of numpy's copy, pforjac.view_layouts); a read-only view
+(`np.diagonal`, `np.broadcast_to`) refuses assignment, as numpy does.
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import weakref
 
 import numpy as np
 
-from . import ops
+from . import ops, view_layouts
 from .ops import indexing as ix
 from .rebinding import rebind
 from .tensor import Tensor
 from .updates import updated
-from .view_positions import (Opaque, bounds, index_value, linkable, new_proxy, owner,
-                             positions)
+from .view_positions import (Opaque, bounds, c_positions, index_value, linkable,
+                             memory_order, new_proxy, offsets, owner, part_of)
 
 __all__ = ["ALL", "base_of", "after_write", "check_writable", "link_call", "install"]
 
@@ -36,38 +37,49 @@ ALL = "all"       # an assignment into every element
 
 
 class _Family:
-    """On a root (a tensor views were taken from): its index proxy and its live views."""
-    __slots__ = ("proxy", "views")
+    """On a root (a tensor views were taken from): its index proxy (in the memory order of
+    its array; C order for a value a trace has not computed), its live views."""
+    __slots__ = ("proxy", "order", "buffer", "views")
 
-    def __init__(self, shape: tuple):
-        self.proxy, self.views = new_proxy(shape), []
-
-    @property
-    def buffer(self) -> np.ndarray:
-        return self.proxy.base
+    def __init__(self, t: Tensor, order: tuple | None = None):
+        self.order = order
+        self.proxy = new_proxy(tuple(t.shape), t.dtype, order)
+        self.buffer, self.views = owner(self.proxy), []
 
 
 class _View:
     """On a view: its root (kept alive, as numpy's views keep their base), its proxy (a
     numpy view of the root's proxy), the call that made it, and how to take it again from
     the root (`key`: a basic key into the root; `order`: the view is the root reshaped to
-    `proxy.transpose(order).shape`, then transposed back, a reshape or a transpose)."""
-    __slots__ = ("root", "proxy", "buffer", "name", "key", "_order", "_positions", "_span")
+    `proxy.transpose(order).shape`, then transposed back, a reshape or a transpose; `part`:
+    "real" or "imag", the view is that part of a complex root's elements)."""
+    __slots__ = ("root", "proxy", "buffer", "name", "key", "part", "_order", "_offsets",
+                 "_positions", "_span")
 
     def __init__(self, root: Tensor, proxy: np.ndarray, name: str, key=None):
         self.root, self.proxy, self.name, self.key = root, proxy, name, key
-        self.buffer = root._links.proxy.base
-        self._order = self._positions = self._span = None
+        self.buffer = root._links.buffer
+        self.part = part_of(proxy, self.buffer)
+        self._order = self._offsets = self._positions = self._span = None
 
     @property
     def order(self) -> tuple | None:
         if self._order is None:
-            self._order = _permutation(self.proxy, self.buffer) or ()
+            plain = self.part is None and self.root._links.order is None
+            self._order = (plain and _permutation(self.proxy, self.buffer)) or ()
         return self._order or None
 
+    def offsets(self) -> np.ndarray:
+        """Where the view's elements are in the root's proxy (its memory order)."""
+        if self._offsets is None:
+            self._offsets = offsets(self.proxy, self.buffer)
+        return self._offsets
+
     def positions(self) -> np.ndarray:
+        """The view's elements as flat C-order positions of the root."""
         if self._positions is None:
-            self._positions = positions(self.proxy, self.buffer)
+            root = self.root
+            self._positions = c_positions(self.offsets(), tuple(root.shape), root._links.order)
         return self._positions
 
     def span(self):
@@ -82,6 +94,10 @@ class _View:
         if self.order is not None:
             inner = ops.reshape(root, self.proxy.transpose(self.order).shape)
             return _new(ops.transpose(inner, tuple(np.argsort(self.order).tolist())), root)
+        return self._gathered(root) if self.part is None else \
+            getattr(ops, self.part)(self._gathered(root))
+
+    def _gathered(self, root: Tensor) -> Tensor:
         flat = ops.gather(ops.reshape(root, (-1,)), self.positions().reshape(-1))
         return ops.reshape(flat, self.proxy.shape)
 
@@ -92,9 +108,17 @@ class _View:
         if self.order is not None:
             inner = ops.transpose(view, self.order)
             return _new(ops.reshape(inner, tuple(root.shape)), root, view)
+        if self.part is not None:
+            view = self._joined(root, view)
         flat = ix.index_update(ops.reshape(root, (-1,)), ops.reshape(view, (-1,)),
                                (self.positions().reshape(-1),))   # (distinct: writable)
         return ops.reshape(flat, tuple(root.shape))
+
+    def _joined(self, root: Tensor, part: Tensor) -> Tensor:
+        """The complex elements with this view's part from `part`, the other from `root`."""
+        whole = self._gathered(root)
+        re, im = (part, ops.imag(whole)) if self.part == "real" else (ops.real(whole), part)
+        return ops.cast(re, root.dtype) + ops.cast(im, root.dtype) * root.dtype.type(1j)
 
 
 def _permutation(proxy: np.ndarray, buffer: np.ndarray) -> tuple | None:
@@ -104,6 +128,16 @@ def _permutation(proxy: np.ndarray, buffer: np.ndarray) -> tuple | None:
         return None
     order = tuple(int(a) for a in np.argsort([-s for s in proxy.strides], kind="stable"))
     return order if proxy.transpose(order).flags.c_contiguous else None
+
+
+def _family(t: Tensor, order=False) -> _Family:
+    """A new family for `t`, its proxy in the memory order numpy would give its array
+    (`order`, if known: a copy numpy made on the proxies)."""
+    if order is False:
+        order = view_layouts.order_of(t, _node)
+    if order is not None and len(order) != t.ndim:
+        order = None
+    return _Family(t, order)
 
 
 def _new(x: Tensor, *olds) -> Tensor:
@@ -123,9 +157,16 @@ def base_of(t: Tensor) -> Tensor | None:
 
 def check_writable(t: Tensor, what: str) -> None:
     """Refuses an assignment into a read-only view (`np.diagonal`, `np.broadcast_to`), as
-    numpy does."""
+    numpy does, and into one whose elements share memory (`np.broadcast_arrays`: numpy
+    warns, and will make it read-only)."""
     node = _node(t)
-    if isinstance(node, _View) and not node.proxy.flags.writeable:
+    if not isinstance(node, _View):
+        return
+    if any(s == 0 and n > 1 for n, s in zip(node.proxy.shape, node.proxy.strides)):
+        raise ValueError(f"{what}: this tensor is the result of {node.name}, a view whose "
+                         f"elements share memory (numpy warns that it will be read-only); "
+                         f"assign into a copy (.copy()) of it")
+    if not node.proxy.flags.writeable:
         raise ValueError(f"{what}: assignment destination is read-only: this tensor is the "
                          f"result of {node.name}, a read-only view in numpy; assign into a "
                          f"copy (.copy()) of it")
@@ -163,7 +204,7 @@ class _Region:
     def _select(self, proxy: np.ndarray, key) -> None:
         part = proxy[key]
         if owner(part) is not self.buffer:           # advanced indexing: a copy
-            self.explicit = positions(proxy, self.buffer)[key].reshape(-1)
+            self.explicit = offsets(proxy, self.buffer)[key].reshape(-1)
         else:
             self.view = part
 
@@ -176,12 +217,12 @@ class _Region:
         if self._mark is None:
             self._mark = np.zeros(self.buffer.size, bool)
             self._mark[self._positions()] = True
-        return bool(self._mark[node.positions()].any())
+        return bool(self._mark[node.offsets()].any())
 
     def _positions(self) -> np.ndarray:
         if self.explicit is not None:
             return self.explicit
-        return positions(self.view, self.buffer)
+        return offsets(self.view, self.buffer)
 
 
 def _refresh(root: Tensor, region: _Region, skip) -> None:
@@ -204,7 +245,7 @@ def _proxy_of(t: Tensor, roots: dict) -> np.ndarray:
     if not linkable(t):
         return new_proxy(tuple(t.shape))            # (owned by nothing: links nothing)
     if node is None:
-        node = t._links = _Family(tuple(t.shape))
+        node = t._links = _family(t)
     roots[id(node.buffer)] = t
     return node.proxy
 
@@ -229,12 +270,20 @@ def _pair(out, answer, roots: dict, name: str, inputs, key):
         for o, a in zip(out, answer):
             _pair(o, a, roots, name, inputs, None)
         return out
-    if not isinstance(out, Tensor) or any(out is t for t in inputs):
+    if not isinstance(out, Tensor):
         return out
+    if any(out is t for t in inputs):       # pforjac's op gave back its input: numpy's
+        if id(owner(answer)) in roots:      # copy is a new one
+            return out
+        out = ix.fresh(out)
     root = roots.get(id(owner(answer)))
-    if root is None or root is out or answer.size == 0:
+    if root is None:                        # a copy: in numpy's memory order
+        if isinstance(answer, np.ndarray) and _node(out) is None and linkable(out):
+            out._links = _family(out, memory_order(answer))
         return out
-    if tuple(out.shape) != answer.shape or out.dtype != root.dtype:
+    if root is out or answer.size == 0:
+        return out
+    if tuple(out.shape) != answer.shape:
         return out                  # (not numpy's result: no link can make it numpy's view)
     direct = key is not None and inputs and inputs[0] is root
     return _link(out, root, answer, name, key if direct else None)
@@ -265,7 +314,7 @@ def _getitem(x, key):
         return out
     node = _node(x)
     if node is None:
-        node = x._links = _Family(tuple(x.shape))
+        node = x._links = _family(x)
     try:
         part = node.proxy[index_value(key)]
     except Opaque:          # an index a trace computes: an index array to numpy (a copy)
@@ -297,7 +346,7 @@ _ARRAY_KEYWORDS = ("a", "ary", "m", "arr", "x", "array", "v")
 
 def _function(impl, fn):
     """A numpy function's pforjac implementation whose results numpy makes views follow."""
-    arrays = 1 << 30 if fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d) else 1
+    arrays = 1 << 30 if fn in _SEVERAL_ARRAYS else 1
     name = f"np.{fn.__name__}"
 
     def view_maker(*args, **kwargs):
@@ -305,6 +354,8 @@ def _function(impl, fn):
 
         def ask(proxy_of):
             a, k = _asked(args, kwargs, proxy_of, arrays)
+            if fn in (np.real, np.imag) and a[0].dtype.names:     # a complex tensor's part
+                return a[0][fn.__name__]
             return fn(*a, **k)
         tensors = tuple(a for a in args[:arrays] if isinstance(a, Tensor))
         return link_call(out, name, ask, tensors)
@@ -336,9 +387,12 @@ def _property(name: str, prop: property) -> property:
 _NUMPY_VIEWS = (np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis,
                 np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d,
                 np.flip, np.fliplr, np.flipud, np.rot90, np.split, np.array_split, np.hsplit,
-                np.vsplit, np.dsplit, np.diagonal, np.diag, np.broadcast_to,
+                np.vsplit, np.dsplit, np.diagonal, np.diag, np.broadcast_to, np.broadcast_arrays,
                 np.matrix_transpose, np.permute_dims, np.unstack, np.linalg.matrix_transpose,
-                np.linalg.diagonal)
+                np.linalg.diagonal, np.real, np.imag)
+
+
+_SEVERAL_ARRAYS = (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays)
 
 
 def _getstate(t: Tensor):

@@ -16,16 +16,53 @@ import numpy as np
 
 from .tensor import Tensor, Variable
 
-__all__ = ["new_proxy", "owner", "positions", "bounds", "index_value", "linkable", "Opaque"]
+__all__ = ["new_proxy", "memory_order", "c_positions", "owner", "offsets", "bounds", "part_of",
+           "index_value", "linkable", "Opaque"]
 
 
 class Opaque(Exception):
     """An argument whose value a trace has not computed yet: numpy can't be asked."""
 
 
-def new_proxy(shape: tuple) -> np.ndarray:
-    """An index proxy for a tensor of `shape` (its base is the buffer views are owned by)."""
-    return np.empty(math.prod(shape), np.uint8).reshape(shape)
+_PARTS = np.dtype([("real", np.uint8), ("imag", np.uint8)])
+
+
+def new_proxy(shape: tuple, dtype, order: tuple | None = None) -> np.ndarray:
+    """An index proxy for a tensor of `shape` and `dtype` (its base is the buffer views are
+    owned by): a byte an element, two for a complex one, whose real and imaginary parts
+    are then views of their own (`proxy["real"]`); laid out in memory with its axes in
+    `order`, slowest first (None: C order)."""
+    item = _PARTS if np.dtype(dtype).kind == "c" else np.uint8
+    buffer = np.empty(math.prod(shape), item)
+    if order is None:
+        return buffer.reshape(shape)
+    inner = buffer.reshape(tuple(shape[a] for a in order))
+    return inner.transpose(tuple(np.argsort(order).tolist()))
+
+
+def memory_order(a: np.ndarray) -> tuple | None:
+    """The axes of `a` from the slowest-varying in memory to the fastest, if its elements
+    fill their memory in that order and it is not C order; else None."""
+    if a.ndim < 2 or a.flags.c_contiguous or min(a.strides) <= 0:
+        return None
+    order = tuple(int(k) for k in np.argsort([-s for s in a.strides], kind="stable"))
+    return order if a.transpose(order).flags.c_contiguous else None
+
+
+def c_positions(offsets: np.ndarray, shape: tuple, order: tuple | None) -> np.ndarray:
+    """Memory offsets in a proxy of memory order `order` as flat C-order positions."""
+    if order is None:
+        return offsets
+    index = np.unravel_index(offsets, tuple(shape[a] for a in order))
+    inverse = np.argsort(order)
+    return np.ravel_multi_index(tuple(index[k] for k in inverse), shape)
+
+
+def part_of(view: np.ndarray, buffer: np.ndarray) -> str | None:
+    """"real" or "imag" for a view of one part of a complex buffer's elements, else None."""
+    if view.dtype == buffer.dtype:
+        return None
+    return _PARTS.names[_offset(view, buffer) % buffer.itemsize]
 
 
 def owner(a) -> np.ndarray | None:
@@ -41,13 +78,13 @@ def _offset(view: np.ndarray, buffer: np.ndarray) -> int:
     return view.ctypes.data - buffer.ctypes.data
 
 
-def positions(view: np.ndarray, buffer: np.ndarray) -> np.ndarray:
-    """The flat positions of `buffer` the entries of `view` (a view of it) are, shaped
+def offsets(view: np.ndarray, buffer: np.ndarray) -> np.ndarray:
+    """The element offsets in `buffer` of the entries of `view` (a view of it), shaped
     like `view`."""
     pos = np.full((), _offset(view, buffer), np.intp)
     for n, stride in zip(view.shape, view.strides):
         pos = pos[..., None] + np.arange(n, dtype=np.intp) * stride
-    return pos
+    return pos // buffer.itemsize
 
 
 def bounds(view: np.ndarray, buffer: np.ndarray) -> tuple | None:
@@ -57,7 +94,7 @@ def bounds(view: np.ndarray, buffer: np.ndarray) -> tuple | None:
     lo = hi = _offset(view, buffer)
     for n, stride in zip(view.shape, view.strides):
         lo, hi = lo + min(0, (n - 1) * stride), hi + max(0, (n - 1) * stride)
-    return lo, hi
+    return lo // buffer.itemsize, hi // buffer.itemsize
 
 
 def index_value(value):

@@ -39,8 +39,9 @@ def _factor_shape(size: int, rng) -> tuple:
     return (d, size // d) if rng.random() < 0.7 else (size,)
 
 
-def view_makers(shape: tuple, rng) -> list:
-    """(name, f) for view-making calls that apply to an array of `shape`, arguments drawn."""
+def view_makers(shape: tuple, rng, complex_: bool = False) -> list:
+    """(name, f) for view-making calls that apply to an array of `shape` (complex: its real
+    and imaginary parts too), arguments drawn."""
     nd, size = len(shape), int(np.prod(shape))
     out = [("getitem", lambda t, k=basic_key(shape, rng): t[k]),
            ("T", lambda t: t.T), ("np.transpose", np.transpose),
@@ -56,6 +57,8 @@ def view_makers(shape: tuple, rng) -> list:
                 ("split", lambda t, a=axis: np.split(t, shape[a], axis=a))]
     if 1 in shape:
         out.append(("squeeze", lambda t: t.squeeze()))
+    if complex_:
+        out += [("real", lambda t: t.real), ("imag", np.imag)] * 3
     if nd >= 2:
         a1, a2 = (int(v) for v in rng.permutation(nd)[:2])
         out += [("swapaxes", lambda t: t.swapaxes(a1, a2)),
@@ -109,11 +112,13 @@ def _writer(shape: tuple, rng):
     return write
 
 
-def generate(seed: int, steps: int = 12):
-    """A random program: a list of steps, each step(pool, x, outputs)."""
+def generate(seed: int, steps: int = 12, complex_: bool = False):
+    """A random program: a list of steps, each step(pool, x, outputs); `complex_`: the
+    first array is complex."""
     rng = np.random.default_rng(seed)
     shape = SHAPES[int(rng.integers(0, len(SHAPES)))]
-    program = [lambda pool, x, outs, s=shape: pool.append(x[:int(np.prod(s))].reshape(s) * 1.0)]
+    unit = 1.0 - 0.5j if complex_ else 1.0
+    program = [lambda pool, x, outs, s=shape: pool.append(x[:int(np.prod(s))].reshape(s) * unit)]
     pool = []
     x = np.linspace(0.5, 1.5, N_INPUTS)
     program[0](pool, x, [])
@@ -130,7 +135,7 @@ def _step(pool: list, rng):
     a = pool[i]
     r = rng.random()
     if r < 0.5 and a.size:
-        name, make = _pick(view_makers(a.shape, rng), rng)
+        name, make = _pick(view_makers(a.shape, rng, a.dtype.kind == "c"), rng)
         made = make(a)
         pieces = list(made) if isinstance(made, (list, tuple)) else [made]
         if not all(isinstance(p, np.ndarray) for p in pieces):
