@@ -214,6 +214,11 @@ class _Region:
             return False
         if self.explicit is None and self.view.size == self.buffer.size:
             return True
+        if self.explicit is None:           # two strided views: numpy's exact overlap test
+            try:
+                return bool(np.shares_memory(self.view, node.proxy, max_work=10_000))
+            except np.exceptions.TooHardError:
+                pass
         if self._mark is None:
             self._mark = np.zeros(self.buffer.size, bool)
             self._mark[self._positions()] = True
@@ -297,7 +302,7 @@ def _link(view: Tensor, root: Tensor, proxy: np.ndarray, name: str, key) -> Tens
     if node is not None or not linkable(view):
         return view
     view._links = _View(root, proxy, name, key)
-    views = _node(root).views
+    views = root._links.views
     if len(views) > 16 and len(views) & (len(views) - 1) == 0:   # now and then: drop the dead
         views[:] = [w for w in views if w() is not None]
     views.append(weakref.ref(view))
@@ -316,13 +321,17 @@ def _getitem(x, key):
     if node is None:
         node = x._links = _family(x)
     try:
-        part = node.proxy[index_value(key)]
+        part = node.proxy[key if type(key) in _PLAIN_KEYS else index_value(key)]
     except Opaque:          # an index a trace computes: an index array to numpy (a copy)
         return out
-    root = node.root if isinstance(node, _View) else x
-    if owner(part) is not _node(root).proxy.base or part.size == 0:
+    if owner(part) is not node.buffer or not part.size:  # (a copy, or empty)
         return out
-    return _link(out, root, part, "t[...]", key if root is x else None)
+    if type(node) is _View:
+        return _link(out, node.root, part, "t[...]", None)
+    return _link(out, x, part, "t[...]", key)
+
+
+_PLAIN_KEYS = (int, slice)
 
 
 def _c_order(value):

@@ -100,6 +100,8 @@ def bounds(view: np.ndarray, buffer: np.ndarray) -> tuple | None:
 def index_value(value):
     """An argument other than the array (a key, split points, an axis) as numpy sees it:
     a Tensor by its value (Opaque if a trace has not computed it)."""
+    if type(value) is tuple and all(map(_plain, value)):
+        return value
     if isinstance(value, (list, tuple)):
         return type(value)(index_value(v) for v in value)
     if isinstance(value, slice):
@@ -109,6 +111,15 @@ def index_value(value):
     if value._trace is None:
         return value.numpy()
     raise Opaque(value)
+
+
+_PLAIN = (int, type(None), type(Ellipsis))
+
+
+def _plain(k) -> bool:
+    """Whether numpy reads index entry `k` as it is (no Tensor in it)."""
+    return type(k) in _PLAIN or type(k) is slice and type(k.start) in _PLAIN and \
+        type(k.stop) in _PLAIN and type(k.step) in _PLAIN
 
 
 def linkable(t) -> bool:
