@@ -48,8 +48,18 @@ def commit(t: Tensor, new: Tensor, key=views.ALL) -> None:
     if isinstance(t, Variable):
         t.assign(new)
     elif new is not t:
+        changed = views.followers(t, key)
+        for w in changed:
+            _refuse_watched(w, "t[...] = v changes a view of the tensor assigned into, and ")
         rebind(t, new)
-        views.after_write(t, key)
+        views.after_write(t, changed)
+
+
+def _refuse_watched(t: Tensor, what: str) -> None:
+    if any(id(t) in tape._watched for tape in _state.tapes):
+        raise TypeError(f"{what}{describe(t)}, that view, is a source a recording "
+                        f"GradientTape watches: derivatives are taken with respect to its "
+                        f"value; watch a copy of it (v = v.copy()) or assign into a copy")
 
 
 def check_assignable(t: Tensor, what: str) -> None:

@@ -31,7 +31,8 @@ from .updates import updated
 from .view_positions import (Opaque, bounds, c_positions, index_value, linkable,
                              memory_order, new_proxy, offsets, owner, part_of)
 
-__all__ = ["ALL", "base_of", "after_write", "check_writable", "link_call", "install"]
+__all__ = ["ALL", "base_of", "followers", "after_write", "check_writable", "link_call",
+           "install"]
 
 ALL = "all"       # an assignment into every element
 
@@ -173,16 +174,36 @@ def check_writable(t: Tensor, what: str) -> None:
 
 
 # -- after an assignment ----------------------------------------------------------------------
-def after_write(t: Tensor, key=ALL) -> None:
-    """After `t` was rebound by an assignment `t[key] = ...` (ALL: into all of it): its new
-    value written into its root, and the root's views that overlap taken again."""
+def followers(t: Tensor, key=ALL) -> list:
+    """The views an assignment `t[key] = ...` (ALL: into all of `t`) changes: those of its
+    root that overlap the elements written, `t` itself excepted."""
     node = _node(t)
+    if isinstance(node, _View):
+        root, skip = node.root, t
+    elif isinstance(node, _Family) and node.views:
+        root, skip = t, None
+    else:
+        return []
+    region = _Region(node.proxy, node.buffer, key)
+    changed = []
+    for ref in list(_node(root).views):
+        w = ref()
+        if w is not None and w is not skip and isinstance(_node(w), _View) and \
+                _node(w).root is root and region.meets(_node(w)):
+            changed.append(w)
+    return changed
+
+
+def after_write(t: Tensor, changed: list) -> None:
+    """After `t` was rebound by an assignment: its new value written into its root (if it
+    is a view), and the views it changed (`followers`) taken again from the root."""
+    node = _node(t)
+    root = t
     if isinstance(node, _View):
         root = node.root
         rebind(root, node.put(root, t))
-        _refresh(root, _Region(node.proxy, node.buffer, key), skip=t)
-    elif isinstance(node, _Family) and node.views:
-        _refresh(t, _Region(node.proxy, node.buffer, key), skip=None)
+    for w in changed:
+        rebind(w, _node(w).take(root))
 
 
 class _Region:
@@ -228,16 +249,6 @@ class _Region:
         if self.explicit is not None:
             return self.explicit
         return offsets(self.view, self.buffer)
-
-
-def _refresh(root: Tensor, region: _Region, skip) -> None:
-    for ref in list(_node(root).views):
-        w = ref()
-        if w is None or w is skip:
-            continue
-        node = _node(w)
-        if isinstance(node, _View) and node.root is root and region.meets(node):
-            rebind(w, node.take(root))
 
 
 # -- linking the results of view-making calls -------------------------------------------------

@@ -204,3 +204,17 @@ def test_an_index_a_trace_computes_is_an_index_array_as_in_numpy():
     np.testing.assert_array_equal(t, np.arange(6.0).reshape(3, 2))
     np.testing.assert_array_equal(got, [[5.0, 1.0], [5.0, 3.0], [5.0, 5.0]])
     np.testing.assert_array_equal(got[1], row)
+
+
+def test_an_assignment_that_would_change_a_watched_view_is_refused():
+    t = pj.constant(np.arange(6.0).reshape(2, 3))
+    view = np.swapaxes(t, 0, 1)[1:]                  # t[:, 1:]
+    with pj.GradientTape() as g:
+        g.watch(view)
+        y = view * 2.0
+        t[0, 0] = 9.0                                # not in the view: allowed
+        with pytest.raises(TypeError, match="that view, is a source"):
+            t[1, 2] = -1.0
+    np.testing.assert_array_equal(view.numpy(), [[1.0, 4.0], [2.0, 5.0]])
+    np.testing.assert_array_equal(t.numpy(), [[9.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    np.testing.assert_array_equal(g.gradient(y, view).numpy(), np.full((2, 2), 2.0))
