@@ -422,9 +422,20 @@ def _getstate(t: Tensor):
     return None, {n: getattr(t, n) for n in names if hasattr(t, n)}
 
 
+def _c_copy(self, order="C"):
+    """ndarray.copy: a new tensor in C order by default, which later reshapes read (np.copy
+    keeps its input's order, as the copy's array does: pforjac.view_layouts)."""
+    from .numpy_dispatch import FUNCTIONS
+    out = FUNCTIONS[np.copy](self, order)
+    if isinstance(out, Tensor) and linkable(out) and _node(out) is None and order == "C":
+        out._links = _family(out, None)
+    return out
+
+
 def install() -> None:
     """Wraps the view-making methods and numpy functions of Tensor to link their results."""
     from .numpy_dispatch import FUNCTIONS
+    Tensor.copy = _c_copy
     Tensor.__getstate__ = _getstate
     Tensor.__getitem__ = _getitem
     for name in ("T", "mT"):

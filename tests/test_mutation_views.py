@@ -153,7 +153,11 @@ def _layout_decides(x):
     r[0] = 5.0
     f = t.reshape(2, 6, order="F")
     f[1, 0] = -1.0
-    return np.concatenate([np.ravel(v) for v in (t, r, f)])
+    c = x.T.copy()                  # ndarray.copy: C order, so its reshape is a view
+    c.reshape(-1)[0] = 7.0
+    k = np.copy(x.T)                # np.copy keeps the order: Fortran, a reshape copies
+    k.reshape(-1)[1] = 8.0
+    return np.concatenate([np.ravel(v) for v in (t, r, f, c, k)])
 
 
 def test_views_follow_the_memory_layout_numpy_gives_a_result():
