@@ -21,6 +21,8 @@ _RECENT = 64        # how many of a trace's last equations to search for a tenso
 def stride_order(a: np.ndarray) -> tuple | None:
     """The axes of `a` from the largest stride to the smallest, size-1 axes last (None:
     C order): the order numpy's ufuncs give a result of `a`'s shape."""
+    if a.ndim < 2 or a.flags.c_contiguous:
+        return None
     keep = [k for k, n in enumerate(a.shape) if n > 1]
     ranked = sorted(keep, key=lambda k: -abs(a.strides[k]))
     if ranked == keep:
