@@ -222,3 +222,31 @@ def test_an_assignment_that_would_change_a_watched_view_is_refused():
     np.testing.assert_array_equal(view.numpy(), [[1.0, 4.0], [2.0, 5.0]])
     np.testing.assert_array_equal(t.numpy(), [[9.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
     np.testing.assert_array_equal(g.gradient(y, view).numpy(), np.full((2, 2), 2.0))
+
+
+def _writers_into_views(x):
+    """numpy's writing functions, each into a view: out=, copyto, put, fill_diagonal,
+    add.at (indices one array per axis), a mask, fill."""
+    t = x.reshape(4, 6) * 1.0
+    a = np.swapaxes(t, 0, 1)[1:4]              # (3, 4)
+    b = t[::2, ::-2]                            # (2, 3)
+    c = np.flip(t, 0).T                         # (6, 4)
+    np.exp(a * 0.1, out=a)
+    np.copyto(b, x[:3] * 3.0, where=np.array([True, False, True]))
+    np.put(c, [0, 5, 23], x[3:6])
+    np.fill_diagonal(c, x[6])
+    np.add.at(a, ([0, 0, 2], [1, 1, 3]), x[7] ** 2)
+    a[np.arange(12).reshape(3, 4) % 5 == 0] = x[8]
+    np.negative(b, out=b)
+    t.reshape(2, 12)[1].fill(x[9])              # (fill: a 0-d tensor)
+    return np.concatenate([np.ravel(v) for v in (t, a, b, c)])
+
+
+def test_numpys_writers_into_views_follow_numpy():
+    x = np.linspace(0.5, 1.5, 24)
+    want = _writers_into_views(x)
+    np.testing.assert_array_equal(np.asarray(_writers_into_views(pj.constant(x))), want)
+    cd = _central_differences(_writers_into_views, x)
+    for path in ("tape_pfor", "compiled", "forward_mode"):
+        np.testing.assert_allclose(np.asarray(PATHS[path](_writers_into_views, pj.constant(x))),
+                                   cd, rtol=1e-7, atol=1e-8, err_msg=path)
