@@ -50,16 +50,17 @@ def commit(t: Tensor, new: Tensor, key=views.ALL) -> None:
     elif new is not t:
         changed = views.followers(t, key)
         for w in changed:
-            _refuse_watched(w, "t[...] = v changes a view of the tensor assigned into, and ")
+            _refuse_watched(t, w)
         rebind(t, new)
         views.after_write(t, changed)
 
 
-def _refuse_watched(t: Tensor, what: str) -> None:
-    if any(id(t) in tape._watched for tape in _state.tapes):
-        raise TypeError(f"{what}{describe(t)}, that view, is a source a recording "
-                        f"GradientTape watches: derivatives are taken with respect to its "
-                        f"value; watch a copy of it (v = v.copy()) or assign into a copy")
+def _refuse_watched(t: Tensor, view: Tensor) -> None:
+    if any(id(view) in tape._watched for tape in _state.tapes):
+        raise TypeError(f"an assignment into {describe(t)} would change a view of it, "
+                        f"{describe(view)}, that a recording GradientTape watches as a source "
+                        f"(derivatives are taken with respect to its value); watch a copy "
+                        f"of the view (v = v.copy()), or assign into a copy of the tensor")
 
 
 def check_assignable(t: Tensor, what: str) -> None:

@@ -217,7 +217,7 @@ def test_an_assignment_that_would_change_a_watched_view_is_refused():
         g.watch(view)
         y = view * 2.0
         t[0, 0] = 9.0                                # not in the view: allowed
-        with pytest.raises(TypeError, match="that view, is a source"):
+        with pytest.raises(TypeError, match="would change a view of it.*watches as a source"):
             t[1, 2] = -1.0
     np.testing.assert_array_equal(view.numpy(), [[1.0, 4.0], [2.0, 5.0]])
     np.testing.assert_array_equal(t.numpy(), [[9.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
