@@ -250,3 +250,32 @@ def test_numpys_writers_into_views_follow_numpy():
     for path in ("tape_pfor", "compiled", "forward_mode"):
         np.testing.assert_allclose(np.asarray(PATHS[path](_writers_into_views, pj.constant(x))),
                                    cd, rtol=1e-7, atol=1e-8, err_msg=path)
+
+
+_MAKERS = sorted({name for shape in vp.SHAPES
+                  for name, _ in vp.view_makers(shape, np.random.default_rng(0), True)})
+
+
+def _both_ways(name: str, shape: tuple, seed: int, x):
+    """A view made by `name`, then writes into the base and into the view(s), alternating."""
+    rng = np.random.default_rng(seed)
+    base = x[:int(np.prod(shape))].reshape(shape) * (1.0 - 0.5j)
+    make = dict(vp.view_makers(shape, rng, True))[name]
+    views = [v for v in vp._as_list(make(base)) if np.ndim(v) and np.size(v)]
+    arrays = [base] + views
+    targets = [base] + (views if name not in ("diagonal", "broadcast_to") else [])  # (read-only)
+    for k in range(6):
+        target = targets[k % len(targets)]
+        key = vp.basic_key(np.shape(target), rng) if k % 3 else Ellipsis
+        target[key] = x[k] * (k + 1.0)
+    return np.concatenate([np.ravel(a) for a in arrays])
+
+
+@pytest.mark.parametrize("name", _MAKERS)
+def test_each_view_maker_follows_numpy_writing_both_ways(name):
+    for k, shape in enumerate(vp.SHAPES):
+        if name not in dict(vp.view_makers(shape, np.random.default_rng(0), True)):
+            continue
+        want = _both_ways(name, shape, k, X)
+        got = _both_ways(name, shape, k, pj.constant(X))
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(shape))
