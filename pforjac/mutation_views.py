@@ -345,18 +345,13 @@ def _getitem(x, key):
 _PLAIN_KEYS = (int, slice)
 
 
-def _c_order(value):
-    """numpy's memory-layout orders ("A", "K") are "C" for a Tensor (pforjac.numpy_dispatch)."""
-    return "C" if value in ("A", "K") else value
-
-
 def _asked(args, kwargs, proxy_of, arrays: int):
     """The call's arguments for numpy: the first `arrays` positional ones (and the array
     keywords) as proxies, the others as numpy sees them."""
     def arg(value, is_array):
         if is_array and isinstance(value, Tensor):
             return proxy_of(value)
-        return _c_order(index_value(value))
+        return index_value(value)
     return ([arg(a, i < arrays) for i, a in enumerate(args)],
             {k: arg(v, k in _ARRAY_KEYWORDS) for k, v in kwargs.items()})
 
@@ -370,7 +365,8 @@ def _function(impl, fn):
     name = f"np.{fn.__name__}"
 
     def view_maker(*args, **kwargs):
-        out = impl(*args, **kwargs)
+        a, k = _in_memory_order(args, kwargs, fn in (np.ravel, np.reshape))
+        out = impl(*a, **k)
 
         def ask(proxy_of):
             a, k = _asked(args, kwargs, proxy_of, arrays)
@@ -383,10 +379,26 @@ def _function(impl, fn):
     return view_maker
 
 
+def _in_memory_order(args: tuple, kwargs: dict, reads_in_order: bool) -> tuple:
+    """np.ravel / np.reshape's (or the methods') arguments with numpy's memory-layout
+    orders ("A", "K") made explicit for the tensor, the first argument (pforjac's ops read
+    in C or F order)."""
+    if not reads_in_order or not args or not isinstance(args[0], Tensor) or \
+            not linkable(args[0]):
+        return args, kwargs
+    at = next((k for k in range(1, len(args)) if isinstance(args[k], str)), None)
+    order = args[at] if at is not None else kwargs.get("order", "C")
+    t, order = view_layouts.memory_reading(args[0], order, _proxy_of(args[0], {}))
+    if at is not None:
+        return (t,) + args[1:at] + (order,) + args[at + 1:], kwargs
+    return (t,) + args[1:], ({**kwargs, "order": order} if "order" in kwargs else kwargs)
+
+
 def _method(name: str, method):
     """A Tensor method whose result numpy's same-named ndarray method makes a view follow."""
     def view_maker(self, *args, **kwargs):
-        out = method(self, *args, **kwargs)
+        a, k = _in_memory_order((self,) + args, kwargs, name == "reshape")
+        out = method(*a, **k)
 
         def ask(proxy_of):
             a, k = _asked(args, kwargs, proxy_of, 0)
@@ -436,6 +448,8 @@ def install() -> None:
     """Wraps the view-making methods and numpy functions of Tensor to link their results."""
     from .numpy_dispatch import FUNCTIONS
     Tensor.copy = _c_copy
+    flatten = Tensor.flatten
+    Tensor.flatten = lambda self, order="C": flatten(*_in_memory_order((self, order), {}, True)[0])
     Tensor.__getstate__ = _getstate
     Tensor.__getitem__ = _getitem
     for name in ("T", "mT"):

@@ -55,3 +55,22 @@ def _made_by(t):
         if any(o is t for o in eqn.outputs):
             return eqn
     return None
+
+
+def memory_reading(t, order: str, proxy: np.ndarray) -> tuple:
+    """`t` and a C or F order that read it as numpy's memory-layout order does ("A": F for
+    a Fortran-contiguous array, else C; "K": axes from the largest stride to the smallest,
+    a broadcast one where it is); `proxy`: `t`'s index proxy, whose strides are numpy's."""
+    from . import ops
+    if order not in ("A", "K"):
+        return t, order
+    if proxy.ndim < 2 or proxy.flags.c_contiguous:
+        return t, "C"
+    if proxy.flags.f_contiguous:
+        return t, "F"
+    if order == "A":
+        return t, "C"
+    moving = [k for k, s in enumerate(proxy.strides) if s != 0]   # (numpy keeps a stride-0
+    ranked = iter(sorted(moving, key=lambda k: -abs(proxy.strides[k])))   # axis in place)
+    order = tuple(next(ranked) if k in moving else k for k in range(proxy.ndim))
+    return ops.transpose(t, order), "C"

@@ -279,3 +279,33 @@ def test_each_view_maker_follows_numpy_writing_both_ways(name):
         want = _both_ways(name, shape, k, X)
         got = _both_ways(name, shape, k, pj.constant(X))
         np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(shape))
+
+
+def _memory_orders(x):
+    """ravel / flatten / reshape in numpy's memory-layout orders ("A", "K"), of a product
+    of a transpose (numpy stores it in its operand's order), and writes through the views
+    they make."""
+    t = x.reshape(2, 3, 4).transpose(2, 0, 1) * 1.0
+    outs = [np.ravel(t, order="K"), t.flatten("A"), np.reshape(t, (6, 4), order="A"),
+            np.ravel(x.reshape(2, 3, 4)[:, ::-1].transpose(1, 2, 0), "K")]
+    k = np.ravel(t, order="K")                # a view of t in numpy: writes reach it
+    k[0] = x[5] * 3.0
+    f = x.reshape(4, 6).T * 2.0               # Fortran order: "A" reads and views in F
+    f.reshape(-1, order="A")[1] = x[1] * 5.0
+    return np.concatenate([np.ravel(v) for v in outs + [t, f]])
+
+
+def test_memory_layout_orders_read_and_write_as_numpys():
+    x = np.linspace(0.5, 1.5, 24)
+    rng = np.random.default_rng(5)
+    for shape in vp.SHAPES:                   # every view maker's result, in every order
+        a = np.arange(float(np.prod(shape))).reshape(shape)
+        for name, make in vp.view_makers(shape, rng):
+            v, w = make(a), make(pj.constant(a))
+            v, w = (v[0], w[0]) if isinstance(v, (list, tuple)) else (v, w)
+            for order in "CFAK":
+                np.testing.assert_array_equal(np.asarray(np.ravel(w, order)),
+                                              np.ravel(v, order), err_msg=f"{name} {order}")
+    np.testing.assert_array_equal(np.asarray(_memory_orders(pj.constant(x))), _memory_orders(x))
+    np.testing.assert_allclose(np.asarray(pj.jacobian(_memory_orders, x)),
+                               _central_differences(_memory_orders, x), rtol=1e-7, atol=1e-8)
