@@ -201,10 +201,12 @@ def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
     return dispatcher if not fixed else lambda *arrays: dispatcher(*arrays, *fixed)
 
 
-def use_backend(compiled, backend: str | None, function_name: str) -> None:
+def use_backend(compiled, backend: str | None, function_name: str,
+                what: str = "pforjac.function") -> None:
     """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code (None:
     `pforjac.config.backend`'s) where that backend can; otherwise it keeps its numpy code,
-    and one warning per function and cause names the op(s) or the error."""
+    and one warning per function and cause names the op(s) or the error (`what` says
+    which compiled code it is: a function, the loop cache's, a sparse pass)."""
     backend = backend or config.backend
     if backend == "numpy":
         return
@@ -213,6 +215,6 @@ def use_backend(compiled, backend: str | None, function_name: str) -> None:
         compiled.backend = backend
     except BackendFallback as e:
         from ..warn import warn_once
-        warn_once(("numba backend", function_name, str(e)),
-                  f"pforjac.function '{function_name}' runs on the numpy backend, not numba: {e}. "
+        warn_once(("numba backend", what, function_name, str(e)),
+                  f"{what} '{function_name}' runs on the numpy backend, not numba: {e}. "
                   f"Its results are the numpy backend's")
