@@ -28,7 +28,7 @@ from .ops import indexing as ix
 from .rebinding import rebind
 from .state import _state
 from .tensor import Tensor, Variable, as_tensor
-from .updates import describe, is_index_array, updated
+from .updates import describe, updated
 
 __all__ = ["setitem", "commit", "check_assignable", "assign_whole", "install"]
 
@@ -38,34 +38,38 @@ def setitem(t: Tensor, key, value) -> None:
         t.assign(updated(t, key, value))
         return
     check_assignable(t, "t[...] = v")
-    commit(t, updated(t, key, value), _region(t, key))
+    commit(t, updated(t, key, value), key)
 
 
-def commit(t: Tensor, new: Tensor, region=views.ALL) -> None:
-    """`t` rebound to `new`, the value an assignment into `region` of it computed (flat
-    bounds, or views.ALL); then its views and its base follow (pforjac.mutation_views).
-    A Variable assigns `new` instead."""
+def commit(t: Tensor, new: Tensor, key=views.ALL) -> None:
+    """`t` rebound to `new`, the value the assignment `t[key] = ...` computed (views.ALL:
+    one into all of `t`); then its views and the tensor it is a view of follow
+    (pforjac.mutation_views). A Variable assigns `new` instead."""
     if isinstance(t, Variable):
         t.assign(new)
     elif new is not t:
+        changed = views.followers(t, key)
+        for w in changed:
+            _refuse_watched(t, w)
         rebind(t, new)
-        views.after_write(t, region)
+        views.after_write(t, changed)
 
 
-def _region(t: Tensor, key):
-    """The flat bounds `key` writes to in `t` (views.ALL for an advanced index)."""
-    key = key if isinstance(key, tuple) else (key,)
-    if any(is_index_array(k) for k in key):
-        return views.ALL
-    return views.region_of_key(tuple(t.shape), ix._normalize_key(key, t.ndim))
+def _refuse_watched(t: Tensor, view: Tensor) -> None:
+    if any(id(view) in tape._watched for tape in _state.tapes):
+        raise TypeError(f"an assignment into {describe(t)} would change a view of it, "
+                        f"{describe(view)}, that a recording GradientTape watches as a source "
+                        f"(derivatives are taken with respect to its value); watch a copy "
+                        f"of the view (v = v.copy()), or assign into a copy of the tensor")
 
 
 def check_assignable(t: Tensor, what: str) -> None:
     """Refuses an assignment into a source a recording tape watches (or into a view of one,
-    which writes into it). A Variable assigns: the tape keeps the value it read."""
+    which writes into it), and one numpy refuses (a read-only view). A Variable assigns:
+    the tape keeps the value it read."""
     source = None if isinstance(t, Variable) else t
     if source is not None:
-        views.check_unlinked(t, what)
+        views.check_writable(t, what)
     while source is not None:
         if any(id(source) in tape._watched for tape in _state.tapes):
             raise TypeError(

@@ -61,7 +61,9 @@ def _put_at(a: Tensor, positions: np.ndarray, values, what: str) -> None:
 
 
 def _write_flat(a: Tensor, positions: np.ndarray, v) -> None:
-    mutation.commit(a, updates.at_positions(a, positions.reshape(-1), v))
+    positions = positions.reshape(-1)
+    key = np.unravel_index(positions, tuple(a.shape)) if a.ndim else mutation.views.ALL
+    mutation.commit(a, updates.at_positions(a, positions, v), key)
 
 
 @implements(np.put)

@@ -1,21 +1,21 @@
-"""Views: what numpy returns as a view of `t` (`t[1:]`, `t[0]` of a matrix, `t.T`,
-`t.reshape(...)`, `np.ravel(t)`) sees an assignment into `t` made after it was taken, and an
-assignment into the view writes into `t`, as with numpy's views.
+"""Views: whatever numpy returns as a view of `t` (`t[1:]`, `t.T`, `np.swapaxes`, `np.flip`,
+the pieces of `np.split`, a reshape, ...) sees an assignment into `t` made after it was
+taken, and an assignment into the view writes into `t`, exactly as with numpy's views.
 
-pforjac values never alias, so this is done by value: each such result keeps a link to
-the tensor it came from (how to take it again, how to write it back). An assignment into
-`t` rebinds every live view whose elements it overlaps to the view taken again from the
-new `t`; one into a view writes the view's new value back into its base (an `index_update`,
-or the inverse transpose or reshape), and from there into the base's own base and the
-base's other overlapping views. Every step is a pforjac op, so derivatives follow.
-
-Where pforjac's value would not be numpy's, the assignment is refused instead: the results
-of numpy's other view-making functions (`swapaxes`, `moveaxis`, `squeeze`, `expand_dims`,
-`flip`, `rot90`, the pieces of `split`, `diagonal`, `mT`), a reshape of a view that numpy
-may have to copy (of a transpose or a strided slice) and a Fortran-order reshape are copies
-here, kept "unlinked": an assignment into one while its tensor lives raises a TypeError
-naming it (`check_unlinked`). Still unlike numpy, such a copy does not see a later
-assignment into its tensor. Results of every other op are new values, as in numpy.
+pforjac values never alias, so this is done by value. Each view-making call is repeated
+on index proxies (pforjac.view_positions): numpy itself says whether the result is a view
+and which flat positions of the tensor it was first taken from (its root) it covers.
+Where it is a view, the result is linked to that root:
+- an assignment into the root rebinds each live view whose positions it wrote to the
+  root's new value at those positions (a gather; a basic key or a reshape where the view
+  is one of the root);
+- an assignment into a view writes its new value into the root at its positions (an
+  `index_update`), and the root's other views that overlap follow.
+Chains of views link to the root directly; a complex tensor's real and imaginary parts
+are views too. Every step is a pforjac op, so derivatives, pfor, the compiled path and
+sparsity detection follow. A result numpy gives as a copy links to nothing (its proxy
+takes the memory order of numpy's copy, pforjac.view_layouts); a read-only view
+(`np.diagonal`, `np.broadcast_to`) refuses assignment, as numpy does.
 """
 from __future__ import annotations
 
@@ -23,292 +23,439 @@ import weakref
 
 import numpy as np
 
-from . import ops
-from .numpy_dispatch import FUNCTIONS
+from . import ops, view_layouts
 from .ops import indexing as ix
 from .rebinding import rebind
-from .tensor import Tensor, Variable
+from .tensor import Tensor
 from .updates import updated
+from .view_positions import (Opaque, bounds, c_positions, index_value, linkable,
+                             memory_order, new_proxy, offsets, owner, part_of)
 
-__all__ = ["base_of", "after_write", "region_of_key", "install"]
+__all__ = ["ALL", "base_of", "followers", "after_write", "check_writable", "link_call",
+           "install"]
 
 ALL = "all"       # an assignment into every element
 
 
-class _Link:
-    """A view's way back to its base: `kind` ("getitem", "transpose" or "reshape") and its
-    argument (the key, the permutation, the view's shape) say how to take the view again
-    from the base, write it back, and which flat range of the base it covers."""
-    __slots__ = ("base", "kind", "arg")
+class _Family:
+    """On a root (a tensor views were taken from): its index proxy (in the memory order of
+    its array; C order for a value a trace has not computed), its live views."""
+    __slots__ = ("proxy", "order", "buffer", "views")
 
-    def __init__(self, base: Tensor, kind: str, arg):
-        self.base, self.kind, self.arg = weakref.ref(base), kind, arg
-
-    def take(self, base: Tensor) -> Tensor:
-        if self.kind == "getitem":
-            return ix.getitem(base, self.arg)
-        return ops.transpose(base, self.arg) if self.kind == "transpose" else \
-            ops.reshape(base, self.arg)
-
-    def put(self, base: Tensor, view: Tensor) -> Tensor:
-        if self.kind == "getitem":
-            return updated(base, self.arg, view)
-        if self.kind == "transpose":
-            return ops.transpose(view, tuple(int(a) for a in np.argsort(self.arg)))
-        return ops.reshape(view, tuple(base.shape))
-
-    def bounds(self, shape: tuple):
-        if self.kind != "getitem":
-            return _whole(shape)
-        key = self.arg if isinstance(self.arg, tuple) else (self.arg,)
-        return region_of_key(shape, ix._normalize_key(key, len(shape)))
+    def __init__(self, t: Tensor, order: tuple | None = None):
+        self.order = order
+        self.proxy = new_proxy(tuple(t.shape), t.dtype, order)
+        self.buffer, self.views = owner(self.proxy), []
 
 
-def _link(view: Tensor, base: Tensor, kind: str, arg) -> Tensor:
-    if view is base or type(base) is Variable or type(view) is Variable:
+class _View:
+    """On a view: its root (kept alive, as numpy's views keep their base), its proxy (a
+    numpy view of the root's proxy), the call that made it, and how to take it again from
+    the root (`key`: a basic key into the root; `order`: the view is the root reshaped to
+    `proxy.transpose(order).shape`, then transposed back, a reshape or a transpose; `part`:
+    "real" or "imag", the view is that part of a complex root's elements)."""
+    __slots__ = ("root", "proxy", "buffer", "name", "key", "part", "_order", "_offsets",
+                 "_positions", "_span")
+
+    def __init__(self, root: Tensor, proxy: np.ndarray, name: str, key=None):
+        self.root, self.proxy, self.name, self.key = root, proxy, name, key
+        self.buffer = root._links.buffer
+        self.part = part_of(proxy, self.buffer)
+        self._order = self._offsets = self._positions = self._span = None
+
+    @property
+    def order(self) -> tuple | None:
+        if self._order is None:
+            plain = self.part is None and self.root._links.order is None
+            self._order = (plain and _permutation(self.proxy, self.buffer)) or ()
+        return self._order or None
+
+    def offsets(self) -> np.ndarray:
+        """Where the view's elements are in the root's proxy (its memory order)."""
+        if self._offsets is None:
+            self._offsets = offsets(self.proxy, self.buffer)
+        return self._offsets
+
+    def positions(self) -> np.ndarray:
+        """The view's elements as flat C-order positions of the root."""
+        if self._positions is None:
+            root = self.root
+            self._positions = c_positions(self.offsets(), tuple(root.shape), root._links.order)
+        return self._positions
+
+    def span(self):
+        if self._span is None:
+            self._span = bounds(self.proxy, self.buffer)
+        return self._span
+
+    def take(self, root: Tensor) -> Tensor:
+        """The view's value from the root's current one."""
+        if self.key is not None:
+            return _new(ix.getitem(root, self.key), root)
+        if self.order is not None:
+            inner = ops.reshape(root, self.proxy.transpose(self.order).shape)
+            return _new(ops.transpose(inner, tuple(np.argsort(self.order).tolist())), root)
+        return self._gathered(root) if self.part is None else \
+            getattr(ops, self.part)(self._gathered(root))
+
+    def _gathered(self, root: Tensor) -> Tensor:
+        flat = ops.gather(ops.reshape(root, (-1,)), self.positions().reshape(-1))
+        return ops.reshape(flat, self.proxy.shape)
+
+    def put(self, root: Tensor, view: Tensor) -> Tensor:
+        """The root's value with the view's written at its positions."""
+        if self.key is not None:
+            return updated(root, self.key, view)
+        if self.order is not None:
+            inner = ops.transpose(view, self.order)
+            return _new(ops.reshape(inner, tuple(root.shape)), root, view)
+        if self.part is not None:
+            view = self._joined(root, view)
+        flat = ix.index_update(ops.reshape(root, (-1,)), ops.reshape(view, (-1,)),
+                               (self.positions().reshape(-1),))   # (distinct: writable)
+        return ops.reshape(flat, tuple(root.shape))
+
+    def _joined(self, root: Tensor, part: Tensor) -> Tensor:
+        """The complex elements with this view's part from `part`, the other from `root`."""
+        whole = self._gathered(root)
+        re, im = (part, ops.imag(whole)) if self.part == "real" else (ops.real(whole), part)
+        return ops.cast(re, root.dtype) + ops.cast(im, root.dtype) * root.dtype.type(1j)
+
+
+def _permutation(proxy: np.ndarray, buffer: np.ndarray) -> tuple | None:
+    """The axis order that makes `proxy` the whole of `buffer` in C order, if there is one
+    (the view is then a reshape of the root, transposed)."""
+    if proxy.size != buffer.size:
+        return None
+    order = tuple(int(a) for a in np.argsort([-s for s in proxy.strides], kind="stable"))
+    return order if proxy.transpose(order).flags.c_contiguous else None
+
+
+def _family(t: Tensor, order=False) -> _Family:
+    """A new family for `t`, its proxy in the memory order numpy would give its array
+    (`order`, if known: a copy numpy made on the proxies)."""
+    if order is False:
+        order = view_layouts.order_of(t, _node)
+    if order is not None and len(order) != t.ndim:
+        order = None
+    return _Family(t, order)
+
+
+def _new(x: Tensor, *olds) -> Tensor:
+    """`x` as a tensor object none of `olds` is (rebinding needs a new object)."""
+    return ix.fresh(x) if any(x is o for o in olds) else x
+
+
+def _node(t):
+    return getattr(t, "_links", None)
+
+
+def base_of(t: Tensor) -> Tensor | None:
+    """The root `t` is a view of (None if it is not one)."""
+    node = _node(t)
+    return node.root if isinstance(node, _View) else None
+
+
+def check_writable(t: Tensor, what: str) -> None:
+    """Refuses an assignment into a read-only view (`np.diagonal`, `np.broadcast_to`), as
+    numpy does, and into one whose elements share memory (`np.broadcast_arrays`: numpy
+    warns, and will make it read-only)."""
+    node = _node(t)
+    if not isinstance(node, _View):
+        return
+    if any(s == 0 and n > 1 for n, s in zip(node.proxy.shape, node.proxy.strides)):
+        raise ValueError(f"{what}: this tensor is the result of {node.name}, a view whose "
+                         f"elements share memory (numpy warns that it will be read-only); "
+                         f"assign into a copy (.copy()) of it")
+    if not node.proxy.flags.writeable:
+        raise ValueError(f"{what}: assignment destination is read-only: this tensor is the "
+                         f"result of {node.name}, a read-only view in numpy; assign into a "
+                         f"copy (.copy()) of it")
+
+
+# -- after an assignment ----------------------------------------------------------------------
+def followers(t: Tensor, key=ALL) -> list:
+    """The views an assignment `t[key] = ...` (ALL: into all of `t`) changes: those of its
+    root that overlap the elements written, `t` itself excepted."""
+    node = _node(t)
+    if isinstance(node, _View):
+        root, skip = node.root, t
+    elif isinstance(node, _Family) and node.views:
+        root, skip = t, None
+    else:
+        return []
+    region = _Region(node.proxy, node.buffer, key)
+    changed = []
+    for ref in list(_node(root).views):
+        w = ref()
+        if w is not None and w is not skip and isinstance(_node(w), _View) and \
+                _node(w).root is root and region.meets(_node(w)):
+            changed.append(w)
+    return changed
+
+
+def after_write(t: Tensor, changed: list) -> None:
+    """After `t` was rebound by an assignment: its new value written into its root (if it
+    is a view), and the views it changed (`followers`) taken again from the root."""
+    node = _node(t)
+    root = t
+    if isinstance(node, _View):
+        root = node.root
+        rebind(root, node.put(root, t))
+    for w in changed:
+        rebind(w, _node(w).take(root))
+
+
+class _Region:
+    """The positions of a root an assignment `v[key] = ...` into a view (or the root) of
+    proxy `proxy` wrote to: a view of the proxy (a basic key), or explicit positions."""
+    __slots__ = ("view", "buffer", "explicit", "span", "_mark")
+
+    def __init__(self, proxy: np.ndarray, buffer: np.ndarray, key):
+        self.view, self.buffer, self.explicit, self._mark = proxy, buffer, None, None
+        if key is not ALL:
+            try:
+                self._select(proxy, index_value(key))
+            except Opaque:                          # a traced mask or index: all of it
+                pass
+        self.span = bounds(self.view, buffer) if self.explicit is None else \
+            (None if self.explicit.size == 0 else
+             (int(self.explicit.min()), int(self.explicit.max())))
+
+    def _select(self, proxy: np.ndarray, key) -> None:
+        part = proxy[key]
+        if owner(part) is not self.buffer:           # advanced indexing: a copy
+            self.explicit = offsets(proxy, self.buffer)[key].reshape(-1)
+        else:
+            self.view = part
+
+    def meets(self, node: _View) -> bool:
+        a, b = self.span, node.span()
+        if a is None or b is None or a[1] < b[0] or b[1] < a[0]:
+            return False
+        if self.explicit is None and self.view.size == self.buffer.size:
+            return True
+        if self.explicit is None:           # two strided views: numpy's exact overlap test
+            try:
+                return bool(np.shares_memory(self.view, node.proxy, max_work=10_000))
+            except np.exceptions.TooHardError:
+                pass
+        if self._mark is None:
+            self._mark = np.zeros(self.buffer.size, bool)
+            self._mark[self._positions()] = True
+        return bool(self._mark[node.offsets()].any())
+
+    def _positions(self) -> np.ndarray:
+        if self.explicit is not None:
+            return self.explicit
+        return offsets(self.view, self.buffer)
+
+
+# -- linking the results of view-making calls -------------------------------------------------
+def _proxy_of(t: Tensor, roots: dict) -> np.ndarray:
+    """`t`'s index proxy (a view's is a view of its root's), its root noted in `roots`."""
+    node = _node(t)
+    if isinstance(node, _View):
+        roots[id(node.buffer)] = node.root
+        return node.proxy
+    if not linkable(t):
+        return new_proxy(tuple(t.shape))            # (owned by nothing: links nothing)
+    if node is None:
+        node = t._links = _family(t)
+    roots[id(node.buffer)] = t
+    return node.proxy
+
+
+def link_call(out, name: str, ask, inputs=(), key=None):
+    """`out`, the result of a view-making call on `inputs`, with each Tensor in it that
+    numpy's answer for the same call on the proxies (`ask(proxy_of)`) says is a view linked
+    to its root; `key`: the call was `inputs[0][key]`."""
+    roots: dict = {}
+    try:
+        answer = ask(lambda t: _proxy_of(t, roots))
+    except Opaque:          # an index a trace computes: an index array to numpy (a copy)
+        return out
+    except (ValueError, TypeError, IndexError):     # numpy refuses what pforjac took:
+        return out                                  # not one of numpy's views
+    return _pair(out, answer, roots, name, inputs, key)
+
+
+def _pair(out, answer, roots: dict, name: str, inputs, key):
+    if isinstance(out, (list, tuple)) and isinstance(answer, (list, tuple)) and \
+            len(out) == len(answer):
+        for o, a in zip(out, answer):
+            _pair(o, a, roots, name, inputs, None)
+        return out
+    if not isinstance(out, Tensor):
+        return out
+    if any(out is t for t in inputs):       # pforjac's op gave back its input: numpy's
+        if id(owner(answer)) in roots:      # copy is a new one
+            return out
+        out = ix.fresh(out)
+    root = roots.get(id(owner(answer)))
+    if root is None:                        # a copy: in numpy's memory order
+        if isinstance(answer, np.ndarray) and _node(out) is None and linkable(out):
+            out._links = _family(out, memory_order(answer))
+        return out
+    if root is out or answer.size == 0:
+        return out
+    if tuple(out.shape) != answer.shape:
+        return out                  # (not numpy's result: no link can make it numpy's view)
+    direct = key is not None and inputs and inputs[0] is root
+    return _link(out, root, answer, name, key if direct else None)
+
+
+def _link(view: Tensor, root: Tensor, proxy: np.ndarray, name: str, key) -> Tensor:
+    node = _node(view)
+    if isinstance(node, _View) and node.root is root:    # linked by an inner call already
+        view._links = _View(root, proxy, name, key)
         return view
-    view._links = [_Link(base, kind, arg), []]
-    links = getattr(base, "_links", None)
-    if links is None:
-        links = base._links = [None, []]
-    views = links[1]
+    if node is not None or not linkable(view):
+        return view
+    view._links = _View(root, proxy, name, key)
+    views = root._links.views
     if len(views) > 16 and len(views) & (len(views) - 1) == 0:   # now and then: drop the dead
         views[:] = [w for w in views if w() is not None]
     views.append(weakref.ref(view))
     return view
 
 
-def _unlinked(out, base, name: str):
-    """`out`, a copy where numpy gives a view of `base`: marked so that assignments that
-    would make the two differ from numpy's are refused (check_unlinked)."""
-    if isinstance(out, (list, tuple)):
-        return type(out)(_unlinked(o, base, name) for o in out)
-    if not isinstance(base, Tensor) or not isinstance(out, Tensor):
-        return out
-    return _link(out, base, "unlinked", name)
 
-
-def check_unlinked(t: Tensor, what: str) -> None:
-    """Refuses an assignment into `t` when `t` is such a copy of a tensor that still lives:
-    numpy would write through to that tensor, pforjac would not. (The other direction, an
-    assignment into the tensor while such a copy lives, is not refused: tapes keep
-    temporaries alive, so a live copy does not mean the program reads it again.)"""
-    link = (getattr(t, "_links", None) or (None,))[0]
-    if link is not None and link.kind == "unlinked" and link.base() is not None:
-        raise TypeError(f"{what}: this tensor is the result of {link.arg}, a view in numpy, "
-                        f"which pforjac keeps as a copy: the assignment would not reach the "
-                        f"tensor it was taken from. Assign into that tensor, or into a copy "
-                        f"(.copy()) of this one")
-
-
-def base_of(t: Tensor) -> Tensor | None:
-    link = (getattr(t, "_links", None) or (None,))[0]
-    return None if link is None else link.base()
-
-
-def after_write(t: Tensor, region) -> None:
-    """After `t` was rebound by an assignment into `region` of it (flat bounds, ALL or
-    None for nothing): its overlapping views taken again, its new value written back into
-    its base."""
-    if region is None:
-        return
-    _refresh(t, region, skip=None)
-    _write_back(t)
-
-
-def _refresh(t: Tensor, region, skip) -> None:
-    views = (getattr(t, "_links", None) or (None, ()))[1]
-    for ref in list(views):
-        w = ref()
-        if w is None or w is skip or base_of(w) is not t or w._links[0].kind == "unlinked":
-            continue
-        link = w._links[0]
-        if region is ALL or _overlap(link.bounds(tuple(t.shape)), region):
-            rebind(w, link.take(t))
-            _refresh(w, ALL, skip=None)
-
-
-def _write_back(t: Tensor) -> None:
-    base = base_of(t)
-    if base is None or t._links[0].kind == "unlinked":
-        return
-    link = t._links[0]
-    rebind(base, link.put(base, t))
-    _refresh(base, link.bounds(tuple(base.shape)), skip=t)
-    _write_back(base)
-
-
-def _overlap(a, b) -> bool:
-    if a is None or b is None:
-        return False
-    if a is ALL or b is ALL:
-        return True
-    return not (a[1] < b[0] or b[1] < a[0])
-
-
-# -- the flat range a basic key covers ------------------------------------------------------
-def region_of_key(shape: tuple, key: tuple):
-    """(lowest, highest) flat position `key` (normalized, basic) selects in `shape`, or None
-    if it selects nothing."""
-    strides = np.cumprod((1,) + tuple(shape[:0:-1]))[::-1]
-    lo = hi = 0
-    axis = 0
-    for k in key:
-        if k is None:
-            continue
-        if isinstance(k, int):
-            span = (k % shape[axis],) * 2
-        else:
-            r = range(*k.indices(shape[axis]))
-            if not r:
-                return None
-            span = (min(r[0], r[-1]), max(r[0], r[-1]))
-        lo, hi = lo + span[0] * strides[axis], hi + span[1] * strides[axis]
-        axis += 1
-    for a in range(axis, len(shape)):
-        if shape[a] == 0:
-            return None
-        hi += (shape[a] - 1) * strides[a]
-    return int(lo), int(hi)
-
-
-def _whole(shape) -> tuple | None:
-    return (0, int(np.prod(shape)) - 1) if int(np.prod(shape)) else None
-
-
-# -- the view-making functions ----------------------------------------------------------------
-def _is_view_key(key, ndim: int) -> bool:
-    """numpy's rule: basic indexing gives a view, except when it picks one element (a
-    scalar: a copy)."""
-    if type(key) is slice:
-        return True
-    if type(key) is int:
-        return ndim > 1
-    key = key if isinstance(key, tuple) else (key,)
-    if any(isinstance(k, (Tensor, np.ndarray, list, range, bool, np.bool_)) for k in key):
-        return False
-    ints = sum(1 for k in key if isinstance(k, (int, np.integer)))
-    return not (ints == ndim and all(k is not Ellipsis and k is not None for k in key))
-
-
+# -- the view-making methods and numpy functions ---------------------------------------------
 def _getitem(x, key):
+    """`x[key]`, linked where numpy's basic indexing makes a view (a short way through
+    link_call: indexing is the most frequent view-making call)."""
     out = ix.getitem(x, key)
-    if out is x or not _is_view_key(key, x.ndim):
+    if out is x or not isinstance(out, Tensor) or not linkable(x):
         return out
-    return _link(out, x, "getitem", key)
-
-
-def _permuted(x, out, perm) -> Tensor:
-    return _link(out, x, "transpose", perm)
-
-
-def _transpose(x, axes=None):
-    out = ops.transpose(x, axes)
-    ndim = x.ndim
-    perm = tuple(reversed(range(ndim))) if axes is None else tuple(a % ndim for a in axes)
-    return _permuted(x, out, perm) if isinstance(x, Tensor) else out
-
-
-def _order(args, kwargs) -> str:
-    """The `order` a reshape or ravel call asks for (numpy's last positional string)."""
-    return kwargs.get("order", args[-1] if args and isinstance(args[-1], str) else "C")
-
-
-def _reshaped(x, out, order: str = "C") -> Tensor:
-    """`out`, x reshaped, linked as x's view where numpy surely gives one (x C-contiguous);
-    unlinked where numpy may copy or view depending on strides (Fortran order, a reshape of
-    a transpose or a strided slice)."""
-    if not isinstance(x, Tensor) or not isinstance(out, Tensor):
+    node = _node(x)
+    if node is None:
+        node = x._links = _family(x)
+    try:
+        part = node.proxy[key if type(key) in _PLAIN_KEYS else index_value(key)]
+    except Opaque:          # an index a trace computes: an index array to numpy (a copy)
         return out
-    if order == "F" or not _c_contiguous(x):
-        return _unlinked(out, x, "a reshape numpy may copy or view (order='F', or of a "
-                                 "non-contiguous view)")
-    return _link(out, x, "reshape", tuple(out.shape))
+    if owner(part) is not node.buffer or not part.size:  # (a copy, or empty)
+        return out
+    if type(node) is _View:
+        return _link(out, node.root, part, "t[...]", None)
+    return _link(out, x, part, "t[...]", key)
 
 
-def _c_contiguous(x: Tensor) -> bool:
-    """Whether numpy's array for `x` would be C-contiguous: not a view, a reshape of one
-    that is, or a basic slice that keeps whole trailing axes (ints first, then at most one
-    step-1 slice, then whole axes)."""
-    link = (getattr(x, "_links", None) or (None,))[0]
-    if link is None or link.base() is None:
-        return True
-    if link.kind == "reshape":
-        return _c_contiguous(link.base())
-    if link.kind != "getitem":
-        return False
-    base = link.base()
-    key = ix._normalize_key(link.arg if isinstance(link.arg, tuple) else (link.arg,), base.ndim)
-    axes = [k for k in key if k is not None]
-    axis, partial = 0, False
-    for k in axes:
-        if isinstance(k, int):
-            if partial:
-                return False
-        else:
-            r = range(*k.indices(base.shape[axis]))
-            whole = r.step == 1 and len(r) == base.shape[axis]
-            if partial and not whole or r.step != 1 and len(r) > 1:
-                return False
-            partial = partial or not whole
-        axis += 1
-    return _c_contiguous(base)
+_PLAIN_KEYS = (int, slice)
+
+
+def _asked(args, kwargs, proxy_of, arrays: int):
+    """The call's arguments for numpy: the first `arrays` positional ones (and the array
+    keywords) as proxies, the others as numpy sees them."""
+    def arg(value, is_array):
+        if is_array and isinstance(value, Tensor):
+            return proxy_of(value)
+        return index_value(value)
+    return ([arg(a, i < arrays) for i, a in enumerate(args)],
+            {k: arg(v, k in _ARRAY_KEYWORDS) for k, v in kwargs.items()})
+
+
+_ARRAY_KEYWORDS = ("a", "ary", "m", "arr", "x", "array", "v")
+
+
+def _function(impl, fn):
+    """A numpy function's pforjac implementation whose results numpy makes views follow."""
+    arrays = 1 << 30 if fn in _SEVERAL_ARRAYS else 1
+    name = f"np.{fn.__name__}"
+
+    def view_maker(*args, **kwargs):
+        a, k = _in_memory_order(args, kwargs, fn in (np.ravel, np.reshape))
+        out = impl(*a, **k)
+
+        def ask(proxy_of):
+            a, k = _asked(args, kwargs, proxy_of, arrays)
+            if fn in (np.real, np.imag) and a[0].dtype.names:     # a complex tensor's part
+                return a[0][fn.__name__]
+            return fn(*a, **k)
+        tensors = tuple(a for a in args[:arrays] if isinstance(a, Tensor))
+        return link_call(out, name, ask, tensors)
+    view_maker.__name__, view_maker.__doc__ = getattr(impl, "__name__", fn.__name__), impl.__doc__
+    return view_maker
+
+
+def _in_memory_order(args: tuple, kwargs: dict, reads_in_order: bool) -> tuple:
+    """np.ravel / np.reshape's (or the methods') arguments with numpy's memory-layout
+    orders ("A", "K") made explicit for the tensor, the first argument (pforjac's ops read
+    in C or F order)."""
+    if not reads_in_order or not args or not isinstance(args[0], Tensor) or \
+            not linkable(args[0]):
+        return args, kwargs
+    at = next((k for k in range(1, len(args)) if isinstance(args[k], str)), None)
+    order = args[at] if at is not None else kwargs.get("order", "C")
+    t, order = view_layouts.memory_reading(args[0], order, _proxy_of(args[0], {}))
+    if at is not None:
+        return (t,) + args[1:at] + (order,) + args[at + 1:], kwargs
+    return (t,) + args[1:], ({**kwargs, "order": order} if "order" in kwargs else kwargs)
+
+
+def _method(name: str, method):
+    """A Tensor method whose result numpy's same-named ndarray method makes a view follow."""
+    def view_maker(self, *args, **kwargs):
+        a, k = _in_memory_order((self,) + args, kwargs, name == "reshape")
+        out = method(*a, **k)
+
+        def ask(proxy_of):
+            a, k = _asked(args, kwargs, proxy_of, 0)
+            return getattr(proxy_of(self), name)(*a, **k)
+        return link_call(out, f"Tensor.{name}", ask, (self,))
+    view_maker.__name__, view_maker.__doc__ = name, method.__doc__
+    return view_maker
+
+
+def _property(name: str, prop: property) -> property:
+    def get(self):
+        return link_call(prop.fget(self), f"Tensor.{name}",
+                         lambda proxy_of: getattr(proxy_of(self), name), (self,))
+    return property(get, doc=prop.__doc__)
+
+
+# numpy functions whose results may be views (numpy's answer on the proxies decides)
+_NUMPY_VIEWS = (np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.rollaxis,
+                np.squeeze, np.expand_dims, np.atleast_1d, np.atleast_2d, np.atleast_3d,
+                np.flip, np.fliplr, np.flipud, np.rot90, np.split, np.array_split, np.hsplit,
+                np.vsplit, np.dsplit, np.diagonal, np.diag, np.broadcast_to, np.broadcast_arrays,
+                np.matrix_transpose, np.permute_dims, np.unstack, np.linalg.matrix_transpose,
+                np.linalg.diagonal, np.real, np.imag)
+
+
+_SEVERAL_ARRAYS = (np.atleast_1d, np.atleast_2d, np.atleast_3d, np.broadcast_arrays)
 
 
 def _getstate(t: Tensor):
-    """Pickling: a view's links (weak references) stay behind; the tensor is its value."""
+    """Pickling: a view's links stay behind; the tensor is its value."""
     import copyreg
     names = [n for n in copyreg._slotnames(type(t)) if n != "_links"]
     return None, {n: getattr(t, n) for n in names if hasattr(t, n)}
 
 
+def _c_copy(self, order="C"):
+    """ndarray.copy: a new tensor in C order by default, which later reshapes read (np.copy
+    keeps its input's order, as the copy's array does: pforjac.view_layouts)."""
+    from .numpy_dispatch import FUNCTIONS
+    out = FUNCTIONS[np.copy](self, order)
+    if isinstance(out, Tensor) and linkable(out) and _node(out) is None and order == "C":
+        out._links = _family(out, None)
+    return out
+
+
 def install() -> None:
     """Wraps the view-making methods and numpy functions of Tensor to link their results."""
+    from .numpy_dispatch import FUNCTIONS
+    Tensor.copy = _c_copy
+    flatten = Tensor.flatten
+    Tensor.flatten = lambda self, order="C": flatten(*_in_memory_order((self, order), {}, True)[0])
     Tensor.__getstate__ = _getstate
     Tensor.__getitem__ = _getitem
-    Tensor.T = property(lambda self: _transpose(self))
-    transpose_method, reshape_method = Tensor.transpose, Tensor.reshape
-
-    def transpose(self, *axes):
-        out = transpose_method(self, *axes)
-        axes = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
-        perm = tuple(reversed(range(self.ndim))) if not axes else \
-            tuple(int(a) % self.ndim for a in axes)
-        return _permuted(self, out, perm)
-    Tensor.transpose = transpose
-    Tensor.reshape = lambda self, *shape, **kw: _reshaped(self, reshape_method(self, *shape, **kw),
-                                                          _order(shape, kw))
-    for fn in (np.reshape, np.ravel):
-        FUNCTIONS[fn] = _linking_reshape(FUNCTIONS[fn])
-    FUNCTIONS[np.transpose] = lambda a, axes=None: _transpose(a, axes)
+    for name in ("T", "mT"):
+        setattr(Tensor, name, _property(name, Tensor.__dict__[name]))
+    for name in ("transpose", "reshape", "swapaxes", "squeeze"):
+        setattr(Tensor, name, _method(name, Tensor.__dict__[name]))
     for fn in _NUMPY_VIEWS:
         if fn in FUNCTIONS:
-            FUNCTIONS[fn] = _unlinking(FUNCTIONS[fn], f"np.{fn.__name__}")
-    for name in ("swapaxes", "squeeze", "diagonal"):
-        method = Tensor.__dict__.get(name)
-        if callable(method):            # (numpy-method descriptors go through FUNCTIONS)
-            setattr(Tensor, name, _unlinking(method, f"Tensor.{name}"))
-    mT = Tensor.mT
-    Tensor.mT = property(lambda self: _unlinked(mT.fget(self), self, "Tensor.mT"))
-
-
-# numpy functions that return views pforjac computes as copies (see the module docstring)
-_NUMPY_VIEWS = (np.swapaxes, np.moveaxis, np.squeeze, np.expand_dims, np.atleast_2d,
-                np.atleast_3d, np.flip, np.fliplr, np.flipud, np.rot90, np.split,
-                np.array_split, np.hsplit, np.vsplit, np.dsplit, np.diagonal,
-                getattr(np, "matrix_transpose", np.swapaxes))
-
-
-def _unlinking(fn, name: str):
-    def view_maker(a, *args, **kwargs):
-        return _unlinked(fn(a, *args, **kwargs), a, name)
-    view_maker.__name__ = getattr(fn, "__name__", name.rsplit(".", 1)[-1])
-    view_maker.__doc__ = fn.__doc__
-    return view_maker
-
-
-def _linking_reshape(fn):
-    def reshape(a, *args, **kwargs):
-        return _reshaped(a, fn(a, *args, **kwargs), _order(args, kwargs))
-    reshape.__name__ = fn.__name__
-    return reshape
+            FUNCTIONS[fn] = _function(FUNCTIONS[fn], fn)

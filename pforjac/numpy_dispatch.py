@@ -128,7 +128,8 @@ WRITERS = _Writers()
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     fn = UFUNCS.get(ufunc)
-    inputs = tuple(as_numpy_reads(v, True) for v in inputs)
+    inputs = tuple(v if method == "at" and k == 1 else as_numpy_reads(v, True)   # (`at`'s
+                   for k, v in enumerate(inputs))          # indices: a tuple is one per axis)
     if fn is not None and method == "__call__" and not kwargs:
         return fn(*inputs)
     return _ufunc_otherwise(ufunc, method, inputs, kwargs)

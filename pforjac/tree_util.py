@@ -236,6 +236,9 @@ def _up_to(node: PyTreeDef, value, out: list, mode) -> None:
         out.append(value)
         return
     if node.kind is type(None):
+        if value is not None:          # (JAX's rule: None is a node with no children)
+            raise ValueError(f"expected None, got {value!r:.80}: a None in the first tree "
+                             f"matches None alone, not a value")
         return
     if mode == "none-fills" and value is None:
         out.extend([None] * node.num_leaves)

@@ -499,42 +499,7 @@ def test_numpys_writers_into_an_array_name_the_fix():
                 write()
 
 
-# -- views numpy makes that pforjac keeps as copies: refused, never silently different ---------
-def _writes_into_swapaxes(x):
-    t = x.reshape(2, 2) * 1.0
-    s = t.swapaxes(0, 1)
-    s[0, 1] = 10.0 * x[0]                 # numpy: writes t[1, 0]
-    return t.ravel()
-
-
-def _writes_into_reshape_of_transpose(x):
-    t = x.reshape(2, 2) * 1.0
-    r = t.T.reshape(-1)                   # numpy: a copy (not expressible with strides)
-    r[0] = 9.0 * x[1]
-    return t.ravel()
-
-
-def _writes_into_fortran_reshape(x):
-    t = x * 1.0
-    r = t.reshape(2, 2, order="F")        # numpy: a view of the 1-D t
-    r[0, 1] = 9.0 * x[0]
-    return t
-
-
-def _writes_into_flip(x):
-    t = x * 1.0
-    np.flip(t)[0] = 2.0 * x[1]            # numpy: writes t[-1]
-    return t
-
-
-@pytest.mark.parametrize("f", [_writes_into_swapaxes, _writes_into_reshape_of_transpose,
-                               _writes_into_fortran_reshape, _writes_into_flip])
-def test_writes_numpy_would_route_differently_are_refused(f):
-    x = np.array([1.0, 2.0, 3.0, 4.0])
-    with pytest.raises(TypeError, match="a view in numpy, which pforjac keeps as a copy"):
-        pj.jacobian(f, x)
-
-
+# -- views (numpy's semantics, every view-making function: tests/test_mutation_views.py) ----
 def test_contiguous_reshapes_of_views_and_copies_of_flips_still_write():
     x = np.array([1.0, 2.0, 3.0, 4.0])
 

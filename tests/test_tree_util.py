@@ -59,6 +59,18 @@ def test_tree_map_over_several_trees_and_is_leaf():
         tree_util.tree_map(lambda a, b: a, {"x": 1}, {"y": 1})
 
 
+def test_a_none_in_the_first_tree_matches_none_alone_as_in_jax():
+    """JAX (jax.tree_util.tree_map, checked in the oracle): None is a node with no
+    children, so a value against it is a structure error, never dropped."""
+    for first, other in [((None, 1), (2, 3)), ({"a": None}, {"a": 1}),
+                         ((1, None), (2, (3, 4)))]:
+        with pytest.raises(ValueError, match="expected None"):
+            tree_util.tree_map(lambda *xs: xs, first, other)
+    assert tree_util.tree_map(lambda a, b: (a, b), (1, None), (2, None)) == ((1, 2), None)
+    assert tree_util.tree_map(lambda a, b: (a, b), (1, 2), (10, (20, 30))) == \
+        ((1, 10), (2, (20, 30)))             # a leaf of the first tree: a prefix
+
+
 def test_registration_errors():
     with pytest.raises(ValueError, match="already registered"):
         tree_util.register_pytree_node(Pair, lambda p: ((), None), lambda _, ch: None)

@@ -289,7 +289,7 @@ def positions_key(key) -> bool:
     """Whether `key` is an update's positions form: slices over the leading axes, then one
     1-D integer array of distinct positions along the last axis (pforjac.mutation flattens
     every advanced index to it; pfor prefixes a slice for the loop axis)."""
-    return isinstance(key[-1], np.ndarray)
+    return bool(key) and isinstance(key[-1], np.ndarray)
 
 
 def _index_update_impl(x, v, key):
