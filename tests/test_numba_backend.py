@@ -99,16 +99,20 @@ def _cube_op():
                         domain=("real",))
 
 
-def test_an_op_without_a_numba_rule_runs_on_numpy_with_one_warning_naming_it():
+def test_an_op_without_a_numba_rule_runs_between_numba_segments_with_one_warning():
     with isolated_registries():
         cube = _cube_op()
         f = pj.function(lambda x: pj.sin(cube(x)) + 1.0, backend="numba")
         x = np.linspace(-1, 1, 5)
-        with pytest.warns(RuntimeWarning, match="numpy backend.*test_numba_cube") as record:
+        with pytest.warns(RuntimeWarning, match="no numba lowering.*test_numba_cube.*between "
+                                                "numba segments") as record:
             got = f(x)
             f(x + 1.0)                           # (the same trace: no second warning)
+            f(x[:3])                             # (a new trace of the same function: none)
         assert len([w for w in record if "numba" in str(w.message)]) == 1
-        assert next(iter(f._cache.values())).backend == "numpy"
+        compiled = f._cache[next(iter(f._cache))]
+        assert compiled.backend == "numba+numpy"
+        assert [s.native for s in compiled.code.segments] == [False, True]
         np.testing.assert_array_equal(got, np.sin(x ** 3) + 1.0)
 
 

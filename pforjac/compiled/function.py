@@ -265,7 +265,7 @@ class Function:
                                       "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        use_backend(compiled, self._backend, name)
+        use_backend(compiled, self._backend, name, owner=self)
         return compiled
 
 

@@ -27,8 +27,11 @@ import numpy as np
 
 from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
-from .numba_codegen import HEADER, bakeable, numba_source, numba_type, variable_names
+from .codegen import compile_program
+from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, numba_type,
+                            variable_names)
 from .numba_lowering import NotLowered
+from .numba_segments import segmented_runner, split_program
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
 
@@ -50,9 +53,33 @@ def cache_dir() -> pathlib.Path:
 
 
 def native_code(program: Program, name: str) -> Callable:
-    """The program as a numba-compiled function of numpy arrays (see the module's doc)."""
+    """The program as a numba-compiled function of numpy arrays (see the module's doc); a
+    program with equations numba cannot lower as numba segments joined by the numpy
+    backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
         raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+    declined = declined_equations(program)
+    if not declined:
+        return _native_whole(program, name)
+    ops = ", ".join(dict.fromkeys(declined.values()))
+    segments = split_program(program, set(declined))
+    native = [s for s in segments if s.native]
+    if not native or len(native) > MAX_SEGMENTS:
+        raise BackendFallback(f"no numba lowering for op(s) {ops}"
+                              + (f" (between {len(native)} numba segments)" if native else ""))
+    for k, segment in enumerate(segments):
+        segment.code = (_native_whole if segment.native else compile_program)(
+            segment.program, f"{name}_{k}")
+    runner = segmented_runner(program, segments, name)
+    runner.declined = ops
+    return runner
+
+
+MAX_SEGMENTS = 6    # numba segments of one program, each a compile of its own; past it: numpy
+
+
+def _native_whole(program: Program, name: str) -> Callable:
+    """The program, every equation of which lowers, as one numba function."""
     from ..tensor import Variable
     baked = {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
              if not isinstance(value, Variable) and bakeable(value.numpy())}
@@ -183,18 +210,38 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
     return run
 
 
-def use_backend(compiled, backend: str | None, function_name: str) -> None:
+def use_backend(compiled, backend: str | None, function_name: str, owner=None) -> None:
     """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code (None:
-    `pforjac.config.backend`'s) where that backend can; otherwise it keeps its numpy code,
-    and one warning per function and cause names the op(s) or the error."""
+    `pforjac.config.backend`'s) where that backend can: wholly ("numba"), or in numba
+    segments joined by numpy code for the ops numba cannot lower ("numba+numpy"); otherwise
+    it keeps its numpy code. One warning per cause and `owner` (the Function; without
+    one, per function name) names the op(s) or the error."""
     backend = backend or config.backend
     if backend == "numpy":
         return
     try:
-        compiled.code = native_code(compiled.program, compiled.name)
-        compiled.backend = backend
+        code = native_code(compiled.program, compiled.name)
     except BackendFallback as e:
-        from ..warn import warn_once
-        warn_once(("numba backend", function_name, str(e)),
-                  f"pforjac.function '{function_name}' runs on the numpy backend, not numba: {e}. "
-                  f"Its results are the numpy backend's")
+        _warn(owner, function_name, str(e), f"pforjac.function '{function_name}' runs on the "
+              f"numpy backend, not numba: {e}. Its results are the numpy backend's")
+        return
+    compiled.code = code
+    compiled.backend = backend
+    declined = getattr(code, "declined", None)
+    if declined is not None:
+        compiled.backend = "numba+numpy"
+        _warn(owner, function_name, declined, f"pforjac.function '{function_name}': no numba "
+              f"lowering for op(s) {declined}; they run on the numpy backend, between numba "
+              f"segments")
+
+
+def _warn(owner, function_name: str, cause: str, message: str) -> None:
+    """Once per cause: per `owner` (its own record of what it warned about), or per name."""
+    from ..warn import warn_at_user_line, warn_once
+    if owner is None:
+        warn_once(("numba backend", function_name, cause), message)
+        return
+    warned = owner.__dict__.setdefault("_backend_warnings", set())
+    if cause not in warned:
+        warn_at_user_line(message)      # (raising under an "error" filter: not marked warned)
+        warned.add(cause)

@@ -15,7 +15,8 @@ from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from .numba_lowering import NotLowered, rule_for
 
-__all__ = ["numba_source", "unlowered_ops", "variable_names", "bakeable", "HEADER"]
+__all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
+           "HEADER"]
 
 HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled import numba_kernels as K\n\n\n")
 
@@ -36,6 +37,23 @@ def unlowered_ops(program: Program) -> list[str]:
     """The ops of `program` without a numba rule (by name, each once, in order)."""
     missing = [e.prim.name for e in program.equations if rule_for(e.prim) is None]
     return list(dict.fromkeys(missing))
+
+
+def declined_equations(program: Program) -> dict[int, str]:
+    """{index: op and cause} of the equations numba cannot lower: no rule, or a rule that
+    declines the case (each rule tried on placeholder operands: whether it lowers depends
+    on the equation, not on the code around it)."""
+    declined, ctx = {}, _Context()
+    for k, eqn in enumerate(program.equations):
+        rule = rule_for(eqn.prim)
+        if rule is None:
+            declined[k] = eqn.prim.name
+            continue
+        try:
+            rule(ctx, eqn, [f"a_{j}" for j in range(len(eqn.inputs))])
+        except NotLowered as e:
+            declined[k] = f"{eqn.prim.name} ({e})"
+    return declined
 
 
 class _Context:
