@@ -29,7 +29,7 @@ from ..config import checked_backend, config  # noqa: F401  (checked_backend: re
 from ..program import Program
 from .codegen import compile_program
 from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, numba_type,
-                            variable_names)
+                            parallel_helpers, variable_names)
 from .numba_lowering import NotLowered
 from .numba_segments import segmented_runner, split_program
 
@@ -84,7 +84,7 @@ def _native_whole(program: Program, name: str) -> Callable:
     baked = {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
              if not isinstance(value, Variable) and bakeable(value.numpy())}
     try:
-        source = numba_source(program, "program", baked)
+        source = numba_source(program, "program", baked, _parallel_min_size())
     except NotLowered as e:
         raise BackendFallback(f"no numba lowering for op(s) {e}") from None
     params = [v for v in list(program.inputs) + list(program.consts) if id(v) not in baked]
@@ -101,7 +101,27 @@ def _native_whole(program: Program, name: str) -> Callable:
                 raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
             _check_types(program, dispatcher, signature, path)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
-    return _runner(dispatcher, program, name, baked)
+    return _runner(dispatcher, program, name, baked, parallel_helpers(source) > 0)
+
+
+def _parallel_min_size() -> int | None:
+    """`config.parallel_min_size`, or None (no parallel loops) where one thread runs them."""
+    import numba
+    threads = config.num_threads or numba.config.NUMBA_NUM_THREADS
+    return None if threads == 1 else config.parallel_min_size
+
+
+def _use_threads() -> None:
+    """numba's thread count for this thread's parallel loops: `config.num_threads`."""
+    import numba
+    wanted = config.num_threads or numba.config.NUMBA_NUM_THREADS
+    if numba.get_num_threads() != wanted:
+        try:
+            numba.set_num_threads(wanted)
+        except ValueError:
+            raise ValueError(f"pforjac.config.num_threads is {wanted}, more than the "
+                             f"{numba.config.NUMBA_NUM_THREADS} threads numba started with "
+                             f"(NUMBA_NUM_THREADS); set it at most that") from None
 
 
 def _cause(e: Exception) -> str:
@@ -182,10 +202,11 @@ def _forget(path: pathlib.Path) -> None:
             pass
 
 
-def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
+def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool) -> Callable:
     """`fn(*arrays, consts) -> tuple of arrays`: the constants not baked into the code
     passed after the inputs, 0-d values as scalars, arrays C-contiguous; scalar results
-    made 0-d arrays of their declared dtype."""
+    made 0-d arrays of their declared dtype; numba's thread count set first where the
+    code has parallel loops."""
     passed = [k for k, v in enumerate(program.consts) if id(v) not in baked]
     scalar_in = [v.ndim == 0 for v in list(program.inputs) + [program.consts[k] for k in passed]]
     scalar_out = [(k, np.dtype(v.dtype)) for k, v in enumerate(program.outputs) if v.ndim == 0]
@@ -198,6 +219,8 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
                 args[k] = a[()]
             elif not a.flags.c_contiguous:
                 args[k] = np.ascontiguousarray(a)
+        if parallel:
+            _use_threads()
         outs = dispatcher(*args)
         if scalar_out:
             outs = list(outs)
@@ -207,6 +230,7 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
 
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
+    run.parallel = parallel
     return run
 
 
