@@ -130,7 +130,11 @@ def test_a_program_numba_refuses_runs_on_numpy_with_the_cause():
 
 
 _CACHED_RUN = textwrap.dedent("""
-    import numpy as np, pforjac as pj
+    import sys, numpy as np, pforjac as pj
+    from pforjac.compiled import numba_backend
+    if sys.argv[1] == "load":      # the second process: no source generated, no numba compile
+        numba_backend.numba_source = numba_backend.declined_equations = None
+        numba_backend.numba_index.record = None
     f = pj.function(pj.grad(lambda x: pj.numpy.sum(pj.sin(x) * x)), backend="numba")
     print(np.round(f(np.linspace(0.0, 1.0, 4)), 12).tolist())
     stats = next(iter(f._cache.values())).code.dispatcher.stats
@@ -140,12 +144,13 @@ _CACHED_RUN = textwrap.dedent("""
 
 def test_a_second_process_loads_the_compiled_code_from_the_disk_cache(tmp_path):
     env = dict(os.environ, PFORJAC_CACHE_DIR=str(tmp_path))
-    runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN], env=env, capture_output=True,
-                           text=True, check=True).stdout.splitlines() for _ in range(2)]
+    runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN, step], env=env, capture_output=True,
+                           text=True, check=True).stdout.splitlines() for step in ("compile", "load")]
     x = np.linspace(0.0, 1.0, 4)
     assert runs[0][0] == runs[1][0] == str(np.round(np.cos(x) * x + np.sin(x), 12).tolist())
     assert runs[0][1] == "0 1" and runs[1][1] == "1 0"      # compiled, then loaded
     assert list((tmp_path / "numba" / "__pycache__").glob("pj_*.nbi"))
+    assert len(list((tmp_path / "numba" / "index").iterdir())) == 1
 
 
 def test_variables_are_read_at_every_call_and_guards_refuse_nan_as_on_numpy():

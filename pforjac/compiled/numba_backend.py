@@ -27,13 +27,14 @@ import numpy as np
 
 from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
+from . import numba_index
 from .codegen import compile_program
 from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, numba_type,
                             parallel_helpers, variable_names)
 from .numba_lowering import NotLowered
 from .numba_segments import segmented_runner, split_program
 
-__all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
+__all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "kernels"]
 
 _lock = threading.RLock()
 
@@ -58,6 +59,9 @@ def native_code(program: Program, name: str) -> Callable:
     backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
         raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+    indexed = _from_index(program, name)
+    if indexed is not None:
+        return indexed
     declined = declined_equations(program)
     if not declined:
         return _native_whole(program, name)
@@ -78,30 +82,95 @@ def native_code(program: Program, name: str) -> Callable:
 MAX_SEGMENTS = 6    # numba segments of one program, each a compile of its own; past it: numpy
 
 
-def _native_whole(program: Program, name: str) -> Callable:
-    """The program, every equation of which lowers, as one numba function."""
+def _baked_consts(program: Program) -> dict:
+    """{id(const): value} of the constants written into the source (small, not Variables)."""
     from ..tensor import Variable
-    baked = {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
-             if not isinstance(value, Variable) and bakeable(value.numpy())}
-    try:
-        source = numba_source(program, "program", baked, _parallel_min_size())
-    except NotLowered as e:
-        raise BackendFallback(f"no numba lowering for op(s) {e}") from None
+    return {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
+            if not isinstance(value, Variable) and bakeable(value.numpy())}
+
+
+def _signature(program: Program, baked: dict) -> tuple:
     params = [v for v in list(program.inputs) + list(program.consts) if id(v) not in baked]
     try:
-        signature = tuple(numba_type(v.shape, v.dtype) for v in params)
+        return tuple(numba_type(v.shape, v.dtype) for v in params)
     except Exception as e:       # a dtype numba has no type for (float16 arrays' ops, '>f8')
         raise BackendFallback(f"numba has no type for an input: {_cause(e)}") from None
+
+
+def _from_index(program: Program, name: str) -> Callable | None:
+    """The program's code straight from the disk caches, where a process recorded it
+    (numba_index.py), else None."""
+    baked = _baked_consts(program)
+    directory = cache_dir()
+    entry = numba_index.lookup(directory, numba_index.program_key(program, baked, _parallel_min_size()))
+    if entry is None or not (directory / f"pj_{entry[0]}.py").exists():
+        return None
+    try:
+        signature = _signature(program, baked)
+    except BackendFallback:
+        return None
+    dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+    with _lock:
+        if signature not in dispatcher.overloads and not numba_index.load_cached(dispatcher, signature):
+            return None
+        dispatcher.disable_compile()
+    return _runner(dispatcher, program, name, baked, entry[1])
+
+
+def kernels():
+    """The kernels module, which generated code calls as `K`; where it was not imported
+    yet, imported lazily: its numba functions are made when the first one is read, which
+    compiling does and loading machine code from the cache does not (making them is a
+    good part of a cached load). (An import statement would read the module, and so load it.)"""
+    name = __package__ + ".numba_kernels"
+    with _lock:
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.find_spec(name)
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return module
+
+
+def warm_up() -> None:
+    """Starts numba (its import and runtime), as choosing the numba backend does, so that
+    a function's first call loads its cached code without paying for that."""
+    if not available():
+        return
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba import typeof
+    with global_compiler_lock:
+        rtsys.initialize(cpu_target.target_context)
+    typeof(np.zeros(1))           # (numba's first typeof of an array imports numpy.ma)
+    import numba.np.npyimpl       # noqa: F401  (named by the environments of cached array code)
+
+
+def _native_whole(program: Program, name: str) -> Callable:
+    """The program, every equation of which lowers, as one numba function."""
+    baked, min_size = _baked_consts(program), _parallel_min_size()
+    try:
+        source = numba_source(program, "program", baked, min_size)
+    except NotLowered as e:
+        raise BackendFallback(f"no numba lowering for op(s) {e}") from None
+    signature = _signature(program, baked)
     dispatcher, path = _load(source, signature)
     with _lock:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
-            try:
-                dispatcher.compile(signature)
-            except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
-                raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
-            _check_types(program, dispatcher, signature, path)
+            if not numba_index.load_cached(dispatcher, signature):
+                try:
+                    dispatcher.compile(signature)
+                except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
+                    raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+                _check_types(program, dispatcher, signature, path)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
-    return _runner(dispatcher, program, name, baked, parallel_helpers(source) > 0)
+    parallel = parallel_helpers(source) > 0
+    numba_index.record(path.parent, numba_index.program_key(program, baked, min_size),
+                       path.stem[len("pj_"):], parallel)
+    return _runner(dispatcher, program, name, baked, parallel)
 
 
 def _parallel_min_size() -> int | None:
@@ -152,14 +221,20 @@ def _load(source: str, signature):
             temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
             temporary.write_text(text)
             os.replace(temporary, path)          # another process may write the same bytes
-        module_name = f"pforjac_numba_{digest}"
+    return _module(digest, path).program, path
+
+
+def _module(digest: str, path: pathlib.Path):
+    """The generated module at `path`, imported once per process."""
+    module_name = f"pforjac_numba_{digest}"
+    with _lock:
         module = sys.modules.get(module_name)
         if module is None:
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             sys.modules[module_name] = module
-    return module.program, path
+    return module
 
 
 def _check_types(program: Program, dispatcher, signature, path) -> None:

@@ -20,7 +20,8 @@ from .numba_lowering import NotLowered, rule_for
 __all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
            "parallel_helpers", "HEADER"]
 
-HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled import numba_kernels as K\n\n\n")
+HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled.numba_backend import kernels\n\n"
+          "K = kernels()\n\n\n")
 
 
 def _name(var) -> str:
