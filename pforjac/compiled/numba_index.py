@@ -25,18 +25,14 @@ from ..program import Program
 
 __all__ = ["program_key", "lookup", "record", "load_cached"]
 
-_MODULES = ("numba_backend.py", "numba_codegen.py", "numba_lowering.py", "numba_kernels.py",
-            "numba_index.py")
-
-
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """The backend's own modules and the versions: a change of any makes new keys."""
+    """The backend's own modules (`numba_*.py`: rules, kernels, code generation) and the
+    versions: a change of any makes new keys."""
     import numba
-    here = pathlib.Path(__file__).parent
     h = hashlib.sha256(f"{numba.__version__} {np.__version__}".encode())
-    for name in _MODULES:
-        h.update((here / name).read_bytes())
+    for path in sorted(pathlib.Path(__file__).parent.glob("numba_*.py")):
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 
