@@ -30,8 +30,7 @@ from ..boundary import numpy_result, returns_numpy
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
-from ..config import config
-from .numba_backend import checked_backend, use_backend, warm_up
+from .numba_backend import started, use_backend
 from .passes import pass_list
 from ..program import Program
 from ..pfor import deferred_warnings
@@ -70,9 +69,7 @@ class Function:
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify, self._batch_major = simplify_program, batch_major
-        self._backend = None if backend is None else checked_backend(backend, "pforjac.function")
-        if (self._backend or config.backend) == "numba":
-            warm_up()                   # numba starts when chosen, not in the first call
+        self._backend = started(backend, "pforjac.function")   # (checked; numba started)
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
         self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
         self._generation = core.rules_generation   # code traced under these rules

@@ -34,7 +34,8 @@ from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, 
 from .numba_lowering import NotLowered
 from .numba_segments import segmented_runner, split_program
 
-__all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "kernels"]
+__all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "started",
+           "kernels"]
 
 _lock = threading.RLock()
 
@@ -132,6 +133,17 @@ def kernels():
             sys.modules[name] = module
             spec.loader.exec_module(module)
     return module
+
+
+def started(backend: str | None, where: str) -> str | None:
+    """`backend` (None: `config.backend` when a function traces), checked (an error names
+    `where`), with numba started if it (or the configured default) is "numba": numba's
+    start is paid when the backend is chosen, not by a function's first call."""
+    if backend is not None:
+        checked_backend(backend, where)
+    if (backend or config.backend) == "numba":
+        warm_up()
+    return backend
 
 
 def warm_up() -> None:
