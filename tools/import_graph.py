@@ -85,7 +85,8 @@ def cycles(g: dict[str, set[str]]) -> list[list[str]]:
 
 # front ends built on the compiled layer (DESIGN.md, "Layers"): they may import it
 ABOVE_COMPILED = ("pforjac.sparse", "pforjac.dask", "pforjac.scipy._solving",
-                  "pforjac.scipy.optimize", "pforjac.scipy.integrate")
+                  "pforjac.scipy.optimize", "pforjac.scipy.integrate",
+                  "pforjac.autograd.scipy.integrate")
 
 
 def core_importing_compiled(g: dict[str, set[str]]) -> dict[str, set[str]]:

@@ -11,7 +11,7 @@ from .. import core
 from ..tape import GradientTape
 from ..tensor import Tensor
 from ..ops.shape import reshape_p
-from ..tree import tree_map
+from ..tree import tree_flatten, tree_map
 
 __all__ = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobian", "hessian",
            "hessian_vector_product", "hessian_tensor_product", "make_hvp", "make_vjp",
@@ -20,12 +20,13 @@ __all__ = ["grad", "elementwise_grad", "value_and_grad", "grad_and_aux", "jacobi
 
 
 def _input(leaf, who: str) -> Tensor:
-    """A fresh differentiable view of one input leaf (closures over it don't count)."""
+    """A fresh differentiable view of one input leaf (closures over it don't count): a
+    new Tensor for a numpy value, an identity op of a Tensor (an outer derivative's)."""
     x = leaf if isinstance(leaf, Tensor) else Tensor._from_array(np.array(leaf))
     if x.dtype.kind not in "fc":
         raise TypeError(f"{who}: can't differentiate with respect to an input of dtype "
                         f"{x.dtype.name} (autograd refuses integers too); cast it to float")
-    return reshape_p.bind(x, shape=tuple(x.shape))
+    return reshape_p.bind(x, shape=tuple(x.shape)) if x is leaf else x
 
 
 def _top_level() -> bool:
@@ -33,12 +34,17 @@ def _top_level() -> bool:
     return not state.tapes and not state.traces and state.lifting is None
 
 
-def _out(value):
-    """numpy values at top level (autograd's results), Tensors inside another operator."""
+def _out(value, arrays: bool = False):
+    """numpy values at top level (autograd's results), Tensors inside another operator. As
+    autograd's, a lone 0-d result is a numpy scalar; 0-d ones in a tuple, list or dict (a
+    gradient for argnum=(0, 1)), and with `arrays` (a Jacobian), 0-d arrays."""
     if not _top_level():
         return value
     from .numpy._wrap import _plain
-    return tree_map(_plain, value)
+    if isinstance(value, Tensor) and not arrays:
+        return _plain(value)
+    return tree_map(lambda v: np.asarray(_plain(v)) if isinstance(v, (Tensor, np.generic))
+                    else v, value)
 
 
 def _nary(unary):
@@ -66,6 +72,9 @@ def _nary(unary):
 def _vjp_at(fun, x):
     """(vjp, ans): `vjp(g)` is g's cotangent with respect to `x` (a pytree), any number
     of times (a persistent tape)."""
+    from .vspace import custom_vjp_at, is_custom
+    if any(is_custom(v) for v in tree_flatten(x)[0]):
+        return custom_vjp_at(fun, x, lambda v: _input(v, "autograd"))
     xs = tree_map(lambda v: _input(v, "autograd"), x)
     tape = GradientTape(persistent=True)
     with tape:
@@ -138,7 +147,7 @@ def grad_and_aux(fun, x):
 def jacobian(fun, x):
     """d fun / d x, of shape fun(x).shape + x.shape."""
     from ..transforms import jacrev
-    return _out(jacrev(fun)(x))
+    return _out(jacrev(fun)(x), arrays=True)
 
 
 def hessian(fun, argnum=0):

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import functools
 import itertools
+import types
 
 import numpy as np
 
 from .. import core
 from ..custom_derivatives import custom_jvp, custom_vjp
 from ..tensor import SymbolicTensor, Tensor
+from .vspace import Box, VSpace, active_trace, getval, vspace
 
-__all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum"]
+__all__ = ["primitive", "defvjp", "defjvp", "defvjp_argnum", "defvjp_argnums", "Box", "VSpace",
+           "vspace", "notrace_primitive"]
 
 
 def _raw(value):
@@ -44,7 +47,13 @@ class primitive:
         self.jvprules: dict[int, object] = {}
         self._customs: dict = {}
 
+    def __get__(self, obj, objtype=None):          # as a method: bound like a function
+        return self if obj is None else types.MethodType(self, obj)
+
     def __call__(self, *args, **kwargs):
+        trace = active_trace(args)
+        if trace is not None:
+            return trace.apply(self, args, kwargs)
         state = core.current_state()
         if not (state.tapes or state.traces) or not (self.vjpmakers or self.jvprules):
             return self.fun(*map(_raw, args), **kwargs)
@@ -124,15 +133,55 @@ def defvjp(fun: primitive, *vjpmakers, argnums=None) -> None:
     """autograd's `defvjp(fun, maker0, maker1, ...)`: `maker(ans, *args, **kwargs)` returns
     `lambda g: cotangent of that argument`; None for an argument with a zero gradient."""
     _check(fun, "defvjp")
+    if isinstance(fun.vjpmakers, _EveryArgument):
+        fun.vjpmakers = {}
     for k, maker in zip(itertools.count() if argnums is None else argnums, vjpmakers):
         fun.vjpmakers[k] = maker
     fun._customs.clear()
 
 
 def defvjp_argnum(fun: primitive, vjpmaker) -> None:
-    """autograd's `defvjp_argnum`: `vjpmaker(argnum, ans, args, kwargs) -> lambda g: ...`."""
-    raise NotImplementedError("defvjp_argnum is not supported by pforjac.autograd; use "
-                              "defvjp(fun, maker0, maker1, ...)")
+    """autograd's `defvjp_argnum`: `vjpmaker(argnum, ans, args, kwargs)` returns `lambda g:
+    that argument's cotangent`, for every argument."""
+    _check(fun, "defvjp_argnum")
+    fun.vjpmakers = _EveryArgument(lambda k: lambda ans, *args, **kwargs:
+                                   vjpmaker(k, ans, args, kwargs))
+    fun._customs.clear()
+
+
+def defvjp_argnums(fun: primitive, vjpmaker) -> None:
+    """autograd's `defvjp_argnums`: `vjpmaker(argnums, ans, args, kwargs)` returns `lambda g:
+    the cotangents of the arguments at argnums`, a sequence."""
+    def maker(k):
+        return lambda ans, *args, **kwargs: (
+            lambda g: vjpmaker((k,), ans, args, kwargs)(g)[0])
+    defvjp_argnum(fun, lambda k, ans, args, kwargs: maker(k)(ans, *args, **kwargs))
+
+
+class _EveryArgument(dict):
+    """A maker for every argument number, made on demand."""
+
+    def __init__(self, make):
+        super().__init__()
+        self._make = make
+
+    def get(self, k, default=None):
+        return self._make(k)
+
+    def __contains__(self, k) -> bool:
+        return True
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def notrace_primitive(fun):
+    """autograd's `notrace_primitive`: `fun` runs on the values of its arguments and its
+    result is a constant to every derivative (a sampler, a comparison)."""
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        return fun(*map(getval, args), **kwargs)
+    return wrapped
 
 
 def defjvp(fun: primitive, *jvprules, argnums=None) -> None:

@@ -11,13 +11,15 @@ from ._wrap import wrapped as _wrapped
 
 def __getattr__(name: str):
     try:
-        return _wrapped(getattr(_pnp, name))
+        value = _wrapped(getattr(_pnp, name), getattr(_np, name, None))
     except AttributeError:
         if name.startswith("__") or not hasattr(_np, name):
             raise
         # numpy's own (seterr, iinfo, ...): on Tensors it dispatches to pforjac, which
         # refuses by name what it does not implement
-        return getattr(_np, name)
+        value = getattr(_np, name)
+    globals()[name] = value          # (found once: later reads are plain module attributes)
+    return value
 
 
 def __dir__():

@@ -1,0 +1,1 @@
+from matplotlib import _Dummy, __getattr__  # noqa: F401
