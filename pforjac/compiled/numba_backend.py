@@ -147,8 +147,9 @@ def started(backend: str | None, where: str) -> str | None:
 
 
 def warm_up() -> None:
-    """Starts numba (its import and runtime), as choosing the numba backend does, so that
-    a function's first call loads its cached code without paying for that."""
+    """Starts numba (its import, runtime, the modules cached code names, the kernels), as
+    choosing the numba backend does, so that a function's first call loads its cached code
+    without paying for that."""
     if not available():
         return
     from numba.core.registry import cpu_target
@@ -159,6 +160,7 @@ def warm_up() -> None:
         rtsys.initialize(cpu_target.target_context)
     typeof(np.zeros(1))           # (numba's first typeof of an array imports numpy.ma)
     import numba.np.npyimpl       # noqa: F401  (named by the environments of cached array code)
+    importlib.import_module(__package__ + ".numba_kernels")    # (and the kernels' module)
 
 
 def _native_whole(program: Program, name: str) -> Callable:
