@@ -83,7 +83,14 @@ class Primitive:
         return self.name
 
     def bind(self, *args, **params):
-        return bind(self, *args, **params)
+        """Applies this primitive to `args` in the current context: `core.bind`."""
+        if not _state.traces and _state.lifting is None:
+            for a in args:        # eager, on plain Tensors (the common case): _bind_eager
+                if type(a) is not Tensor or a._trace is not None:
+                    break
+            else:
+                return _bind_eager(self, args, params)
+        return _bind_in_context(self, args, params)
 
 
 class Example:
@@ -278,6 +285,11 @@ def _innermost_trace(args):
 
 def bind(prim: Primitive, *args, **params):
     """Applies `prim` to `args` in the current context and returns its output(s)."""
+    return prim.bind(*args, **params)
+
+
+def _bind_in_context(prim: Primitive, args: tuple, params: dict):
+    """`bind` where a trace may take the op (or an input is not a plain Tensor yet)."""
     args = tuple(map(as_tensor, args))
     trace = _innermost_trace(args)
     lifting = _state.lifting
@@ -297,6 +309,46 @@ def bind(prim: Primitive, *args, **params):
             if tape._level == level:
                 tape._record(prim, args, params, outs)
     return outs if prim.multiple_results else outs[0]
+
+
+def _bind_eager(prim: Primitive, args: tuple, params: dict):
+    """`bind` with no trace open and every input a plain Tensor: computed by the impl, and
+    recorded by the tapes (level 0 all: a tape entered in a trace has ended with it); a tape
+    that does not record it notes its outputs as made in its block (tensor._seen_made)."""
+    try:
+        result = impl_rules[prim](*[a._value for a in args], **params)
+    except KeyError:
+        if prim not in impl_rules:
+            raise NotImplementedError(f"primitive '{prim.name}' has no impl rule") from None
+        raise
+    except (ValueError, TypeError, IndexError) as e:
+        raise _naming_op(e, prim, args, params) from None
+    if prim.multiple_results:
+        outs = [_fresh(r) for r in result]
+    else:                         # (_fresh written out: one op in two is this)
+        t = object.__new__(Tensor)
+        arr = result if type(result) is np.ndarray else np.asarray(result)
+        arr.setflags(write=False)
+        t._value, t._handed, t._trace = arr, None, None
+        outs = [t]
+    tapes = _state.tapes
+    if tapes:
+        for tape in tapes:
+            if prim.differentiable and not tape._level:
+                tape._record(prim, args, params, outs)     # (notes unrecorded ones as made)
+            else:
+                for o in outs:
+                    tape.note_made(o)
+    return outs if prim.multiple_results else outs[0]
+
+
+def _fresh(result) -> Tensor:
+    """A Tensor of an impl's result, not yet noted as made by any tape."""
+    t = object.__new__(Tensor)
+    arr = result if type(result) is np.ndarray else np.asarray(result)
+    arr.setflags(write=False)
+    t._value, t._handed, t._trace = arr, None, None
+    return t
 
 
 def _trace_for_tapes(args, trace):

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import core
 from . import ops
+from .state import _state
 from .tensor import Tensor, Variable, as_tensor, check_not_complex_for_real, is_float
 from .tree import _LEAF, flatten_like, tree_flatten, tree_unflatten
 
@@ -23,6 +24,8 @@ class UnconnectedGradients(enum.Enum):
 
 
 def _unconnected(value) -> UnconnectedGradients:
+    if isinstance(value, UnconnectedGradients):
+        return value
     try:
         return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
     except ValueError:
@@ -151,30 +154,36 @@ class GradientTape:
 
     def _record(self, prim, args, params, outs) -> None:
         tracked = self._tracked
-        hit = False
+        hit = variables = False
         for a in args:
             if id(a) in tracked:
                 hit = True
-            elif self._watches_on_read(a):
-                self._variables[id(a)] = a
-                self._watched[id(a)] = a
-                tracked[id(a)] = a
-                hit = True
             elif isinstance(a, Variable):
-                self._unwatched_variables[id(a)] = a
-                if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
-                    self._variables[id(a)] = a              # its gradient None
+                variables = True
+                hit = self._saw_variable(a) or hit
         if not hit:                       # (symbolic results, made in a trace, too)
             self._made.update((id(o), weakref.ref(o)) for o in outs)
             return
         # Inside a trace (a compiled function) a Variable is itself read when the program
         # runs, so the tape keeps it; eagerly it keeps the value read now.
-        inputs = args if self._level else \
+        inputs = args if self._level or not variables else \
             tuple(self._read(a) if isinstance(a, Variable) else a for a in args)
         self._entries.append(_Entry(prim, params, inputs, outs))
         for o in outs:
             if is_float(o.dtype):
                 tracked[id(o)] = o
+
+    def _saw_variable(self, a: Variable) -> bool:
+        """Notes a read of the Variable `a` (not tracked yet); True if it is now watched."""
+        if self._watches_on_read(a):
+            self._variables[id(a)] = a
+            self._watched[id(a)] = a
+            self._tracked[id(a)] = a
+            return True
+        self._unwatched_variables[id(a)] = a
+        if self._watch_variables and a.trainable:   # an int one: listed, as in TF,
+            self._variables[id(a)] = a              # its gradient None
+        return False
 
     def note_made(self, t) -> None:
         self._made[id(t)] = weakref.ref(t)
@@ -303,22 +312,29 @@ class GradientTape:
         """Around a gradient or Jacobian computed inside the tape's block: a persistent tape
         records it, as TensorFlow's does (its gradient gives the next derivative); a
         non-persistent tape can't be used again, so it pauses."""
-        return contextlib.nullcontext() if self._persistent else self._paused()
-
-    @contextlib.contextmanager
-    def _paused(self):
-        """No recording while the tape computes gradients. A tape records only the ops of
-        the thread that entered it: called from another thread, nothing needs pausing."""
-        was = self._recording and self._tapes is core.current_state().tapes
-        if was:
-            self._pop()
-        try:
-            yield
-        finally:
-            if was:
-                self._push()
+        return contextlib.nullcontext() if self._persistent else _Paused(self)
 
     # jacobian and batch_jacobian live in jacobians.py and are attached below.
+
+
+class _Paused:
+    """No recording while the tape computes gradients. A tape records only the ops of the
+    thread that entered it: called from another thread, nothing needs pausing. (A class,
+    not a generator: it is entered on every gradient.)"""
+    __slots__ = ("tape", "was")
+
+    def __init__(self, tape: GradientTape):
+        self.tape = tape
+
+    def __enter__(self) -> None:
+        tape = self.tape
+        self.was = tape._recording and tape._tapes is core.current_state().tapes
+        if self.was:
+            tape._pop()
+
+    def __exit__(self, *exc) -> None:
+        if self.was:
+            self.tape._push()
 
 
 def _finish(g, source, unconnected: UnconnectedGradients):
@@ -347,17 +363,20 @@ def backward(entries: list[_Entry], targets, seeds, sources) -> list:
     for entry in reversed(entries):
         outs_ct = [cts.get(id(o)) if id(o) in keep else cts.pop(id(o), None)
                    for o in entry.outputs]
-        if all(g is None for g in outs_ct):
-            continue
-        _propagate(entry, outs_ct, relevant, cts)
+        for g in outs_ct:
+            if g is not None:
+                _propagate(entry, outs_ct, relevant, cts)
+                break
     return [cts.get(id(s)) for s in sources]
 
 
 def _depends_on_sources(entries, sources) -> set[int]:
     relevant = {id(s) for s in sources}
     for entry in entries:
-        if any(id(a) in relevant for a in entry.inputs):
-            relevant.update(id(o) for o in entry.outputs if is_float(o.dtype))
+        for a in entry.inputs:
+            if id(a) in relevant:
+                relevant.update(id(o) for o in entry.outputs if is_float(o.dtype))
+                break
     return relevant
 
 
@@ -372,7 +391,7 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
         ans = tuple(entry.outputs)
     else:
         g, ans = outs_ct[0], entry.outputs[0]
-    state = core.current_state()
+    state = _state
     saved, state.origin = state.origin, entry
     try:
         if callable(rules):
@@ -390,7 +409,7 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
 def _accumulate(cts, tensor, g) -> None:
     if g is None:
         return
-    if g.dtype.kind == "c" and tensor.dtype.kind != "c":
+    if g.dtype.kind == "c" != tensor.dtype.kind:
         # a real value's cotangent is real: its real part (a rule of an op that mixes real
         # and complex operands hands the real one the complex cotangent)
         g = ops.cast(g, tensor.dtype)

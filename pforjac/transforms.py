@@ -82,7 +82,7 @@ def _input(leaf, opts: _Options):
     if name == "jacfwd" and kind == "c" and not opts.holomorphic:
         raise TypeError(f"jacfwd requires real-valued inputs, but got {x.dtype.name}. For "
                         f"holomorphic differentiation, pass holomorphic=True")
-    return reshape_p.bind(x, shape=tuple(x.shape))
+    return reshape_p.bind(x, shape=tuple(x.shape)) if x is leaf else x   # (made here: fresh)
 
 
 def _check_output(value: Tensor, opts: _Options) -> None:

@@ -23,6 +23,10 @@ import threading
 from collections import OrderedDict, defaultdict
 from typing import Any, Callable, NamedTuple
 
+import numpy as np
+
+from .tensor import Tensor
+
 __all__ = ["PyTreeDef", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
            "tree_map", "tree_all", "tree_reduce", "register_pytree_node",
            "register_pytree_with_keys", "register_dataclass", "treedef_is_leaf", "all_leaves",
@@ -77,6 +81,7 @@ class _LeafKind:
 
 
 _LEAF = PyTreeDef(_LeafKind, None, ())
+_PLAIN_LEAVES = {np.ndarray, Tensor, float}    # leaves, unless registered as nodes
 _NONE = PyTreeDef(type(None), None, ())
 
 
@@ -102,6 +107,8 @@ def tree_flatten(tree: Any, is_leaf: Callable | None = None) -> tuple[list, PyTr
     `None` is a node with no leaves (as in JAX), so an unconnected gradient (`None`)
     comes back in its place. `is_leaf(x)` returning True stops the walk at `x`.
     """
+    if is_leaf is None and type(tree) in _PLAIN_LEAVES and type(tree) not in _registry:
+        return [tree], _LEAF            # (the common call: one array, one Tensor)
     leaves: list = []
     return leaves, _walk(tree, leaves, is_leaf)
 
@@ -116,7 +123,7 @@ def _walk(node, leaves: list, is_leaf) -> PyTreeDef:
         return _NONE
     kind = type(node)
     if kind is list or kind is tuple:
-        return PyTreeDef(kind, None, tuple(_walk(x, leaves, is_leaf) for x in node))
+        return PyTreeDef(kind, None, tuple([_walk(x, leaves, is_leaf) for x in node]))
     if isinstance(node, dict) and kind not in _registry:
         keys, aux = _dict_keys(node)
         return PyTreeDef(dict, (tuple(keys),) + aux,

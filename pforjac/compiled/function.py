@@ -6,7 +6,9 @@ GradientTapes, gradients, jacobians, pfor — into one Program, simplifies it
 (compiled/passes/) and compiles it to a Python function of numpy calls
 (codegen.py). Later calls with that signature run only the generated code: no
 per-op dispatch, no tape, no re-tracing. Variables are read when the code
-runs, so updating weights needs no re-trace.
+runs, so updating weights needs no re-trace. A call of plain numpy arrays and floats
+that has run once runs next time through its lean entry (lean_call.py): the arrays
+straight into the code, its outputs straight out, in about a microsecond.
 
 Structure-aware pfor (structure.py) keeps one-hot seeds compact only where
 zeros stay zeros; the compiled program checks those assumptions (finite
@@ -27,14 +29,19 @@ import numpy as np
 
 from .. import core
 from ..boundary import numpy_result, returns_numpy
+from ..config import config
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
+from .lean_call import lean_entry, lean_key
 from .numba_backend import started, use_backend
 from .passes import pass_list
 from ..program import Program
 from ..pfor import deferred_warnings
-from ..tensor import SymbolicTensor, Tensor, Variable, constant
+from .signature import (arrays_as_tensors, as_input, is_input, quick_arrays, quick_key,
+                        signature, stand_in, structure_key)
+from ..state import _state
+from ..tensor import Tensor, Variable
 from ..tree import tree_flatten, tree_unflatten
 
 __all__ = ["function", "Function"]
@@ -71,7 +78,9 @@ class Function:
         self._simplify, self._batch_major = simplify_program, batch_major
         self._backend = started(backend, "pforjac.function")   # (checked; numba started)
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
-        self._quick: dict[Any, _Compiled] = {}    # by _quick_key: the same traces
+        self._quick: dict[Any, _Compiled] = {}    # by (backend, quick_key): the same traces
+        self._lean: dict[tuple, Callable] = {}    # by lean_key: calls of numpy arrays alone
+        self._lean_backend = None                 # the backend of the _lean entries
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
         self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
@@ -91,25 +100,49 @@ class Function:
         return self.trace_count
 
     def __call__(self, *args, **kwargs):
-        state = core.current_state()
-        if state.tapes or state.traces:
+        if _state.tapes or _state.traces:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
             # into its own Program: run the Python body itself, as a nested tf.function is,
             # on its array arguments as the Tensors its trace would have had
-            args, kwargs = _arrays_as_tensors((args, kwargs))
+            args, kwargs = arrays_as_tensors((args, kwargs))
             return self._fn(*args, **kwargs)
-        compiled, arrays, variables = self._compiled(args, kwargs)
+        if not kwargs and self._generation == core.rules_generation and \
+                (self._backend or config.backend) == self._lean_backend:
+            entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out: lean_call.py
+            if entry is not None:
+                return entry(args)
+        return self._general_call(args, kwargs)
+
+    def _general_call(self, args: tuple, kwargs: dict):
+        traced, arrays, variables, lean = self._compiled(args, kwargs)
+        compiled = traced
         outs = compiled.run(arrays, variables)
         if outs is None:                  # a structure guard failed: NaN/Inf/zero present
             compiled = self._dense_twin(compiled)
             outs = compiled.run(arrays, variables)
         compiled.warn()
+        if lean:
+            self._keep_lean(args, traced)
         if returns_numpy(args, kwargs):
             return tree_unflatten(compiled.program.out_tree,
                                   [numpy_result(np.asarray(o)) for o in outs])
         return tree_unflatten(compiled.program.out_tree,
                               [Tensor._from_array(np.asarray(o)) for o in outs])
+
+    def _keep_lean(self, args: tuple, compiled: _Compiled) -> None:
+        """Leaves the lean entry of a call of positional numpy arrays and floats that took
+        the general path (lean_call.py), for the backend it ran on."""
+        key = lean_key(args)
+        if key is None:
+            return
+        backend = compiled.key[-1]
+        if backend != self._lean_backend or len(self._lean) >= _MAX_LEAN:
+            self._lean = {}
+            self._lean_backend = backend
+        entry = lean_entry(compiled, args, self._dense_twin)
+        entry.compiled = compiled
+        self._lean[key] = entry
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
@@ -130,35 +163,39 @@ class Function:
 
     # -- signatures and tracing ---------------------------------------------------------
     def _compiled(self, args, kwargs):
+        """(the trace for these arguments, their input arrays, their Variables, whether a
+        lean entry may be made for the call: no default was filled in)."""
         if self._generation != core.rules_generation:     # a rule or converter changed since:
             with self._lock:                              # trace again under the new ones
                 self._cache.clear()
                 self._quick.clear()
+                self._lean = {}
                 self._generation = core.rules_generation
-        quick = None if kwargs else _quick_key(args)     # positional arrays: the common call
+        backend = self._backend or config.backend         # (part of every key: a changed
+        quick = None if kwargs else quick_key(args)       # config traces again)
         if quick is not None:
-            compiled = self._quick.get(quick)
+            compiled = self._quick.get((backend, quick))
             if compiled is not None:
                 self._used(compiled)
-                return compiled, _quick_arrays(args), ()
+                return compiled, quick_arrays(args), (), True
         bound, defaulted = self._bound(args, kwargs)
         leaves, structure = tree_flatten(bound)
-        key, arrays, variables = _signature(leaves)
-        key = (_structure_key(structure), key)
+        key, arrays, variables = signature(leaves)
+        key = (structure_key(structure), key, backend)
         compiled = self._cache.get(key)
         if compiled is None:
             with self._lock:
                 compiled = self._cache.get(key)
                 if compiled is None:
-                    compiled = self._trace(leaves, structure)
+                    compiled = self._trace(leaves, structure, backend)
                     self.trace_count += 1
                     self._keep(key, compiled)
                     self._note_value_retrace(key, leaves)
         else:
             self._used(compiled)
         if quick is not None and not defaulted:   # defaults are read every call (a changed
-            self._quick[quick] = compiled         # default is a new signature, as f(x=x)'s)
-        return compiled, arrays, variables
+            self._quick[backend, quick] = compiled    # default is a new signature, as f(x=x)'s)
+        return compiled, arrays, variables, not defaulted
 
     def _used(self, compiled: _Compiled) -> None:
         try:
@@ -176,6 +213,7 @@ class Function:
             return
         _, old = self._cache.popitem(last=False)
         self._quick = {q: c for q, c in self._quick.items() if c is not old}
+        self._lean = {q: e for q, e in self._lean.items() if e.compiled is not old}
         if not self._warned_dropping:
             self._warned_dropping = True
             from ..pfor import warn_at_user_line
@@ -189,8 +227,8 @@ class Function:
     def _note_value_retrace(self, key, leaves) -> None:
         """Warns once when Python values in the arguments keep making new traces (as
         tf.function warns about retracing): each is compiled anew, slower than eager."""
-        structure, signature = key
-        plain = (structure, tuple(k[:2] if k[0] == "value" else k for k in signature))
+        structure, traced, backend = key
+        plain = (structure, tuple(k[:2] if k[0] == "value" else k for k in traced), backend)
         n = self._value_variants[plain] = self._value_variants.get(plain, 0) + 1
         if n == _RETRACE_WARNING and not self._warned_values:
             self._warned_values = True
@@ -234,9 +272,9 @@ class Function:
                     compiled.dense, compiled.traced = dense, None
         return compiled.dense
 
-    def _trace(self, leaves, structure) -> _Compiled:
-        slots = [k for k, leaf in enumerate(leaves) if _is_input(leaf)]
-        avals = [(arr.shape, arr.dtype) for arr in (_as_input(leaves[k]) for k in slots)]
+    def _trace(self, leaves, structure, backend: str) -> _Compiled:
+        slots = [k for k, leaf in enumerate(leaves) if is_input(leaf)]
+        avals = [(arr.shape, arr.dtype) for arr in (as_input(leaves[k]) for k in slots)]
         for (_, dtype), k in zip(avals, slots):
             if dtype.kind in "OSUV":
                 raise TypeError(f"pforjac.function: input {k} (in flattened argument order) is "
@@ -249,7 +287,7 @@ class Function:
         arguments = [leaf for leaf in leaves if isinstance(leaf, Variable)]
         stand_ins: dict[int, Variable] = {}
         for v in arguments:
-            stand_ins.setdefault(id(v), _stand_in(v))
+            stand_ins.setdefault(id(v), stand_in(v))
 
         def call(*symbols):
             filled = [stand_ins[id(leaf)] if isinstance(leaf, Variable) else leaf
@@ -265,7 +303,7 @@ class Function:
                                       "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        use_backend(compiled, self._backend, name, owner=self)
+        use_backend(compiled, backend, name, owner=self)
         return compiled
 
 
@@ -349,122 +387,9 @@ def _call_method(ref, fn, *args, **kwargs):
     return fn(instance, *args, **kwargs)
 
 
-def _is_input(leaf) -> bool:
-    """Tensors (not Variables), numpy arrays and their subclasses, and other array-likes
-    (anything with `__array__` but numpy scalars, which are Python values): what eager ops
-    take as arrays is an input here too, read at every call, never baked in."""
-    if isinstance(leaf, Tensor):
-        return not isinstance(leaf, Variable)
-    return isinstance(leaf, np.ndarray) or (hasattr(type(leaf), "__array__")
-                                            and not isinstance(leaf, np.generic))
-
-
-def _arrays_as_tensors(tree):
-    """`tree` with its array inputs (numpy arrays, array-likes: not Tensors) made Tensors."""
-    leaves, structure = tree_flatten(tree)
-    return tree_unflatten(structure, [constant(_as_input(leaf)) if _is_input(leaf)
-                                      and not isinstance(leaf, Tensor) else leaf
-                                      for leaf in leaves])
-
-
-def _as_input(leaf) -> np.ndarray:
-    """A Tensor's array as it is; a numpy array C-ordered, as `pforjac.constant` copies it
-    (a product reading an input rounds by its layout: the call must give eager's bits); an
-    ndarray subclass (np.matrix, a masked array) or another array-like (a torch tensor) as
-    the plain array `np.asarray` makes of it, as eager ops do."""
-    if isinstance(leaf, Tensor):
-        return leaf.numpy()
-    if type(leaf) is not np.ndarray:
-        leaf = np.asarray(leaf)
-    return leaf if leaf.flags.c_contiguous else np.ascontiguousarray(leaf)
-
-
-def _quick_key(args: tuple):
-    """The signature of positional numpy arrays / constant Tensors, or plain dicts of numpy
-    arrays under str keys (a model's parameters), alone (no flattening), or None for any
-    other call."""
-    key = ["quick"]
-    for a in args:
-        if type(a) is np.ndarray:
-            key.append((a.shape, a.dtype.str))
-        elif type(a) is Tensor:
-            arr = a.numpy()
-            key.append((arr.shape, arr.dtype.str))
-        elif type(a) is dict and all(type(k) is str and type(v) is np.ndarray
-                                     for k, v in a.items()):
-            key.append(("dict",) + tuple((k, a[k].shape, a[k].dtype.str) for k in sorted(a)))
-        else:
-            return None
-    return tuple(key)
-
-
-def _quick_arrays(args: tuple) -> list:
-    """The input arrays of a call `_quick_key` accepted, in flattening order (dicts by
-    sorted keys)."""
-    arrays = []
-    for a in args:
-        if type(a) is dict:
-            arrays.extend(_as_input(a[k]) for k in sorted(a))
-        else:
-            arrays.append(_as_input(a))
-    return arrays
-
-
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
 _MAX_TRACES = 128       # traces a compiled function keeps (the least recently used go first)
-
-
-def _structure_key(node):
-    """The arguments' nesting as a hashable key: container types themselves (two namedtuple
-    classes of one name are different signatures), dict keys by type and repr."""
-    return node._key()
-
-
-def _signature(leaves) -> tuple[tuple, list, list]:
-    """(the trace signature, the input arrays, the Variable arguments)."""
-    key, arrays, variables = [], [], []
-    for leaf in leaves:
-        if isinstance(leaf, SymbolicTensor):
-            raise TypeError("a pforjac.function can't be called with symbolic values; call it "
-                            "eagerly, or call the undecorated function inside another trace")
-        if _is_input(leaf):
-            arr = _as_input(leaf)
-            key.append(("tensor", arr.shape, arr.dtype.str))
-            arrays.append(arr)
-        elif isinstance(leaf, Variable):    # by shape and dtype, and which are the same one
-            same = next((j for j, v in enumerate(variables) if v is leaf), len(variables))
-            key.append(("variable", leaf.shape, leaf.dtype.str, leaf.trainable, same))
-            variables.append(leaf)
-        else:
-            try:
-                hash(leaf)
-            except TypeError:
-                raise TypeError(f"pforjac.function: argument {leaf!r:.60} is neither a tensor nor "
-                                f"hashable, so it can't be part of the trace signature") from None
-            key.append(("value", type(leaf).__name__, _value_key(leaf)))
-    return tuple(key), arrays, variables
-
-
-def _stand_in(v: Variable) -> Variable:
-    """A Variable like `v` (its value when traced, trainable, name) of another identity."""
-    stand_in = object.__new__(Variable)
-    stand_in._value, stand_in.trainable, stand_in.name = v._value, v.trainable, v.name
-    stand_in._snapshot = stand_in._handed = stand_in._trace = None
-    return stand_in
-
-
-def _value_key(leaf):
-    """A Python value as the trace signature sees it: floats by their bits, so -0.0 is not
-    0.0 (x / s differs) and every NaN is the same NaN (NaN != NaN would trace every call)."""
-    if isinstance(leaf, (float, np.floating)):
-        if leaf != leaf:
-            return "nan"
-        if isinstance(leaf, np.floating) and leaf.dtype.itemsize > 8:    # long double: every
-            return np.format_float_scientific(leaf, unique=True, sign=True)   # digit it has
-        return float(leaf).hex()
-    if isinstance(leaf, (complex, np.complexfloating)):
-        return tuple(_value_key(part) for part in (leaf.real, leaf.imag))
-    return leaf
+_MAX_LEAN = 256         # lean entries a compiled function keeps (all dropped past that)
 
 
 def _named_as(f: Function) -> bool:
@@ -498,3 +423,4 @@ def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: 
     if fn is None:
         return lambda f: Function(f, simplify, batch_major, backend)
     return Function(fn, simplify, batch_major, backend)
+

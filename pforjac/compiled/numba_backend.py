@@ -320,7 +320,26 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
     run.parallel = parallel
+    # (the dispatcher itself, for the lean path; not where the runner sets the threads)
+    run.direct = None if parallel else lambda consts: _direct(dispatcher, program, passed, consts)
     return run
+
+
+def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
+    """`fn(*C-ordered input arrays) -> outputs` with these constants fixed: the dispatcher
+    itself where nothing needs converting (pforjac.function's lean path; 0-d outputs come
+    back as Python scalars)."""
+    fixed = [consts[k] for k in passed]
+    fixed = [a[()] if a.ndim == 0 else np.ascontiguousarray(a) for a in fixed]
+    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0]
+    if scalars:
+        def call(*arrays):
+            arrays = list(arrays)
+            for k in scalars:
+                arrays[k] = arrays[k][()]
+            return dispatcher(*arrays, *fixed)
+        return call
+    return dispatcher if not fixed else lambda *arrays: dispatcher(*arrays, *fixed)
 
 
 def use_backend(compiled, backend: str | None, function_name: str, owner=None) -> None:

@@ -53,6 +53,12 @@ def int_arg(value, what: str) -> int:
 
 def int_tuple(values, what: str) -> tuple:
     """An int or a sequence of them (a shape, repetitions) as a tuple of ints; see int_arg."""
+    if type(values) is tuple:           # the common case, a tuple of ints, as it is
+        for v in values:
+            if type(v) is not int:
+                break
+        else:
+            return values
     if isinstance(values, (str, bytes)) or values is None:
         raise TypeError(f"{what} must be an integer or a sequence of integers, got {values!r:.40}")
     try:

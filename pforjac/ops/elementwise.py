@@ -31,17 +31,31 @@ __all__ = ["neg", "add", "subtract", "multiply", "multiply_no_nan", "multiply_ze
 def coerce(x, y) -> tuple:
     """Python numbers (scalars, lists, tuples) take the other operand's dtype where it can
     hold them (weak typing, `as_operands`)."""
-    if isinstance(x, Tensor) and _is_python_scalar(y):
-        return x, Tensor._from_array(np.asarray(y, np.result_type(x.dtype, y)))
-    if isinstance(y, Tensor) and _is_python_scalar(x):
-        return Tensor._from_array(np.asarray(x, np.result_type(y.dtype, x))), y
-    if isinstance(x, Tensor) and isinstance(y, Tensor):
-        return x, y
+    if isinstance(x, Tensor):
+        if isinstance(y, Tensor):
+            return x, y
+        if _is_python_scalar(y):
+            return x, Tensor._from_array(np.asarray(y, _weak_result(x.dtype, y)))
+    elif isinstance(y, Tensor) and _is_python_scalar(x):
+        return Tensor._from_array(np.asarray(x, _weak_result(y.dtype, x))), y
     return tuple(as_operands((x, y)))
 
 
 def _is_python_scalar(v) -> bool:
     return isinstance(v, (int, float, complex)) and not isinstance(v, np.generic)
+
+
+_weak_results: dict = {}
+
+
+def _weak_result(dtype: np.dtype, number) -> np.dtype:
+    """`np.result_type(dtype, number)`, which (NEP 50) depends on the number's type alone:
+    looked up once per pair."""
+    key = (dtype, type(number))
+    found = _weak_results.get(key)
+    if found is None:
+        found = _weak_results[key] = np.result_type(dtype, number)
+    return found
 
 
 # -- unary ---------------------------------------------------------------------
@@ -217,7 +231,7 @@ def _multiply_no_nan_impl(x, y):
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.multiply(x, y)
     zero = np.asarray(y) == 0
-    if zero.any():
+    if np.count_nonzero(zero):          # (ndarray.any's Python wrapper costs 1 us more)
         out = np.where(zero, out.dtype.type(0), out)
     return out
 

@@ -52,6 +52,9 @@ def _normalize_key(key, shape) -> tuple:
     mask as the index arrays of its nonzero() (a mask of rank k stands for k axes). `shape`
     is the indexed shape (or its rank alone: then masks are not checked against it)."""
     shape = (None,) * shape if isinstance(shape, int) else shape
+    if type(key) is slice and shape and _plain(key.start) and _plain(key.stop) \
+            and _plain(key.step):
+        return (key,)                   # (x[1:], x[:-1]: the common key, as it is)
     key = key if isinstance(key, tuple) else (key,)
     ranks = [0 if k is None or k is Ellipsis else
              np.ndim(k) if isinstance(k, (np.ndarray, Tensor, list)) and advanced.is_mask(k)
@@ -72,6 +75,10 @@ def _normalize_key(key, shape) -> tuple:
             out.append(_key_entry(k))
         axis += rank
     return tuple(out)
+
+
+def _plain(bound) -> bool:
+    return bound is None or type(bound) is int
 
 
 def _key_entry(k):
