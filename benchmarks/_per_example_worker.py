@@ -2,7 +2,8 @@
 library's Python: builds the per-example gradient for every workload, then answers commands
 on stdin, one a line, with one line of JSON on stdout:
 
-    time <size> <dtype> <reps>   -> {"seconds": per call, one round of reps}
+    time <size> <dtype> <reps>   -> {"seconds": per call, one round of reps,
+                                     "cpu": the process's CPU time per call}
     grads <size> <dtype> <path>  -> {"saved": path}   (the gradients as .npz)
 """
 from __future__ import annotations
@@ -65,10 +66,11 @@ def main(library: str) -> None:
         cmd, size, dtype, arg = line.split()
         run, values = runs[(size, dtype)]
         if cmd == "time":
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             for _ in range(int(arg)):
                 run()
-            print(json.dumps({"seconds": (time.perf_counter() - start) / int(arg)}), flush=True)
+            print(json.dumps({"seconds": (time.perf_counter() - start) / int(arg),
+                              "cpu": (time.process_time() - cpu) / int(arg)}), flush=True)
         else:
             np.savez(arg, **values())
             print(json.dumps({"saved": arg}), flush=True)

@@ -13,14 +13,14 @@ from .tensor import Tensor, SymbolicTensor, Variable, constant, as_tensor, Concr
 from .ops import *  # noqa: F401,F403
 from .tape import GradientTape, UnconnectedGradients
 from .program import Program, make_program, run_program
-from .pfor import pfor, vectorized_map, register_converter, ConversionError
+from .pfor import pfor, register_converter, ConversionError
 from . import converters as _converters  # noqa: F401  (registers the built-in converters)
 from . import jacobians as _jacobians  # noqa: F401  (adds GradientTape.jacobian/batch_jacobian)
 from .functional import vjp, jvp, hvp
 from .matrix_function import sym_matrix_function
 from .transforms import grad, value_and_grad, jacrev, jacfwd, jacobian, hessian, float0
 from .linearize import vjp_fn, linearize
-from .vmap import vmap
+from .vmap import vectorized_map, vmap
 from . import tree_util, flatten_util  # noqa: F401  (public: pytrees, ravel_pytree)
 from .diagnostics import fallback_report
 from .custom_derivatives import custom_jvp, custom_vjp, custom_gradient

@@ -34,12 +34,13 @@ import numpy as np
 from . import core
 from .program import Program, make_program, run_program
 from .tensor import SymbolicTensor, Tensor, as_tensor, constant
-from .tree import tree_flatten, tree_map, tree_unflatten
+from .tree import tree_unflatten
 from . import hooks
 from .warn import (_warned, deferred_warnings, warn_at_user_line, warn_once,  # noqa: F401
                    warn_wrong_result)                                 # (re-exported)
 from . import ops, structure
 from .diagnostics import record_fallback
+from .index_conversion import trace_converting
 from .memory import (check_results_fit, chunk_for_memory, format_bytes, pooled_empty,
                      working_memory_advice)
 from . import progress as _progress
@@ -442,8 +443,8 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
          parallel_iterations: int | None = None):
     """Equivalent to stacking `loop_fn(i)` for `i in range(iters)`, vectorized.
 
-    `loop_fn` is traced once with a symbolic int32 index and may return a nested
-    structure of tensors.
+    `loop_fn` is traced once with a symbolic int32 index (numpy arrays may be indexed with
+    it: `pforjac.index_conversion`) and may return a nested structure of tensors.
 
     Example:
         >>> import pforjac as pj
@@ -459,42 +460,15 @@ def pfor(loop_fn: Callable, iters: int, fallback_to_while_loop: bool = True,
                          f"scalar), got {iters!r}")
     if not callable(loop_fn):
         raise TypeError(f"pfor: loop_fn must be callable, got {type(loop_fn).__name__}")
-    program = make_program(loop_fn, [((), np.int32)])
+    program = trace_converting(loop_fn, lambda f: make_program(f, [((), np.int32)]))
+    return run_body(program, iters, fallback_to_while_loop, parallel_iterations)
+
+
+def run_body(program, iters: int, fallback_to_while_loop: bool, parallel_iterations):
+    """The stacked results of a traced loop body over `iters` iterations."""
     check_parallel_iterations(parallel_iterations)
     check_results_fit([((int(iters),) + tuple(v.shape), v.dtype) for v in program.outputs],
                       what="pfor")
     with working_memory_advice("pfor", parallel_iterations):
         outs = run_loop(program, int(iters), parallel_iterations, True, fallback_to_while_loop)
     return tree_unflatten(program.out_tree, [c_ordered(v) for v in outs])
-
-
-def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True, *,
-                   chunk_size: int | None = None, progress: bool = True):
-    """Maps `fn` over the first axis of `elems` (a tensor or nested structure), vectorized.
-
-    As TensorFlow's: the tensors' first dimensions must agree, except that one of size 1 is
-    broadcast (every iteration sees its only row). `chunk_size` rows at a time if given
-    (pfor's parallel_iterations), else all at once or in chunks that fit in memory;
-    `progress=False` hides the bar of a long chunked map.
-
-    Example:
-        >>> import pforjac as pj
-        >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
-        array([3., 7.], dtype=float32)
-    """
-    leaves, _ = tree_flatten(elems)
-    if not leaves:
-        raise ValueError("vectorized_map: elems holds no tensors")
-    leaves = [as_tensor(x) for x in leaves]
-    sizes = {x.shape[0] if x.ndim else None for x in leaves}
-    if len(sizes) > 1:
-        sizes.discard(1)                       # a unit first dimension is broadcast
-    if len(sizes) != 1 or None in sizes:
-        raise ValueError(f"vectorized_map: every element of elems needs the same first dimension "
-                         f"(or 1, broadcast), got shapes {[x.shape for x in leaves]}")
-    n = sizes.pop()
-    elems = tree_map(as_tensor, elems)
-    chunk = _progress.chunk_option(None, chunk_size, "vectorized_map")
-    with _progress.enabled(progress):
-        return pfor(lambda i: fn(tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i],
-                                          elems)), n, fallback_to_while_loop, chunk)

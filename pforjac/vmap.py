@@ -30,13 +30,16 @@ import numpy as np
 
 from . import ops
 from .boundary import numpy_boundary
+from .index_conversion import trace_converting
 from .memory import check_results_fit, working_memory_advice
-from .pfor import c_ordered, check_parallel_iterations, run_loop
+from . import progress as _progress
+from .pfor import c_ordered, check_parallel_iterations, run_body, run_loop
 from .program import Program, make_program
+from .tree import tree_flatten as _flatten, tree_map as _tree_map
 from .tensor import Tensor, as_tensor
 from .tree_util import flatten_up_to, tree_flatten, tree_structure, tree_unflatten
 
-__all__ = ["vmap"]
+__all__ = ["vmap", "vectorized_map"]
 
 
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | None = None,
@@ -78,10 +81,44 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
         leaves = [_mapped_leaf(x, a, fun, k, treedef) if a is not None else x
                   for k, (x, a) in enumerate(zip(leaves, axes))]
         axes = [None if a is None else a % leaves[k].ndim for k, a in enumerate(axes)]
-        program = make_program(functools.partial(_body, fun, treedef, leaves, axes),
-                               [((), np.int32)])
+        program = trace_converting(fun, lambda f: make_program(
+            functools.partial(_body, f, treedef, leaves, axes), [((), np.int32)]))
         return _outputs(program, n, out_axes, chunk_size)
     return vmapped
+
+
+def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True, *,
+                   chunk_size: int | None = None, progress: bool = True):
+    """Maps `fn` over the first axis of `elems` (a tensor or nested structure), vectorized.
+
+    As TensorFlow's: the tensors' first dimensions must agree, except that one of size 1 is
+    broadcast (every iteration sees its only row). `chunk_size` rows at a time if given
+    (pfor's parallel_iterations), else all at once or in chunks that fit in memory;
+    `progress=False` hides the bar of a long chunked map.
+
+    Example:
+        >>> import pforjac as pj
+        >>> pj.vectorized_map(lambda r: r.sum(), pj.constant([[1., 2.], [3., 4.]])).numpy()
+        array([3., 7.], dtype=float32)
+    """
+    leaves, _ = _flatten(elems)
+    if not leaves:
+        raise ValueError("vectorized_map: elems holds no tensors")
+    leaves = [as_tensor(x) for x in leaves]
+    sizes = {x.shape[0] if x.ndim else None for x in leaves}
+    if len(sizes) > 1:
+        sizes.discard(1)                       # a unit first dimension is broadcast
+    if len(sizes) != 1 or None in sizes:
+        raise ValueError(f"vectorized_map: every element of elems needs the same first dimension "
+                         f"(or 1, broadcast), got shapes {[x.shape for x in leaves]}")
+    n = sizes.pop()
+    elems = _tree_map(as_tensor, elems)
+    chunk = _progress.chunk_option(None, chunk_size, "vectorized_map")
+    program = trace_converting(fn, lambda f: make_program(
+        lambda i: f(_tree_map(lambda x: x[0] if x.shape[0] == 1 < n else x[i], elems)),
+        [((), np.int32)]))
+    with _progress.enabled(progress):
+        return run_body(program, n, fallback_to_while_loop, chunk)
 
 
 def _body(fun, treedef, leaves, axes, i):

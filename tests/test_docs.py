@@ -9,6 +9,7 @@ and at headings that exist where they name one.
 """
 from __future__ import annotations
 
+import linecache
 import pathlib
 import re
 import warnings
@@ -34,8 +35,11 @@ def run_page(page: str) -> None:
         for k, block in enumerate(python_blocks((ROOT / page).read_text())):
             # (dont_inherit: a block runs as a user's script does, without this module's
             # `from __future__ import annotations`, which dataclasses in a block trip over)
-            exec(compile(block, f"{page}[python block {k}]", "exec", dont_inherit=True),
-                 namespace)
+            # (its source in linecache, as IPython keeps a cell's: tracebacks show its lines,
+            # and pfor can read a body's source, as it does from a file)
+            name = f"{page}[python block {k}]"
+            linecache.cache[name] = (len(block), None, block.splitlines(True), name)
+            exec(compile(block, name, "exec", dont_inherit=True), namespace)
 
 
 def _has_examples(page: str) -> bool:

@@ -2,6 +2,7 @@
 equal eager results bit for bit: numpy's products round by layout (it picks the BLAS
 kernel, or numpy's own loop for a broadcast view, or syrk for `a @ a.T` on one buffer)."""
 import random
+import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import pforjac as pj
 from pforjac.compiled.loopcache import caching, same_bits
+from random_programs import random_programs
 
 RNG = np.random.default_rng(11)
 
@@ -284,3 +286,47 @@ def test_compiled_short_last_axis_products_equal_eager():
     x = (np.indices((4, 4, 2)).reshape(3, -1).T * 1.2 + RNG.normal(scale=0.1, size=(32, 3))).ravel()
     assert "by_last_axis(np.multiply" in pj.function(hessian).source(x)
     _compiled_equals_eager(hessian, x)
+
+
+def _claims_hold(program, args) -> None:
+    """Runs `program`'s equations one by one on `args`: every value `surely_c_ordered`
+    claims is C-contiguous."""
+    from pforjac import core
+    from pforjac.compiled.codegen import surely_c_ordered
+    claimed = surely_c_ordered(program)
+    env = {id(v): a for v, a in zip(program.inputs, args)}
+    env.update((id(c), v.numpy()) for c, v in zip(program.consts, program.const_values))
+    with np.errstate(all="ignore"):
+        for eqn in program.equations:
+            outs = core.impl_rules[eqn.prim](*[env[id(v)] for v in eqn.inputs], **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            for v, o in zip(eqn.outputs, outs):
+                env[id(v)] = o
+                assert id(v) not in claimed or np.asarray(o).flags.c_contiguous, eqn
+
+
+@settings(deadline=None, max_examples=40)
+@given(random_programs(max_steps=6), st.booleans())
+def test_values_claimed_c_ordered_are_c_ordered_at_run_time(program, by_jacobian):
+    """surely_c_ordered's claims (the layout passes and codegen's buffer reuse rest on them)
+    hold on random programs and their Jacobians, their input laid out in Fortran order."""
+    from pforjac.compiled.passes import simplify
+    from pforjac.program import make_program
+    f = program.function()
+    body = (lambda x: pj.jacobian(f, x)) if by_jacobian else f
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = make_program(body, [(program.x_shape, np.float64)])
+    x = np.asfortranarray(RNG.standard_normal(program.x_shape))
+    for p in (traced, simplify(traced)):
+        _claims_hold(p, [x])
+
+
+def test_numpy_lays_a_ufunc_out_in_c_order_where_operands_layouts_conflict():
+    """The fact `surely_c_ordered` rests on: one C-ordered operand of the result's shape
+    makes numpy's ufunc result C-ordered, whatever the other operands' layouts."""
+    c = np.ones((4, 5, 6))
+    others = [np.ones((6, 5, 4)).transpose(2, 1, 0), np.ones((5, 4, 6)).transpose(1, 0, 2),
+              np.broadcast_to(np.ones((6, 1, 4)).transpose(2, 1, 0), (4, 5, 6))]
+    for other in others:
+        assert np.add(other, c).flags.c_contiguous and np.multiply(c, other).flags.c_contiguous

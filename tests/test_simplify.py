@@ -350,13 +350,33 @@ def test_a_broadcast_a_ufunc_needs_is_kept(case):
     elif case == "axes reordered":             # x's own axes swap: not a reshape of x
         p = _c_ordered_multiply(lambda x, y: pj.transpose(pj.broadcast_to(x, (2, 3, 5)), (0, 2, 1)) * y,
                                 [(3, 5), (2, 5, 3)])
-    else:                                      # numpy picks the layout: it may depend on the view
-        p = make_program(lambda x, y: pj.broadcast_to(x, (4, 3, 5)) * y, [((3, 5), np.float64),
-                                                                          ((4, 3, 5), np.float64)])
+    else:      # numpy picks the layout (y's may be any) and a product reads it: keep the view
+        p = make_program(lambda x, y, w: pj.matmul(pj.broadcast_to(x, (4, 3, 5)) * y, w),
+                         [((3, 5), np.float64), ((4, 3, 5), np.float64), ((5, 2), np.float64)])
     q = broadcasts_into_ufuncs(p)
     assert _names(q) == _names(p)
     args = [RNG.normal(size=v.shape) for v in p.inputs]
     _same(p, q, *args)
+
+
+@pytest.mark.parametrize("case", ["C-ordered operand", "result nothing reads the layout of"])
+def test_a_broadcast_into_a_ufunc_whose_result_is_c_ordered_is_dropped(case):
+    """A full-size C-ordered operand makes numpy's result C-ordered whatever the broadcast
+    view's strides; a result whose layout no value reads may be laid out as numpy likes."""
+    if case == "C-ordered operand":   # a product's rows are C-ordered; a product reads the result
+        def f(x, y, w):
+            rows = pj.reshape(pj.matmul(pj.reshape(y, (12, 5)), w[:, :5]), (4, 3, 5))
+            return pj.matmul(pj.broadcast_to(x, (4, 3, 5)) * rows, w)
+    else:
+        def f(x, y, w):
+            return pj.broadcast_to(x, (4, 3, 5)) * y + w[0, 0]
+    p = make_program(f, [((3, 5), np.float64), ((4, 3, 5), np.float64), ((5, 6), np.float64)])
+    q = broadcasts_into_ufuncs(p)
+    assert "broadcast_to" in _names(p) and "broadcast_to" not in _names(q)
+    x, y, w = (RNG.normal(size=v.shape) for v in p.inputs)
+    y = np.asfortranarray(y)                  # (an input laid out otherwise)
+    x[1, 2], y[0, 1, 3] = -0.0, np.inf
+    _same_bits(p, q, x, y, w)
 
 
 def test_a_broadcast_another_operand_covers_is_dropped_with_the_same_numbers():

@@ -20,6 +20,7 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
+from .outer_products import EINSUM, outer_einsum
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -82,13 +83,14 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
             and any(v.ndim and (v.shape[-1] == 1 or id(v) in broadcasts) for v in eqn.inputs))
 
 
-def program_to_ast(program: Program, name: str = "program") -> ast.Module:
-    """`def name(inputs..., consts): ...` returning the outputs as a tuple."""
+def program_to_ast(program: Program, name: str = "program", exact: bool = True) -> ast.Module:
+    """`def name(inputs..., consts): ...` returning the outputs as a tuple. With `exact` False
+    its results may differ from eager code's in an exact zero's sign (`outer_products`)."""
     body: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
         for k, var in enumerate(program.consts)]
-    plan = _Plan(program)
+    plan = _Plan(program, exact)
     body += [ast.Assign(targets=[_targets(eqn)], value=plan.call(k, eqn))
              for k, eqn in enumerate(program.equations)]
     borrowed = borrowed_outputs(program)
@@ -107,7 +109,8 @@ class _Plan:
     """What codegen decided for a program's equations: results written into dead buffers,
     asked for C order, computed by the last axis, or copied C-contiguous."""
 
-    def __init__(self, program: Program):
+    def __init__(self, program: Program, exact: bool = True):
+        self.exact = exact
         self.layouts = layouts = Layouts(program)
         self.in_place = in_place_outputs(program, layouts)
         self.reshaped = _reshaped(program)
@@ -118,9 +121,13 @@ class _Plan:
         """The call computing equation `k`."""
         inputs = [_load(_py_name(v)) for v in eqn.inputs]
         keywords = self.keywords(k, eqn)
+        outer = None if self.exact or k in self.in_place else outer_einsum(eqn, self.layouts)
         if _by_last_axis(eqn, self.layouts, self.broadcasts):
             call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
                          keywords)
+        elif outer is not None:
+            call = _call("outer_product", [ast.Constant(value=outer[0])] + inputs,
+                         {key: _literal(v) for key, v in outer[1].items()})
         else:
             call = _call(_impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
@@ -274,9 +281,8 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
 
 def surely_c_ordered(program: Program) -> set[int]:
     """Variables C-ordered at run time in generated and in eager code alike: results of
-    2-D products and layout-free ops, reshapes of such, and ufunc results whose full-size
-    operands all are (numpy then lays the result out in C order) or that are asked for
-    C order (a parameter, as drop_identities sets it)."""
+    2-D products and layout-free ops, reshapes of such, elementwise ops that lay their result
+    out as their input (a cast) of such, and ufunc results `_c_ordered_ufunc` says are."""
     c: set[int] = set()
     for eqn in program.equations:
         out = eqn.outputs[0]
@@ -285,12 +291,23 @@ def surely_c_ordered(program: Program) -> set[int]:
             c.add(id(out))      # (a batched product lays its batch axes out as its operands)
         elif name == "reshape" and id(eqn.inputs[0]) in c:
             c.add(id(out))
-        elif _ufunc(eqn):
-            size = math.prod(out.shape)
-            if eqn.params.get("order") == "C" or all(
-                    id(v) in c or math.prod(v.shape) < size for v in eqn.inputs):
+        elif eqn.prim.elementwise and eqn.prim.layout == "following" and len(eqn.inputs) == 1:
+            if id(eqn.inputs[0]) in c:
                 c.add(id(out))
+        elif _ufunc(eqn) and _c_ordered_ufunc(eqn, c):
+            c.add(id(out))
     return c
+
+
+def _c_ordered_ufunc(eqn, c: set) -> bool:
+    """numpy orders a ufunc's loop (and result) by its operands' strides, C order winning
+    where they conflict: the result is C-ordered when one operand of its size is, or every
+    operand is C-ordered or has at most one axis longer than 1 (its strides order no pair
+    of the result's axes: a broadcast F-ordered (2, 2) does, a (2, 1, 1) does not)."""
+    size = math.prod(eqn.outputs[0].shape)
+    return eqn.params.get("order") == "C" or any(
+        id(v) in c and math.prod(v.shape) == size for v in eqn.inputs) or all(
+        id(v) in c or sum(d > 1 for d in v.shape) <= 1 for v in eqn.inputs)
 
 
 class Layouts:
@@ -434,10 +451,10 @@ class _Buffers:
             self.owned.add(id(out))
 
 
-def program_to_source(program: Program, name: str = "program") -> str:
+def program_to_source(program: Program, name: str = "program", exact: bool = True) -> str:
     import astunparse
     name = _free_name(name, namespace_of(program))
-    return astunparse.unparse(program_to_ast(program, name)).strip() + "\n"
+    return astunparse.unparse(program_to_ast(program, name, exact)).strip() + "\n"
 
 
 # Python's warning filters show a warning once per (message, line) of the module whose code
@@ -448,18 +465,20 @@ _WARNING_REGISTRY: dict = {}
 
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
-    ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis}
+    ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
+                          "outer_product": EINSUM}
     for eqn in program.equations:
         ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
     return ns
 
 
-def compile_program(program: Program, name: str = "program") -> Callable:
-    """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`."""
+def compile_program(program: Program, name: str = "program", exact: bool = True) -> Callable:
+    """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`
+    (`exact`: see `program_to_ast`)."""
     ns = namespace_of(program)
     name = _free_name(name, ns)
     try:
-        code = compile(program_to_ast(program, name), f"<pforjac {name}>", "exec")
+        code = compile(program_to_ast(program, name, exact), f"<pforjac {name}>", "exec")
     except (SyntaxError, ValueError, TypeError) as e:     # (what compile raises on a bad AST)
         raise CodegenError(f"pforjac generated code for '{name}' that does not compile ({e}); "
                            f"this is a bug in pforjac.codegen, please report it with the "

@@ -19,7 +19,7 @@ from ..structure import structure_tracking
 from ..tensor import Variable
 from .codegen import compile_program, equation_at_line
 from .dense_twin import dense_program
-from .passes import PASSES, simplify
+from .passes import PASSES, batch_major_products, simplify
 
 __all__ = ["trace_compiled"]
 
@@ -28,9 +28,10 @@ class _Compiled:
     """One signature's Program and its generated code (plus its dense twin, where the code
     has structure guards)."""
 
-    def __init__(self, program: Program, n_guards: int, name: str, stand_ins=()):
+    def __init__(self, program: Program, n_guards: int, name: str, stand_ins=(), exact=True):
         self.program, self.n_guards, self.name = program, n_guards, name
-        self.code = compile_program(program, name)
+        self.exact = exact                # (codegen's: False lets an exact zero's sign differ)
+        self.code = compile_program(program, name, exact)
         self.dense: "_Compiled | None" = None
         self.traced: tuple | None = None   # (raw trace, its structured pfor regions, passes)
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
@@ -53,7 +54,7 @@ class _Compiled:
         raw, regions, passes = self.traced
         n_outputs = len(raw.outputs) - self.n_guards
         program = _simplified(dense_program(raw, regions, n_outputs), passes)
-        twin = _Compiled(program, 0, self.name + "_dense", self.stand_ins)
+        twin = _Compiled(program, 0, self.name + "_dense", self.stand_ins, self.exact)
         twin.prims = self.prims
         return twin
 
@@ -118,7 +119,9 @@ def trace_compiled(fn: Callable, avals, structured: bool, name: str,
         raw = make_program(traced, avals, lift_variables=True)
     raw.out_tree = _first_of_pair(raw.out_tree)
     passes = (PASSES if passes is None else passes) if simplify_program else ()
-    compiled = _Compiled(_simplified(raw, passes), len(guards), name, stand_ins)
+    # the pass lists that let products round otherwise let outer products lose a zero's sign
+    compiled = _Compiled(_simplified(raw, passes), len(guards), name, stand_ins,
+                         exact=batch_major_products not in passes)
     compiled.prims = frozenset(e.prim for e in raw.equations)   # (before any folded)
     if guards:                                # kept for its dense twin
         compiled.traced = (raw, regions, passes)

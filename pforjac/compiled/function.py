@@ -159,7 +159,7 @@ class Function:
     def source(self, *args, **kwargs) -> str:
         """The generated Python source that runs for these arguments' signature."""
         compiled = self._compiled(args, kwargs)[0]
-        return program_to_source(compiled.program, compiled.name)
+        return program_to_source(compiled.program, compiled.name, compiled.exact)
 
     # -- signatures and tracing ---------------------------------------------------------
     def _compiled(self, args, kwargs):
@@ -414,10 +414,10 @@ def function(fn: Callable | None = None, *, simplify: bool = True, batch_major: 
     Args:
         fn: the function to compile.
         simplify: run the simplification passes (`pforjac.compiled.passes`) on each trace.
-        batch_major: compute the products of a per-example Jacobian batch-first, so it comes
-            out row-major without a copy (the log-softmax head of benchmarks/zoo.py in half the
-            time). BLAS may round such a product's rows otherwise in their last bits; with
-            False, results have eager code's bits, as repeated eager calls (the loop cache) do.
+        batch_major: compute a per-example Jacobian's products batch-first (the log-softmax
+            head of benchmarks/zoo.py in half the time) and outer products by np.einsum: BLAS
+            may round a product's rows otherwise in their last bits, and an exact zero product
+            be +0 for -0; with False, results have eager code's bits, as the loop cache's do.
         backend: "numpy" or "numba" (docs/numba.md); default `pforjac.config.backend`.
     """
     if fn is None:

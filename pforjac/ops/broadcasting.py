@@ -38,7 +38,16 @@ def _resolve_shape(shape, size: int) -> tuple:
 
 
 # -- reshape -----------------------------------------------------------------------
-reshape_p = core.new_primitive("reshape", lambda x, shape: np.reshape(x, shape),
+def _reshape_impl(x, shape):
+    """np.reshape, through the method of a numpy array or scalar: 0.15 us against
+    np.reshape's 0.7, which generated code pays per reshape."""
+    return x.reshape(shape) if isinstance(x, _NUMPY_VALUES) else np.reshape(x, shape)
+
+
+_NUMPY_VALUES = (np.ndarray, np.generic)
+
+
+reshape_p = core.new_primitive("reshape", _reshape_impl,
                                lambda x, shape: (_resolve_shape(shape, _size(x)), x.dtype),
                                layout="following", may_alias=True)
 defvjp(reshape_p, lambda g, ans, x, shape: reshape(g, x.shape))

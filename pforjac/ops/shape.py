@@ -26,7 +26,12 @@ def _transpose_shape(x, perm):
     return tuple(x.shape[p] for p in perm), x.dtype
 
 
-transpose_p = core.new_primitive("transpose", lambda x, perm: np.transpose(x, perm),
+def _transpose_impl(x, perm):
+    """np.transpose, through the array's own method where it has one (as `_reshape_impl`)."""
+    return x.transpose(perm) if isinstance(x, (np.ndarray, np.generic)) else np.transpose(x, perm)
+
+
+transpose_p = core.new_primitive("transpose", _transpose_impl,
                                  _transpose_shape, layout="following", may_alias=True)
 defvjp(transpose_p, lambda g, ans, x, perm: transpose(g, tuple(np.argsort(perm))))
 defjvp(transpose_p, lambda t, ans, x, perm: transpose(t, perm))
