@@ -6,14 +6,21 @@ start method use) stores a function by its qualified name, so only a function de
 module level (or a method of a module-level class) can be sent; a lambda or a function
 defined inside another function needs `cloudpickle` (which joblib's default backend uses),
 and standard pickle is refused with an error that names the function and says so.
+
+What a transform returns (`pj.grad(f)`, `pj.jacrev(f)`, `pj.vmap(f)`, ...) is a
+`Transformed`: it pickles as the call that makes it again, `pj.grad(f, argnums, ...)`, so
+it crosses to another process exactly when `f` does.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import pickle
 import sys
+import types
+from typing import Callable
 
-__all__ = ["picklable_function"]
+__all__ = ["picklable_function", "Transformed"]
 
 _BY_VALUE_PICKLERS = ("cloudpickle", "dill", "joblib.externals.cloudpickle")
 
@@ -26,20 +33,23 @@ def picklable_function(fn, owner: str):
     if _found_by_name(fn) or _by_value_pickler_running():
         return fn
     name = repr(getattr(fn, "__qualname__", None) or type(fn).__name__)
-    if getattr(fn, "__wrapped__", None) is not None:     # pj.grad(f) and other transforms
-        name = f"a function made around {name} (by pj.grad or another transform)"
+    if getattr(fn, "__wrapped__", None) is not None:     # a decorator's closure
+        name = f"a function made around {name} (by a decorator)"
     raise pickle.PicklingError(
         f"{owner} can't be pickled with the standard pickle: it wraps {name}, and pickle "
-        f"stores a function by its module and qualified name, which a lambda, a function "
-        f"defined inside another function or a transform's result does not have in another "
-        f"process. Define the function at module level (def grad_f(x): return pj.grad(f)(x)), "
+        f"stores a function by its module and qualified name, which a lambda or a function "
+        f"defined inside another function does not have in another process. Define the "
+        f"function at module level (pforjac's transforms of it, pj.grad(f), then pickle too), "
         f"or pickle with cloudpickle (multiprocessing and concurrent.futures use the standard "
         f"pickle; joblib uses cloudpickle)")
 
 
 def _found_by_name(fn) -> bool:
-    """Whether `module.qualname` leads back to `fn` (True for an object without those names,
-    a callable instance or a functools.partial: its own pickling decides)."""
+    """Whether `module.qualname` leads back to `fn` (True for anything but a Python
+    function, a callable instance, a bound method or a functools.partial: its own pickling
+    decides)."""
+    if not isinstance(fn, types.FunctionType):
+        return True
     qualname, module = getattr(fn, "__qualname__", None), getattr(fn, "__module__", None)
     if qualname is None or module is None:
         return True
@@ -64,3 +74,34 @@ def _by_value_pickler_running() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+class Transformed:
+    """A transform's result: `call` under the name and signature of the function `fun` it
+    was made from, pickled as the recipe `transform(fun, *options, **keywords)` (a closure
+    would not pickle at all), so the receiving process makes it again."""
+
+    def __init__(self, call: Callable, transform: Callable, fun, *options, **keywords):
+        functools.update_wrapper(self, fun)      # (first: it copies fun's __dict__)
+        self._call = call
+        self._recipe = (transform, fun, options, keywords)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def __reduce__(self):
+        transform, fun, options, keywords = self._recipe
+        name = getattr(fun, "__name__", None) or type(fun).__name__
+        fun = picklable_function(fun, f"pforjac.{_public_name(transform)}({name})")
+        make = functools.partial(transform, **keywords) if keywords else transform
+        return make, (fun, *options)
+
+    def __repr__(self) -> str:
+        transform, fun = self._recipe[:2]
+        return f"<pforjac.{_public_name(transform)} of {fun!r}>"
+
+
+def _public_name(transform) -> str:
+    """`grad` for pforjac.grad; `hessian` for the module-private function behind the JAX
+    form of pforjac.hessian (`_jax_hessian`)."""
+    return transform.__name__.lstrip("_").replace("jax_", "")

@@ -26,6 +26,7 @@ import numpy as np
 from . import functional
 from .boundary import numbers_as_array, numpy_boundary
 from .memory import entry_point
+from .pickling import Transformed
 from .ops.shape import reshape_p
 from .tape import GradientTape
 from .tensor import ConcretizationError, Tensor, as_tensor, is_float
@@ -190,7 +191,8 @@ def value_and_grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic:
         grads = tape.gradient(value, flat, unconnected_gradients="zero") if flat else []
         grads = _regrouped(grads, trees, is_tuple)
         return ((value, aux) if has_aux else value), grads
-    return value_and_grad_fun
+    return Transformed(value_and_grad_fun, value_and_grad, fun, argnums, has_aux, holomorphic,
+                       allow_int)
 
 
 def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -210,7 +212,7 @@ def grad(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = Fa
     def grad_fun(*args, **kwargs):
         value, grads = value_and_grad_fun(*args, **kwargs)
         return (grads, value[1]) if has_aux else grads
-    return grad_fun
+    return Transformed(grad_fun, grad, fun, argnums, has_aux, holomorphic, allow_int)
 
 
 def _called(args: list, nums: tuple, trees: list, xs) -> list:
@@ -281,8 +283,10 @@ def jacrev(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         >>> pj.jacrev(lambda x: np.sin(x) * 2.0)(np.zeros(2)).tolist()
         [[2.0, 0.0], [0.0, 2.0]]
     """
-    return _jacobian_transform(fun, argnums, has_aux, "reverse-mode",
+    call = _jacobian_transform(fun, argnums, has_aux, "reverse-mode",
                                _Options("jacrev", allow_int, holomorphic), chunk_size, progress)
+    return Transformed(call, jacrev, fun, argnums, has_aux, holomorphic, allow_int,
+                       chunk_size=chunk_size, progress=progress)
 
 
 def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = False,
@@ -299,8 +303,10 @@ def jacfwd(fun: Callable, argnums=0, has_aux: bool = False, holomorphic: bool = 
         >>> pj.jacfwd(lambda x: x ** 2)(np.array([1.0, 3.0])).tolist()
         [[2.0, 0.0], [0.0, 6.0]]
     """
-    return _jacobian_transform(fun, argnums, has_aux, "forward-mode",
+    call = _jacobian_transform(fun, argnums, has_aux, "forward-mode",
                                _Options("jacfwd", allow_int, holomorphic), chunk_size, progress)
+    return Transformed(call, jacfwd, fun, argnums, has_aux, holomorphic, allow_int,
+                       chunk_size=chunk_size, progress=progress)
 
 
 _NO_INPUTS = object()
@@ -339,7 +345,7 @@ def _jax_hessian(f: Callable, argnums=0) -> Callable:
             return forward(*args, **kwargs)
         except ConcretizationError:
             return reverse(*args, **kwargs)
-    return hessian_fun
+    return Transformed(hessian_fun, _jax_hessian, f, argnums)
 
 
 hessian = _torch_or_jax(functional.hessian, _jax_hessian)

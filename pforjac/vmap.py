@@ -34,6 +34,7 @@ from .index_conversion import trace_converting
 from .memory import check_results_fit, working_memory_advice
 from . import progress as _progress
 from .pfor import c_ordered, check_parallel_iterations, run_body, run_loop
+from .pickling import Transformed
 from .program import Program, make_program
 from .tree import tree_flatten as _flatten, tree_map as _tree_map
 from .tensor import Tensor, as_tensor
@@ -84,7 +85,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, chunk_size: int | N
         program = trace_converting(fun, lambda f: make_program(
             functools.partial(_body, f, treedef, leaves, axes), [((), np.int32)]))
         return _outputs(program, n, out_axes, chunk_size)
-    return vmapped
+    return Transformed(vmapped, vmap, fun, in_axes, out_axes, chunk_size, axis_size)
 
 
 def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True, *,

@@ -9,6 +9,10 @@ def energy(x):
     return np.sum(np.sin(x) * x[::-1]) + np.sum(x ** 4)
 
 
+def energy_aux(y, x):
+    return np.sum(np.cos(x) * y ** 3), "aux"
+
+
 def energy_gradient(x):
     return pj.grad(energy)(x)
 
@@ -33,6 +37,8 @@ def compiled_gradient(x):
 def call(obj, *args):
     """obj(*args) in the worker, as a dense array (sparse results: toarray())."""
     out = obj(*args)
+    if isinstance(out, tuple):       # value_and_grad's pair, grad's (gradient, aux)
+        out = out[1] if isinstance(out[1], np.ndarray) else out[0]
     return out.toarray() if hasattr(out, "toarray") else np.asarray(out)
 
 

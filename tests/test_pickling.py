@@ -27,6 +27,23 @@ def _objects():
         ("sparse jacobian, reverse", pjs.prepare_jacobian(w.heat, X, mode="reverse"), (X,)),
         ("sparse hessian", pjs.prepare_hessian(w.chained, X), (X,)),
         ("ode jacobian", pjs.prepare_ode_jacobian(w.decay, 0.0, X, args=(0.5,)), (X, 0.3, 0.5)),
+        ("function of pj.grad itself", pj.function(pj.grad(w.energy)), (X,)),
+        *_transforms(),
+    ]
+
+
+def _transforms():
+    """(name, object, call arguments) for what each transform returns, options included."""
+    return [
+        ("grad", pj.grad(w.energy), (X,)),
+        ("grad, argnums and has_aux", pj.grad(w.energy_aux, argnums=1, has_aux=True), (X, X)),
+        ("value_and_grad", pj.value_and_grad(w.energy), (X,)),
+        ("jacrev", pj.jacrev(w.heat), (X,)),
+        ("jacfwd, chunked", pj.jacfwd(w.heat, chunk_size=2, progress=False), (X,)),
+        ("jacobian (JAX's form)", pj.jacobian(w.heat), (X,)),
+        ("hessian (JAX's form)", pj.hessian(w.energy), (X,)),
+        ("jacfwd of grad", pj.jacfwd(pj.grad(w.energy)), (X,)),
+        ("vmap", pj.vmap(w.energy, in_axes=1), (np.stack([X, X[::-1]], axis=1),)),
     ]
 
 
@@ -59,12 +76,22 @@ def test_joblib_if_installed():
         assert r == pytest.approx(np.sum((X + k) ** 3))
 
 
+def test_transforms_pickle_as_the_call_that_makes_them_with_their_options():
+    for name, obj, args in _transforms():
+        copy = pickle.loads(pickle.dumps(obj))
+        assert type(copy) is type(obj) and copy._recipe[2:] == obj._recipe[2:], name
+        assert copy.__name__ == obj.__name__
+        np.testing.assert_array_equal(w.call(copy, *args), w.call(obj, *args), err_msg=name)
+
+
 def test_lambdas_are_refused_by_standard_pickle_naming_the_function_and_the_way_out():
     with pytest.raises(pickle.PicklingError, match=r"pforjac.function '<lambda>'.*module level.*"
                                                    r"cloudpickle"):
         pickle.dumps(pj.function(lambda x: x * 2))
-    with pytest.raises(pickle.PicklingError, match="made around 'energy' .by pj.grad"):
-        pickle.dumps(pj.function(pj.grad(w.energy)))
+    with pytest.raises(pickle.PicklingError, match=r"pforjac.grad\(<lambda>\).*module level"):
+        pickle.dumps(pj.function(pj.grad(lambda x: np.sum(x ** 2))))
+    with pytest.raises(pickle.PicklingError, match=r"pforjac.hessian\(<lambda>\)"):
+        pickle.dumps(pj.hessian(lambda x: np.sum(x ** 3)))
 
     def local_rhs(t, y):
         return -y

@@ -9,12 +9,15 @@ traced; it then runs eagerly (per op, slower), and the helper says so once.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
 
+from ..config import checked_backend, config
 from ..tensor import Tensor
 from ..warn import warn_at_user_line
+from ._fixed_call import fixed_call, is_native
 
 __all__ = ["Derivatives", "as_numpy", "use_sparse", "SPARSE_MIN_SIZE", "SPARSE_MAX_DENSITY"]
 
@@ -61,36 +64,64 @@ def use_sparse(sparse, detect: Callable, size: int, who: str):
 
 class Derivatives:
     """The derivative functions of one solve: each made by `compiled(fn)` from an eager
-    function of numpy arrays; compiled with `pforjac.function` unless the user function
-    cannot be traced (then every one runs eagerly, after one warning naming the cause)."""
+    function of numpy arrays; compiled with `pforjac.function` on `backend` ("numpy" or
+    "numba"; None: `pforjac.config.backend`) unless the user function cannot be traced
+    (then every one runs eagerly, after one warning naming the cause). After its first call
+    each runs its compiled code directly (`_fixed_call`): scipy keeps the signature."""
 
-    def __init__(self, who: str):
+    def __init__(self, who: str, backend: str | None = None):
         self.who = who
         self.eager = False
+        self.backend = checked_backend(config.backend if backend is None else backend,
+                                       f"{who}: backend")
 
-    def compiled(self, fn: Callable) -> Callable:
+    def compiled(self, fn: Callable, eager: Callable | None = None) -> Callable:
+        """`fn` compiled; `eager` (default `fn`) is what runs when it cannot be traced."""
         from ..compiled import function
         state = {"call": None}
-        compiled = function(fn)
+        compiled = function(fn, backend=self.backend)
+        fn = fn if eager is None else eager
+
+        def full(*args):                 # a float (an ODE's time) is traced as an input
+            return compiled(*_arrays(args))
 
         def first(*args):
             if self.eager:
                 state["call"] = fn
                 return fn(*args)
             try:
-                out = compiled(*args)
+                out = full(*args)
             except Exception as e:      # not traceable: the eager call raises a user's own error
                 out = fn(*args)
                 self._fall_back(e)
                 state["call"] = fn
                 return out
-            state["call"] = compiled
+            state["call"] = fixed_call(compiled, _arrays(args)) or full
             return out
 
         def call(*args):
             run = state["call"]
             return first(*args) if run is None else run(*args)
         return call
+
+    def native(self, fn: Callable, args: tuple) -> Callable | None:
+        """`fn` itself compiled, called directly, when the backend is numba and its native
+        code runs it (it then costs about a microsecond a call); None otherwise (numpy's
+        own call of `fn` is then as fast as generated numpy code, and a function that
+        cannot be traced or lowered stays the user's)."""
+        if self.backend != "numba" or self.eager:
+            return None
+        from ..compiled import function
+        compiled = function(fn, backend="numba")
+        try:
+            with warnings.catch_warnings():      # (numpy's own call is then the one used)
+                warnings.simplefilter("ignore")
+                compiled(*args)
+                if not is_native(compiled._compiled(args, {})[0]):
+                    return None
+        except Exception:
+            return None
+        return fixed_call(compiled, args)
 
     def _fall_back(self, error: Exception) -> None:
         if self.eager:
@@ -102,3 +133,8 @@ class Derivatives:
             f"({type(error).__name__}: {reason[:300]}), so its derivatives run eagerly, op by "
             f"op (slower). To compile it, replace Python `if`/`while` on values with "
             f"pforjac.where and keep float()/.numpy() out of it")
+
+
+def _arrays(args: tuple) -> tuple:
+    """The arguments with floats as the 0-d float64 arrays they are traced as."""
+    return tuple(np.asarray(a, np.float64) if isinstance(a, float) else a for a in args)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
-from ..transforms import jacfwd
+from ..transforms import jacfwd, jacrev
 from ._solving import Derivatives, as_numpy, use_sparse
 
 __all__ = ["solve_ivp"]
@@ -36,16 +36,20 @@ _SPARSE_LU = {"Radau", "BDF"}        # LSODA takes a dense (or banded) Jacobian 
 
 
 def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, events=None,
-              vectorized=False, args=None, *, sparse="auto", **options):
+              vectorized=False, args=None, *, sparse="auto", backend=None, **options):
     """`scipy.integrate.solve_ivp` with the exact Jacobian of `fun(t, y, *args)` filled in
     for Radau, BDF and LSODA (see the module's docstring); other methods use no Jacobian.
-    Returns scipy's OdeResult."""
+    `backend` ("numpy" or "numba"; default `pforjac.config.backend`) compiles the Jacobian;
+    on numba the right-hand side itself is compiled too (the same values, about a
+    microsecond a call). Returns scipy's OdeResult."""
     import scipy.integrate
     y0 = np.asarray(y0, dtype=float)
     extra = tuple(args) if args is not None else ()
-    rhs = _numpy_rhs(fun)
+    t0 = float(t_span[0])
+    d = Derivatives(f"pforjac.scipy.integrate.solve_ivp({method})", backend)
+    rhs = _rhs(fun, t0, y0, extra, d)
     if options.get("jac") is None and isinstance(method, str) and method in _IMPLICIT:
-        options["jac"] = _jacobian(fun, float(t_span[0]), y0, extra, method, sparse)
+        options["jac"] = _jacobian(fun, t0, y0, extra, method, sparse, d)
     return scipy.integrate.solve_ivp(rhs, t_span, y0, method, t_eval, dense_output, events,
                                      vectorized, args, **options)
 
@@ -55,16 +59,24 @@ def _sparse():
     return sparse
 
 
-def _numpy_rhs(fun):
-    """The right-hand side as scipy wants it: a numpy array (a Tensor result converted)."""
+def _rhs(fun, t0: float, y0: np.ndarray, args: tuple, d: Derivatives):
+    """The right-hand side as scipy wants it, a numpy array: compiled to native code on the
+    numba backend, else the user's function (a Tensor result converted)."""
+    native = d.native(lambda y, t: fun(t, y, *args), (y0, np.asarray(t0)))
+    if native is not None:
+        def compiled_rhs(t, y, *a):     # (args are in the compiled code: one solve's)
+            return native(y, t)
+        return compiled_rhs
+
     def rhs(t, y, *a):
         out = fun(t, y, *a)
         return out.numpy() if isinstance(out, Tensor) else out
     return rhs
 
 
-def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse):
-    who = f"pforjac.scipy.integrate.solve_ivp({method})"
+def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
+              d: Derivatives):
+    who = d.who
     if method in _SPARSE_LU:
         pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
             lambda y: fun(t0, y, *args), y0), y0.size, who)
@@ -73,9 +85,11 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse):
                                                   args=args).scipy_jac()
     # exactly the arrays that change as arguments (one solve's args are in the code); t as
     # a 0-d array: traced as an input, not compiled in as a value per time step
-    compiled = Derivatives(who).compiled(
-        lambda y, t: jacfwd(lambda z: fun(t, z, *args))(y))
+    # forward mode compiled; reverse mode eagerly (forward mode traces the function, which
+    # a Python `if` on its values refuses; a tape records it)
+    compiled = d.compiled(lambda y, t: jacfwd(lambda z: fun(t, z, *args))(y),
+                          eager=lambda y, t: jacrev(lambda z: fun(t, z, *args))(y))
 
     def jac(t, y, *a):
-        return as_numpy(compiled(y, np.asarray(t, dtype=float)))
+        return as_numpy(compiled(y, t))
     return jac

@@ -62,13 +62,15 @@ def _default_method(method, bounds, constraints) -> str:
 
 # -- minimize ----------------------------------------------------------------------------------
 def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bounds=None,
-             constraints=(), tol=None, callback=None, options=None, *, sparse="auto"):
+             constraints=(), tol=None, callback=None, options=None, *, sparse="auto",
+             backend=None):
     """`scipy.optimize.minimize` with the exact gradient (and the Hessian, or its product
     with a vector, for the methods that use one) of `fun(x, *args)` filled in.
 
     `fun` is written with numpy functions or pforjac ops; it is traced once and runs as
-    compiled code: the gradient, and the value with it (scipy's `jac=True`) unless numpy
-    computes the value alone in under 50 us (then recomputing it is the cheaper). Newton-CG,
+    compiled code (`backend` "numpy" or "numba", default `pforjac.config.backend`): the
+    gradient, and the value with it (scipy's `jac=True`) unless the backend is numpy and
+    numpy computes the value alone in under 50 us (then recomputing it is the cheaper). Newton-CG,
     trust-ncg, trust-krylov and trust-constr get `hessp`, trust-exact and dogleg `hess`;
     with `sparse` (True, or "auto" for 100 or more unknowns and a Hessian pattern at most
     10% full) Newton-CG and trust-constr get the sparse Hessian instead. `jac`, `hess` or
@@ -83,12 +85,12 @@ def minimize(fun, x0, args=(), method=None, jac=None, hess=None, hessp=None, bou
         (True, [0.0, 0.5898, 0.8351])
     """
     name = _default_method(method, bounds, constraints)
+    d = Derivatives(f"pforjac.scipy.optimize.minimize({name})", backend)
     if callable(name) or name in _NO_DERIVATIVES:
         return _scipy_optimize().minimize(fun, x0, args, method, jac, hess, hessp, bounds,
                                           constraints, tol, callback, options)
     x0 = np.asarray(x0, dtype=float)
     args = args if isinstance(args, tuple) else (args,)
-    d = Derivatives(f"pforjac.scipy.optimize.minimize({name})")
     if jac is None:
         fun_, jac = _value_and_gradient(fun, x0, args, d)
     else:
@@ -111,6 +113,8 @@ def _value_and_gradient(fun, x0, args: tuple, d: Derivatives):
     number, not a Tensor, for numpy input) keeps it and gets the compiled gradient; any
     other gets value and gradient from one compiled pass (jac=True)."""
     f = _closed(fun, args)
+    if d.backend == "numba":           # one native call costs less than numpy's value alone
+        return _one_pass(f, d), True
     start = time.perf_counter()
     value = f(x0)
     cheap = time.perf_counter() - start < _CHEAP_VALUE or min(
@@ -118,12 +122,17 @@ def _value_and_gradient(fun, x0, args: tuple, d: Derivatives):
     if not isinstance(value, Tensor) and cheap:
         gradient = d.compiled(grad(f))
         return fun, (lambda x, *a: as_numpy(gradient(x)))
+    return _one_pass(f, d), True
+
+
+def _one_pass(f, d: Derivatives):
+    """fun(x) -> (value, gradient), scipy's jac=True, from one compiled call."""
     value_grad = d.compiled(value_and_grad(f))
 
     def fun_and_grad(x, *a):          # (args are in the compiled code: one solve's)
         value, g = value_grad(x)
         return float(value), as_numpy(g)
-    return fun_and_grad, True
+    return fun_and_grad
 
 
 def _seconds(f, x) -> float:
@@ -203,7 +212,7 @@ def _sparse():
 
 
 def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
-                  sparse="auto", args=(), kwargs=None, **options):
+                  sparse="auto", backend=None, args=(), kwargs=None, **options):
     """`scipy.optimize.least_squares` with the exact Jacobian of the residuals
     `fun(x, *args, **kwargs)` filled in (when `jac` is None; a callable or one of scipy's
     finite-difference names is used as given).
@@ -231,7 +240,7 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
             options.setdefault("tr_solver", "lsmr")
         else:
             m = fun_(x0, *args).size
-            jac = _dense_jacobian(fun, m, x0.size, Derivatives(who), args, kwargs)
+            jac = _dense_jacobian(fun, m, x0.size, Derivatives(who, backend), args, kwargs)
     return _scipy_optimize().least_squares(fun_, x0, jac, bounds, method, args=args,
                                            **options)
 
@@ -239,7 +248,8 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
 _ROOT_JACOBIAN = {"hybr", "lm"}
 
 
-def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None):
+def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, options=None, *,
+         backend=None):
     """`scipy.optimize.root` with the exact Jacobian of `fun(x, *args)` filled in for the
     methods that use one (hybr, lm), compiled once; `jac` given is used as it is.
 
@@ -256,14 +266,14 @@ def root(fun, x0, args=(), method="hybr", jac=None, tol=None, callback=None, opt
     fun_ = _numpy_vector(fun)
     if jac is None and method in _ROOT_JACOBIAN:
         m = fun_(x0, *args).size
-        jac = _dense_jacobian(fun, m, x0.size, Derivatives("pforjac.scipy.optimize.root"),
-                              args)
+        jac = _dense_jacobian(fun, m, x0.size,
+                              Derivatives("pforjac.scipy.optimize.root", backend), args)
     return _scipy_optimize().root(fun_, x0, args, method, jac, tol, callback, options)
 
 
 # -- curve_fit ---------------------------------------------------------------------------------
 def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_finite=None,
-              bounds=(-np.inf, np.inf), method=None, jac=None, **kwargs):
+              bounds=(-np.inf, np.inf), method=None, jac=None, *, backend=None, **kwargs):
     """`scipy.optimize.curve_fit` with the exact Jacobian of `f(xdata, *params)` with
     respect to the parameters filled in (compiled forward mode); `jac` given is used as it
     is. Returns scipy's `(popt, pcov)` (or more with `full_output=True`).
@@ -285,15 +295,15 @@ def curve_fit(f, xdata, ydata, p0=None, sigma=None, absolute_sigma=False, check_
     def model(x, *params):
         return as_numpy(f(x, *params))
     if jac is None:
-        jac = _curve_jacobian(f, p0.size)
+        jac = _curve_jacobian(f, p0.size, backend)
     return _scipy_optimize().curve_fit(model, xdata, ydata, p0, sigma, absolute_sigma,
                                        check_finite, bounds, method, jac, **kwargs)
 
 
-def _curve_jacobian(f, k: int):
+def _curve_jacobian(f, k: int, backend):
     """jac(xdata, *params) as curve_fit calls it: the (m, k) Jacobian by the parameters,
     which are traced as one array (a new value is not a new trace)."""
-    d = Derivatives("pforjac.scipy.optimize.curve_fit")
+    d = Derivatives("pforjac.scipy.optimize.curve_fit", backend)
     compiled = d.compiled(lambda x, p: jacfwd(lambda q: f(x, *[q[i] for i in range(k)]))(p))
 
     def jac(x, *params):
