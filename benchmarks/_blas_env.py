@@ -15,6 +15,7 @@ import sys
 
 KEEP_FLAG = "--keep-blas-env"
 dropped: str | None = None          # the OPENBLAS_CORETYPE this process dropped
+threads: int | None = None          # `--threads N` given to the script (None: the default)
 
 
 def use_openblas_own_kernel(argv=None) -> None:
@@ -32,3 +33,34 @@ def describe() -> str:
         return (f"OPENBLAS_CORETYPE={dropped} from the environment dropped, OpenBLAS's own pick "
                 f"({KEEP_FLAG} keeps it)")
     return f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}"
+
+
+def use_threads(argv=None) -> None:
+    """`--threads N` (before numpy, numba and JAX load): N threads for OpenBLAS, OpenMP,
+    numba and XLA (with N = 1, XLA's Eigen pool off), and with fewer threads than cores
+    the process pinned to N cores, so that every library runs on the same cores. A child
+    process started by the script inherits the environment and the pinning."""
+    global threads
+    argv = sys.argv[1:] if argv is None else argv
+    for k, arg in enumerate(argv):
+        if arg.startswith("--threads"):
+            value = arg.split("=", 1)[1] if "=" in arg else argv[k + 1]
+            threads = int(value)
+    if threads is None:
+        return
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                "PFORJAC_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    if threads == 1:
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false").strip()
+    if threads < (os.cpu_count() or 1) and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:threads]))
+
+
+def describe_threads() -> str:
+    if threads is None:
+        return "threads: each library's default (all cores)"
+    return (f"threads: {threads} for OpenBLAS, OpenMP, numba and XLA"
+            + (f", process pinned to {threads} of {os.cpu_count()} cores" if
+               threads < (os.cpu_count() or 1) else ""))

@@ -20,9 +20,13 @@ Weights are held the way a user would hold trainable parameters
 in PyTorch), so no compiler can constant-fold them.
 
 pforjac variants: `while-loop` (experimental_use_pfor=False), `pfor` (eager),
-`compiled` (`pforjac.function`, if the installed pforjac has it). Every result
+`compiled` (`pforjac.function`, if the installed pforjac has it: generated numpy
+code) and `compiled (numba)` (`backend="numba"`, when numba is installed; a program
+numba does not take completely is marked "numpy fallback: ..."). Every result
 is checked against pforjac's eager pfor result (float32 tolerances). Ratios
-are to the fastest non-pforjac variant of the same workload in this run.
+are to the fastest non-pforjac variant of the same workload in this run. Unless
+`--no-cold`, each workload's numba function is then made in two fresh processes on
+one new cache directory: first compile and cached load (benchmarks/_numba_columns.py).
 
 Peak memory: `tracemalloc` is the tracemalloc peak (numpy buffers + Python
 objects) of pforjac and numpy variants; `RSS` is the rise of the process's
@@ -56,7 +60,8 @@ PINNED = False
 if THREADS < (os.cpu_count() or 1) and hasattr(os, "sched_setaffinity"):
     os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:THREADS]))
     PINNED = True
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"):
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+             "NUMBA_NUM_THREADS"):
     os.environ[_var] = str(THREADS)
 os.environ["TF_NUM_INTEROP_THREADS"] = "1"
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -83,6 +88,7 @@ import numpy as np  # noqa: E402
 from _common import (fmt_ms, machine_header, mapped_bytes, markdown_table, mib,  # noqa: E402
                      time_in_rounds, write_result)
 from loop_vs_pfor import _normal  # noqa: E402
+import _numba_columns as nbc  # noqa: E402
 
 import pforjac as pj  # noqa: E402
 
@@ -268,8 +274,12 @@ def pforjac_variants(w: Workload) -> dict:
     x = w.x
     out = {"pfor": lambda: run(x, True)}       # first: the reference every other result is checked against
     if hasattr(pj, "function"):
-        compiled = pj.function(lambda x: run(x, True))
+        compiled = pj.function(lambda x: run(x, True), backend="numpy")
         out["compiled"] = lambda: compiled(x)
+        if nbc.available():
+            native = pj.function(lambda x: run(x, True), backend="numba")
+            out["compiled (numba)"] = lambda: native(x)
+            out["compiled (numba)"].function = native        # (what lowered: the summary says)
     out["while-loop"] = lambda: run(x, False)
     return out
 
@@ -515,6 +525,14 @@ TARGETS = {
     "small_jacobian": [("#5 compiled <= 5x best", "compiled", 5.0)],
     "seed_jacobian": [("#7 eager <= 1/3 best", "pfor", 1 / 3), ("#7 compiled <= 1/3 best", "compiled", 1 / 3)],
 }
+# The numba backend's targets: per-example rows at or under the best framework, the 2x2
+# seed examples at half its time.
+NUMBA_TARGETS = {
+    "mlp_batch_jacobian": [("numba <= 1x best", "compiled (numba)", 1.0)],
+    "seed_batch_jacobian": [("numba <= 1x best", "compiled (numba)", 1.0)],
+    "small_batch_jacobian": [("numba <= 0.5x best", "compiled (numba)", 0.5)],
+    "small_jacobian": [("numba <= 0.5x best", "compiled (numba)", 0.5)],
+}
 TF_EAGER_FACTOR = 10.0   # target: eager pfor at least 10x faster than TensorFlow eager pfor
 
 
@@ -531,6 +549,9 @@ def main(argv=None) -> int:
                    help="threads for every library (default: all cores); fewer than the cores "
                         "also pins the process to that many cores")
     p.add_argument("--no-write", action="store_true", help="don't write results/compare*.md")
+    p.add_argument("--no-cold", action="store_true",
+                   help="skip the numba compile / cached-load times in fresh processes")
+    p.add_argument("--cold", default=None, help=argparse.SUPPRESS)    # (the child's mode)
     p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
                    help="keep OPENBLAS_CORETYPE (default: dropped before numpy loads, so numpy's "
                         "OpenBLAS runs the kernel it picks for the CPU; see _blas_env.py)")
@@ -541,6 +562,8 @@ def main(argv=None) -> int:
     reps = args.reps or (3 if args.quick else 7)
     slow_reps = min(reps, 3)
     wanted_fw = [{"tf": "tensorflow"}.get(s.strip(), s.strip()) for s in args.frameworks.split(",")]
+    if args.cold:
+        return child_main(args.cold, size)
 
     fws, notes = load_frameworks(wanted_fw)
     # time_reps collects once per variant; with TF + torch + JAX loaded that walks ~475k
@@ -574,7 +597,8 @@ def main(argv=None) -> int:
     all_ok = True
     for w in workloads:
         print(f"[{w.name}] {w.description} -> {w.shape}", flush=True)
-        variants = [("pforjac", n, _c_ordered(fn), True) for n, fn in pforjac_variants(w).items()]
+        pj_variants = pforjac_variants(w)
+        variants = [("pforjac", n, _c_ordered(fn), True) for n, fn in pj_variants.items()]
         variants += [("numpy (hand-written)", n, fn, True) for n, fn in w.baselines.items()]
         builders = {"jax": jax_variants, "tensorflow": tf_variants, "torch": torch_variants}
         for fw_name, module in fws.items():
@@ -597,6 +621,8 @@ def main(argv=None) -> int:
             for c in {str(x.message) for x in caught}:
                 print(f"    warning ({fw_name} {vname}): {c[:160]}")
             out = r.pop("out")
+            if fw_name == "pforjac" and vname == "compiled (numba)":
+                r["lowering"] = nbc.lowering(pj_variants[vname].function, nbc._note(caught))
             if fw_name == "pforjac" and vname == "pfor":
                 ref = out
             check = _check(out, ref, w.shape)
@@ -640,9 +666,10 @@ def main(argv=None) -> int:
         tf_eager = [r["median"] for fw, vn, r, _ in results if fw == "tensorflow" and r is not None
                     and vn.startswith("eager")]
         cells = [w.name, f"{fmt_ms(best[0])} ({best[1]})" if best else "n/a"]
-        for vn in ("while-loop", "pfor", "compiled"):
+        for vn in ("while-loop", "pfor", "compiled", "compiled (numba)"):
             if vn in pjr:
-                cells.append(fmt_ms(pjr[vn]["median"]) + (f" ({pjr[vn]['median'] / best[0]:.2f}x)" if best else ""))
+                cells.append(fmt_ms(pjr[vn]["median"]) + (f" ({pjr[vn]['median'] / best[0]:.2f}x)" if best else "")
+                             + ("" if pjr[vn].get("lowering", "numba") == "numba" else f" {pjr[vn]['lowering']}"))
             else:
                 cells.append("n/a")
         if tf_eager and "pfor" in pjr:
@@ -651,7 +678,7 @@ def main(argv=None) -> int:
             cells.append("n/a")
         summary_rows.append(cells)
         if best:
-            for label, vn, limit in TARGETS.get(w.name, []):
+            for label, vn, limit in TARGETS.get(w.name, []) + NUMBA_TARGETS.get(w.name, []):
                 if vn not in pjr:
                     target_rows.append([w.name, label, "n/a", "n/a", "not measured"])
                     continue
@@ -667,16 +694,19 @@ def main(argv=None) -> int:
 
     summary = markdown_table(["workload", "best framework ms (variant)", "pforjac while-loop ms (ratio)",
                               "pforjac pfor ms (ratio)", "pforjac compiled ms (ratio)",
-                              "TF eager / pforjac pfor"], summary_rows)
+                              "pforjac compiled (numba) ms (ratio)", "TF eager / pforjac pfor"],
+                             summary_rows)
     targets = markdown_table(["workload", "target", "pforjac / best framework",
                               "per-round ratios, min-max", "status"], target_rows)
     detail = markdown_table(["workload", "library", "variant", "median ms", "first call ms", "reps",
                              "ratio to best framework", "tracemalloc peak MiB", "RSS peak MiB",
                              "check vs pforjac pfor"], detail_rows)
+    cold = cold_section(workloads, args) if nbc.available() and not args.no_cold else ""
     total = time.perf_counter() - started
     print(summary, "\n")
     print(targets, "\n")
     print(detail)
+    print(cold)
     print(f"\n{header}; total {total:.0f} s")
     if not all_ok:
         print("SOME RESULTS DISAGREE with pforjac's eager pfor result (see the check column)")
@@ -699,12 +729,41 @@ def main(argv=None) -> int:
                 "result (`allclose`, rtol 1e-4, atol 1e-5 x max|J|). Peak memory: tracemalloc (pforjac, "
                 "numpy) and the rise of VmHWM over VmRSS during one untimed call (all; approximate, see "
                 "compare.py).\n\n## Summary\n\n" + summary +
-                "\n\n## Targets (issues 5 and 7)\n\n" + targets + "\n\n## All variants\n\n" + detail + "\n")
+                "\n\n## Targets (issues 5 and 7, and the numba backend's)\n\n" + targets +
+                "\n\n## All variants\n\n" + detail + "\n" + cold)
         name = "compare" + ("" if mode == "full" and not args.only else f"_{mode}") + \
             ("_only" if args.only else "") + (f"_threads{THREADS}" if PINNED else "") + \
             ("_keep_blas_env" if args.keep_blas_env and "OPENBLAS_CORETYPE" in os.environ else "") + ".md"
         print("wrote", write_result(name, text))
     return 0 if all_ok else 1
+
+
+def child_main(name: str, size: dict) -> int:
+    """`--cold NAME`: the first call of the workload's numba function, timed (a child of
+    `cold_section`, in a fresh process)."""
+    w = {w.name: w for w in make_workloads(size, np.random.default_rng(0))}[name]
+    call = pforjac_variants(w)["compiled (numba)"]
+    nbc.child_measure(call)
+    return 0
+
+
+def cold_section(workloads, args) -> str:
+    """Compile and cached-load times of every workload's numba function, fresh processes."""
+    print("numba compile and cached load, fresh processes:")
+    start, rows = nbc.numba_start(), []
+    for w in workloads:
+        argv = [os.path.abspath(__file__), "--cold", w.name] + (["--quick"] if args.quick else []) \
+            + ([f"--threads={args.threads}"] if args.threads is not None else [])
+        cells = nbc.cold_cells(nbc.cold_times(argv))
+        print(f"    {w.name:24} " + "  ".join(f"{h.split(' s')[0]} {c}" for h, c
+                                                 in zip(nbc.COLD_HEADER, cells)), flush=True)
+        rows.append([w.name, *cells])
+    return (f"\n## numba: first compile and cached load per workload\n\nEach workload's "
+            f"`pj.function(..., backend=\"numba\")` made in two fresh processes on one new cache "
+            f"directory (numba imported before the clock starts): the time making native code "
+            f"(lowering + numba's compile, then numba's load from the disk cache) and the whole "
+            f"first call (trace, simplify, native code, run). {start}.\n\n"
+            + markdown_table(["workload", *nbc.COLD_HEADER], rows) + "\n")
 
 
 NOISE_BAND = 0.10

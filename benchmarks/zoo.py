@@ -3,6 +3,8 @@
     python benchmarks/zoo.py                             # all workloads -> results/zoo.md
     python benchmarks/zoo.py --only ln_mlp,lorenz96      # names or prefixes -> results/zoo_only.md
     python benchmarks/zoo.py --rounds 9 --no-write       # print only
+    python benchmarks/zoo.py --no-cold                   # skip the fresh-process compile times
+    python benchmarks/zoo.py --threads 1                 # every library on one thread, one core
 
 Each workload (layernorm MLP, attention, RNN, Lennard-Jones, Lorenz-96, reaction
 networks, logistic regression, convolutions, batchnorm, embeddings, ...) is written once
@@ -13,7 +15,9 @@ is copied inside the timing, as XLA writes its results in that order):
 
 - pforjac `pfor` (GradientTape `jacobian` / `batch_jacobian`, the Hessians as the
   outer tape's Jacobian of the inner tape's gradient), `compiled` (`pforjac.function`
-  of the same call) and `while-loop` (`experimental_use_pfor=False`);
+  of the same call, generated numpy code), `compiled (numba)` (the same with
+  `backend="numba"`: one native function, when numba is installed) and `while-loop`
+  (`experimental_use_pfor=False`);
 - JAX `jit(vmap(jacrev))` per example, `jit(jacrev)` for full Jacobians,
   `jit(hessian)` (per-example Hessians: `jit(vmap(hessian))`), weights passed as
   arguments so XLA cannot constant-fold them.
@@ -25,10 +29,15 @@ timed in `--rounds` interleaved rounds (default 7, each variant >= 0.3 s in all)
 every block after the thread pools have settled, as in compare.py; times are medians
 over all rounds, ratios are to JAX.
 
-Before timing, each workload is checked: `compiled` and `while-loop` against `pfor`
-(float32, rtol 1e-4), and, with JAX, pforjac's pfor result on float64 inputs against
-JAX's in float64 (x64 enabled for that check only, rtol 1e-10). Any disagreement is
-marked DIFFERS and the exit code is 1.
+Before timing, each workload is checked: `compiled`, `compiled (numba)` and `while-loop`
+against `pfor` (float32, rtol 1e-4), and, with JAX, pforjac's pfor result on float64
+inputs against JAX's in float64 (x64 enabled for that check only, rtol 1e-10). Any
+disagreement is marked DIFFERS and the exit code is 1. A workload whose program numba
+does not take completely says so in its numba cell ("numpy fallback: op ...").
+
+Then (unless `--no-cold`) each workload's numba function is made in two fresh processes
+sharing one new cache directory: the first compiles it, the second loads it from the
+disk cache; a second table gives both times (benchmarks/_numba_columns.py).
 """
 from __future__ import annotations
 
@@ -45,9 +54,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blas_env  # noqa: E402
 _blas_env.use_openblas_own_kernel()
+_blas_env.use_threads()
 import numpy as np  # noqa: E402
 
 from _common import fmt_ms, machine_header, markdown_table, time_in_rounds, write_result  # noqa: E402
+import _numba_columns as nbc  # noqa: E402
 
 import pforjac as pj  # noqa: E402
 
@@ -308,9 +319,14 @@ def tape_jacobian(w: Workload, use_pfor: bool) -> Callable:
     return run
 
 
-def pforjac_variants(w: Workload) -> dict:
+def pforjac_variants(w: Workload, while_loop: bool = True) -> dict:
     pfor = tape_jacobian(w, True)
-    return {"pfor": pfor, "compiled": pj.function(pfor), "while-loop": tape_jacobian(w, False)}
+    out = {"pfor": pfor, "compiled": pj.function(pfor, backend="numpy")}
+    if nbc.available():
+        out["compiled (numba)"] = pj.function(pfor, backend="numba")
+    if while_loop:
+        out["while-loop"] = tape_jacobian(w, False)
+    return out
 
 
 # -- JAX -------------------------------------------------------------------------------------------
@@ -361,7 +377,8 @@ def agreement(out: np.ndarray, ref: np.ndarray, rtol: float) -> tuple[bool, floa
 
 def check(w32: Workload, w64: Workload, outs: dict, jax) -> tuple[bool, str]:
     """pforjac's variants against its pfor in float32; its pfor against JAX in float64."""
-    results = [(name, *agreement(outs[name], outs["pfor"], RTOL32)) for name in ("compiled", "while-loop")]
+    results = [(name, *agreement(outs[name], outs["pfor"], RTOL32)) for name in outs
+               if name not in ("pfor", "JAX")]
     if jax is not None:
         mine = tape_jacobian(w64, True)(w64.x).numpy()
         with jax.enable_x64(True):
@@ -372,25 +389,95 @@ def check(w32: Workload, w64: Workload, outs: dict, jax) -> tuple[bool, str]:
     return ok, f"{'ok' if ok else 'DIFFERS'} ({detail})"
 
 
-def run_workload(w32: Workload, w64: Workload, jax, rounds: int) -> tuple[bool, list[str]]:
-    """Checks and times one workload; returns (checks ok, its table row)."""
+def as_array(result) -> np.ndarray:
+    """A Tensor's array (the eager variants), or the array a compiled function returns."""
+    return result.numpy() if isinstance(result, pj.Tensor) else np.asarray(result)
+
+
+def run_workload(w32: Workload, w64: Workload, jax, rounds: int, while_loop: bool = True):
+    """Checks and times one workload; returns (checks ok, its table row, (numba / JAX, lowering))."""
     fns = {}
     if jax is not None:
         jac = jax_jacobian(w32, jax)
         fns["JAX"] = lambda: jac(w32.x).block_until_ready()
-    for name, jacobian in pforjac_variants(w32).items():
-        fns[name] = lambda jacobian=jacobian: np.ascontiguousarray(jacobian(w32.x).numpy())
-    outs = {name: np.asarray(fn()) for name, fn in fns.items()}       # first calls: tracing, compiling
+    variants = pforjac_variants(w32, while_loop)
+    for name, jacobian in variants.items():
+        fns[name] = lambda jacobian=jacobian: np.ascontiguousarray(as_array(jacobian(w32.x)))
+    outs, note = {}, ""
+    for name, fn in fns.items():                                       # first calls: tracing, compiling
+        outs[name], note = nbc.first_call(fn) if name == "compiled (numba)" else (fn(), note)
+        outs[name] = np.asarray(outs[name])
     ok, status = check(w32, w64, outs, jax)
+    lowered = nbc.lowering(variants["compiled (numba)"], note) if "compiled (numba)" in variants else None
     shape = outs["pfor"].shape
     rounds_times = time_in_rounds(list(fns.values()), rounds, 1, MIN_SECONDS / rounds, 10 ** 6)
     med = {name: statistics.median(x for block in t for x in block)
            for name, t in zip(fns, rounds_times)}
     cells = [fmt_ms(t) + (f" ({t / med['JAX']:.2f}x)" if jax is not None and name != "JAX" else "")
              for name, t in med.items()]
+    if lowered is not None and lowered != "numba":
+        cells[list(med).index("compiled (numba)")] += f" {lowered}"
     what = f"{w32.what}; {KIND_LABELS[w32.kind]}, x {w32.x.shape} -> {shape}"
     print(f"{w32.name:20} {'  '.join(f'{n} {c}' for n, c in zip(med, cells))}  {status}", flush=True)
-    return ok, [w32.name, what, *cells, status]
+    ratio = med["compiled (numba)"] / med["JAX"] if jax is not None and lowered is not None else None
+    return ok, [w32.name, what, *cells, status], (ratio, lowered)
+
+
+def child_main(name: str) -> int:
+    """`--cold NAME`: the first call of the workload's numba function, timed (a child of
+    `cold_table`, in a fresh process)."""
+    w = {w.name: w for w in make_workloads(np.float32)}[name]
+    fn = pj.function(tape_jacobian(w, True), backend="numba")
+    nbc.child_measure(lambda: fn(w.x))
+    return 0
+
+
+def cold_table(pairs, jobs: int = 1) -> str:
+    """Compile and cached-load times of every workload's numba function, fresh processes
+    (`jobs` workloads at a time: their CPU times stay comparable, their wall times less)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(w32):
+        cells = nbc.cold_cells(nbc.cold_times([os.path.abspath(__file__), "--cold", w32.name]))
+        print(f"{w32.name:20} " + "  ".join(f"{h.split(' s')[0]} {c}" for h, c
+                                             in zip(nbc.COLD_HEADER, cells)), flush=True)
+        return [w32.name, *cells]
+    with ThreadPoolExecutor(jobs) as pool:
+        rows = list(pool.map(one, [w32 for w32, _ in pairs]))
+    return markdown_table(["workload", *nbc.COLD_HEADER], rows)
+
+
+def cold_section(pairs, jobs: int) -> str:
+    print("\nnumba compile and cached load, fresh processes:")
+    start = nbc.numba_start()
+    return (f"\n\n## numba: first compile and cached load per workload\n\nEach workload's "
+            f"`pj.function(..., backend=\"numba\")` made in two fresh processes on one new "
+            f"cache directory (numba imported before the clock starts): the time making "
+            f"native code (lowering + numba's compile, then numba's load from the disk "
+            f"cache), wall and CPU, and the whole first call (trace, simplify, native code, "
+            f"run); {jobs} workload(s) at a time. {start}.\n\n{cold_table(pairs, jobs)}")
+
+
+def cold_only(pairs, header: str, versions: str, args) -> int:
+    cold = cold_section(pairs, args.cold_jobs)
+    print(cold)
+    if not args.no_write:
+        text = (f"# numba compile and cached load per zoo workload\n\n`python benchmarks/zoo.py "
+                f"--cold-only --cold-jobs {args.cold_jobs}`\n\n{header}\n\n{versions}{cold}\n")
+        print("wrote", write_result("zoo_cold.md", text))
+    return 0
+
+
+def numba_summary(scores: list) -> str:
+    """How many workloads numba runs at <= 1.0x JAX, and the worst ratio."""
+    ratios = [(r, name) for name, (r, _) in scores if r is not None]
+    if not ratios:
+        return ""
+    fallbacks = [name for name, (_, lowered) in scores if lowered not in (None, "numba")]
+    worst = max(ratios)
+    return (f"compiled (numba) <= 1.0x JAX on {sum(r <= 1.0 for r, _ in ratios)} of {len(ratios)} "
+            f"workloads, <= 1.5x on {sum(r <= 1.5 for r, _ in ratios)}; worst {worst[0]:.2f}x "
+            f"({worst[1]}); not lowered completely: {', '.join(fallbacks) or 'none'}")
 
 
 def main(argv=None) -> int:
@@ -398,9 +485,22 @@ def main(argv=None) -> int:
     p.add_argument("--only", default=None, help="comma-separated workload names or prefixes")
     p.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds per workload")
     p.add_argument("--no-write", action="store_true", help="print only, don't write results/zoo*.md")
+    p.add_argument("--no-cold", action="store_true",
+                   help="skip the numba compile / cached-load times in fresh processes")
+    p.add_argument("--cold", default=None, help=argparse.SUPPRESS)    # (the child's mode)
+    p.add_argument("--cold-only", action="store_true",
+                   help="only the numba compile / cached-load table (-> results/zoo_cold.md)")
+    p.add_argument("--cold-jobs", type=int, default=1,
+                   help="workloads measured at once in the cold table (CPU times stay comparable)")
+    p.add_argument("--no-while-loop", action="store_true",
+                   help="skip the while-loop variant (the slowest: shortens a run on a loaded machine)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every library (read before they load; see _blas_env.py)")
     p.add_argument(_blas_env.KEEP_FLAG, action="store_true",
                    help="keep OPENBLAS_CORETYPE (default: dropped before numpy loads; see _blas_env.py)")
     args = p.parse_args(argv)
+    if args.cold:
+        return child_main(args.cold)
     jax, jax_note = load_jax()
     gc.collect()
     gc.freeze()         # time_reps collects before every block: not through JAX's ~100k objects
@@ -411,27 +511,40 @@ def main(argv=None) -> int:
         if not pairs:
             p.error(f"--only {args.only!r} matches no workload")
     header = machine_header()
-    versions = f"pforjac {pj.__version__}, numpy {np.__version__}, {jax_note}"
+    versions = f"pforjac {pj.__version__}, numpy {np.__version__}, {jax_note}; " \
+               f"{_blas_env.describe_threads()}"
+    if args.cold_only:
+        return cold_only(pairs, header, versions, args)
     print(f"{header}\n{versions}\n")
-    rows, all_ok = [], True
+    rows, all_ok, scores = [], True, []
     for w32, w64 in pairs:
-        ok, row = run_workload(w32, w64, jax, args.rounds)
+        ok, row, score = run_workload(w32, w64, jax, args.rounds, not args.no_while_loop)
         rows.append(row)
+        scores.append((w32.name, score))
         all_ok &= ok
-    names = ("pforjac pfor", "compiled", "while-loop")
+    names = ("pforjac pfor", "compiled", *(("compiled (numba)",) if nbc.available() else ()),
+             *(() if args.no_while_loop else ("while-loop",)))
     columns = ["JAX ms", *(f"{n} ms (ratio to JAX)" for n in names)] if jax else [f"{n} ms" for n in names]
     table = markdown_table(["workload", "description", *columns, "check (max diff / max abs J)"], rows)
-    print(f"\n{table}")
+    summary = numba_summary(scores)
+    print(f"\n{table}\n\n{summary}")
+    cold = ""
+    if nbc.available() and not args.no_cold:
+        cold = cold_section(pairs, args.cold_jobs)
+        print(cold)
     if not all_ok:
         print("SOME RESULTS DIFFER (see the check column)")
     if not args.no_write:
         cmd = "python benchmarks/zoo.py" + (f" --only {args.only}" if args.only else "") + \
+              (f" --threads {args.threads}" if args.threads is not None else "") + \
+              (" --no-while-loop" if args.no_while_loop else "") + \
               (f" --rounds {args.rounds}" if args.rounds != 7 else "")
         text = (f"# pforjac workload zoo vs JAX\n\n`{cmd}`\n\n{header}\n\n{versions}\n\n"
                 f"float32; each variant timed from input array to finished row-major Jacobian, "
                 f"forward pass included: median over {args.rounds} interleaved rounds (>= {MIN_SECONDS} s "
-                f"per variant in all) after one untimed first call. Checks: compiled and while-loop "
-                f"against pfor in float32, pfor against JAX in float64 (see zoo.py).\n\n{table}\n")
+                f"per variant in all) after one untimed first call. Checks: compiled, compiled (numba) and while-loop "
+                f"against pfor in float32, pfor against JAX in float64 (see zoo.py).\n\n{table}\n\n"
+                f"{summary}{cold}\n")
         print("wrote", write_result("zoo" + ("_only" if args.only else "") + ".md", text))
     return 0 if all_ok else 1
 

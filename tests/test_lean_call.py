@@ -2,11 +2,14 @@
 and floats run straight into the compiled code, and never take an entry made for another
 dtype, shape, memory layout, backend or set of rules; Tensors, tapes and traces keep the
 general path's behaviour."""
+import collections
+
 import numpy as np
 import pytest
 
 import pforjac as pj
 from pforjac import core
+from pforjac.compiled import lean_call
 from pforjac.compiled.numba_backend import available as numba_available
 
 pnp = pj.numpy
@@ -173,13 +176,18 @@ def test_a_filled_in_default_makes_no_entry():
     assert len(f._lean) == 1
 
 
-def test_subclasses_and_pytrees_take_the_general_path():
+def test_subclasses_and_other_pytree_nodes_take_the_general_path():
     f = pj.function(lambda x: x * 2.0)
     m = np.ma.masked_array([1.0, 2.0], mask=[False, True])
     f(m), f(m)
     f(np.float64(3.0)), f(np.float64(3.0))       # a numpy scalar: a Python value
     g = pj.function(lambda xs: xs[0] * xs[1])
-    g((np.ones(2), np.ones(2))), g((np.ones(2), np.ones(2)))
+    pair = collections.namedtuple("pair", "a b")
+    for xs in (pair(np.ones(2), np.ones(2)), collections.OrderedDict([(0, np.ones(2)),
+                                                                       (1, np.ones(2))]),
+               {0: np.ones(2), 1: np.ones(2)}, [np.ones(2), 2]):     # (non-str keys; an int)
+        g(xs), g(xs)
+        assert lean_call.lean_key((xs,)) is None
     assert not f._lean and not g._lean
     np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [2.0, 4.0])
 

@@ -58,10 +58,10 @@ def test_small_arrays_and_broadcasts_along_length_one_axes_stay_serial(settings)
     f = pj.function(_chain, backend="numpy")
     f(np.ones((40, 50)), np.ones((40, 1)))          # y stretched along an axis of length 1
     program = next(iter(f._cache.values())).program
-    assert parallel_helpers(numba_source(program, "p", None, 10)) == 0
+    assert parallel_helpers(numba_source(program, "p", None, 41)) == 0   # (y's 40 alone: too few)
     f(np.ones((40, 50)), np.ones(50))               # y broadcast as a row: parallel loops
     program = f._cache[next(reversed(f._cache))].program
-    assert parallel_helpers(numba_source(program, "p", None, 10)) == 2
+    assert parallel_helpers(numba_source(program, "p", None, 51)) == 2   # (not y's 50 alone)
     assert parallel_helpers(numba_source(program, "p", None, 2001)) == 0  # (2000 elements)
 
 

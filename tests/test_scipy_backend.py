@@ -162,3 +162,25 @@ def test_an_untraceable_right_hand_side_stays_the_users_on_numba(monkeypatch):
         got = pi.solve_ivp(branching, (0, 1), np.ones(2), method="BDF", backend="numba")
     assert got.success and seen["args"][0].__name__ == "rhs"
     np.testing.assert_allclose(got.y[:, -1], np.exp(-1.0), rtol=1e-2)
+
+
+@pytest.mark.parametrize("helper", ["least_squares", "minimize", "solve_ivp"])
+def test_the_sparse_paths_prepare_for_the_helpers_backend(monkeypatch, helper):
+    import pforjac.sparse as ps
+    monkeypatch.setattr(config, "_backend", "numba")     # the argument, not the config, wins
+    n, x0 = 120, np.full(120, 2.0)
+    if helper == "least_squares":
+        seen = _spy(monkeypatch, ps, "prepare_jacobian")
+        res = po.least_squares(lambda x: x ** 2 - 1.0, x0, sparse=True, backend="numpy")
+        np.testing.assert_allclose(res.x, np.ones(n), rtol=1e-6)
+    elif helper == "minimize":
+        seen = _spy(monkeypatch, ps, "prepare_hessian")
+        res = po.minimize(lambda x: np.sum((x - 1.0) ** 4 + (x - 1.0) ** 2), x0,
+                          method="Newton-CG", sparse=True, backend="numpy")
+        np.testing.assert_allclose(res.x, np.ones(n), atol=1e-4)
+    else:
+        seen = _spy(monkeypatch, ps, "prepare_ode_jacobian")
+        res = pi.solve_ivp(lambda t, y: -y, (0.0, 1.0), x0, method="BDF", sparse=True,
+                           backend="numpy")
+        np.testing.assert_allclose(res.y[:, -1], x0 * np.exp(-1.0), rtol=1e-2)
+    assert seen["kwargs"]["backend"] == "numpy"

@@ -7,7 +7,7 @@ GradientTapes, gradients, jacobians, pfor — into one Program, simplifies it
 (codegen.py). Later calls with that signature run only the generated code: no
 per-op dispatch, no tape, no re-tracing. Variables are read when the code
 runs, so updating weights needs no re-trace. A call of plain numpy arrays and floats
-that has run once runs next time through its lean entry (lean_call.py): the arrays
+(or plain dicts, lists and tuples of them: a model's parameters) that has run once runs next time through its lean entry (lean_call.py): the arrays
 straight into the code, its outputs straight out, in about a microsecond.
 
 Structure-aware pfor (structure.py) keeps one-hot seeds compact only where
@@ -131,16 +131,19 @@ class Function:
                               [Tensor._from_array(np.asarray(o)) for o in outs])
 
     def _keep_lean(self, args: tuple, compiled: _Compiled) -> None:
-        """Leaves the lean entry of a call of positional numpy arrays and floats that took
-        the general path (lean_call.py), for the backend it ran on."""
+        """Leaves the lean entry of a call of positional numpy arrays and floats (or plain
+        dicts, lists and tuples of them) that took the general path (lean_call.py), for
+        the backend it ran on."""
         key = lean_key(args)
         if key is None:
+            return
+        entry = lean_entry(compiled, args, self._dense_twin)
+        if entry is None:
             return
         backend = compiled.key[-1]
         if backend != self._lean_backend or len(self._lean) >= _MAX_LEAN:
             self._lean = {}
             self._lean_backend = backend
-        entry = lean_entry(compiled, args, self._dense_twin)
         entry.compiled = compiled
         self._lean[key] = entry
 

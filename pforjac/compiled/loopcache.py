@@ -14,6 +14,13 @@ functions do). Bodies whose vectorization fell back are never cached.
 the structure of the tape entries between sources and target, it compiles the
 backward pass together with its vectorization, so a repeated call on a new
 tape skips tracing too and runs on that tape's recorded values.
+
+The code is compiled for `pforjac.config.backend` as it is when a structure is compiled
+(the backend is part of the key): on "numba" a body runs as one native function (a
+program numba can't take keeps its numpy code, with one warning naming the op), and its
+results agree with the uncached path's to a few ulps instead of bit for bit (summation
+order); `cache_info()["numba"]` counts the entries running native code (wholly, or in
+segments joined by numpy code).
 """
 from __future__ import annotations
 
@@ -29,9 +36,10 @@ from .passes import pass_list, param_key
 from ..switch import Switch
 from ..tensor import Tensor
 from ..tree import tree_flatten, tree_unflatten
+from ..config import config
 
 __all__ = ["run_cached", "cached_call", "cached_backward", "clear_cache", "cache_info", "caching",
-           "verifying", "verify_info", "same_bits"]
+           "verifying", "verify_info", "same_bits", "close_in_ulps"]
 
 _MAX_ENTRIES = 128                   # compiled (or uncacheable) structures
 _MAX_SEEN = 512                      # structures seen once (keys only)
@@ -120,7 +128,8 @@ def cache_info() -> dict:
         values, seen = list(_cache.values()), len(_seen)
     compiled = [v for v in values if not isinstance(v, _Uncacheable)]
     return {"entries": len(values), "compiled": len(compiled), "seen_once": seen,
-            "const_bytes": sum(v.const_bytes for v in compiled)}
+            "const_bytes": sum(v.const_bytes for v in compiled),
+            "numba": sum(v.backend.startswith("numba") for v in compiled)}
 
 
 def program_key(program, n: int) -> tuple:
@@ -177,8 +186,10 @@ def run_cached(program, n: int) -> list[Tensor] | None:
 def cached_call(key, inputs: list, fn, name: str):
     """`fn(*inputs)` (a nested structure of tensors) from compiled code cached under `key`:
     None the first time a key is seen (the caller computes it as usual), compiled the
-    second time, then reused. `fn` must depend only on the values of `inputs`."""
+    second time, then reused. `fn` must depend only on the values of `inputs`. The code
+    is compiled for `pforjac.config.backend` (part of the key)."""
     avals = [(tuple(t.shape), t.dtype) for t in inputs]
+    key = (config.backend, key)
     if _Verify.enabled:
         return _verified_call(key, inputs, avals, fn, name)
     with _lock:
@@ -199,9 +210,13 @@ def cached_call(key, inputs: list, fn, name: str):
 
 
 def _build_and_keep(key, fn, avals, name: str):
-    """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once)."""
+    """`_build`'s entry, kept in the cache under `key` (no longer a structure seen once),
+    running on the backend the key names where that backend can take its program."""
     from .compiled_trace import trace_compiled
+    from .numba_backend import use_backend
     entry = _build(lambda: trace_compiled(fn, avals, True, name, passes=_PASSES))
+    if not isinstance(entry, _Uncacheable):       # (outside _build: its warning is shown once)
+        use_backend(entry, key[0], name, what="pforjac's cached code of")
     with _lock:
         _seen.pop(key, None)
         _cache[key] = entry
@@ -240,7 +255,7 @@ def _verified_call(key, inputs: list, avals, fn, name: str):
         return None
     with caching(False):
         want = fn(*inputs)
-    _assert_identical(name, want, got)
+    _assert_identical(name, want, got, exact=entry.backend == "numpy")   # (native: to ulps)
     return want
 
 
@@ -258,14 +273,32 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
                 and np.array_equal(np.signbit(a[numbers]), np.signbit(b[numbers])))
 
 
-def _assert_identical(name: str, want, got) -> None:
+def close_in_ulps(a: np.ndarray, b: np.ndarray, ulps: int = 16) -> bool:
+    """Same dtype, shape and NaN positions; values within `ulps` units of the dtype's eps,
+    relative to each value or to the largest magnitude of `b` (a sum taken in another order
+    differs by that much, as native code's may)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.kind not in "fc":
+        return bool(np.array_equal(a, b))
+    eps = np.finfo(a.dtype).eps
+    finite = np.isfinite(b)
+    scale = float(np.max(np.abs(b[finite]))) if finite.any() else 0.0
+    return bool(np.allclose(a, b, rtol=ulps * eps, atol=ulps * eps * scale, equal_nan=True)
+                and np.array_equal(np.isnan(a), np.isnan(b)))
+
+
+def _assert_identical(name: str, want, got, exact: bool = True) -> None:
+    """Bit for bit (`exact`; the numpy backend's code makes the uncached path's numpy
+    calls), else to a few ulps (`close_in_ulps`: native code)."""
     want_leaves, want_tree = tree_flatten(want)
     got_leaves, got_tree = tree_flatten(got)
     if repr(want_tree) != repr(got_tree):
         raise AssertionError(f"{name}: compiled code returned {got_tree}, uncached {want_tree}")
     for k, (w, g) in enumerate(zip(want_leaves, got_leaves)):
         w, g = np.asarray(w.numpy()), np.asarray(g.numpy())
-        if not same_bits(w, g):
+        if not (same_bits(w, g) if exact else close_in_ulps(g, w)):
             detail = (f"dtype/shape {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
                       if w.dtype != g.dtype or w.shape != g.shape else _difference(w, g))
             raise AssertionError(f"{name}: compiled result {k} differs from the uncached one: "

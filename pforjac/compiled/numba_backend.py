@@ -342,19 +342,21 @@ def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
     return dispatcher if not fixed else lambda *arrays: dispatcher(*arrays, *fixed)
 
 
-def use_backend(compiled, backend: str | None, function_name: str, owner=None) -> None:
+def use_backend(compiled, backend: str | None, function_name: str,
+                what: str = "pforjac.function", owner=None) -> None:
     """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code (None:
     `pforjac.config.backend`'s) where that backend can: wholly ("numba"), or in numba
     segments joined by numpy code for the ops numba cannot lower ("numba+numpy"); otherwise
     it keeps its numpy code. One warning per cause and `owner` (the Function; without
-    one, per function name) names the op(s) or the error."""
+    one, per function name) names the op(s) or the error (`what` says which compiled code
+    it is: a function, the loop cache's, a sparse pass)."""
     backend = backend or config.backend
     if backend == "numpy":
         return
     try:
         code = native_code(compiled.program, compiled.name)
     except BackendFallback as e:
-        _warn(owner, function_name, str(e), f"pforjac.function '{function_name}' runs on the "
+        _warn(owner, (what, function_name), str(e), f"{what} '{function_name}' runs on the "
               f"numpy backend, not numba: {e}. Its results are the numpy backend's")
         return
     compiled.code = code
@@ -362,16 +364,16 @@ def use_backend(compiled, backend: str | None, function_name: str, owner=None) -
     declined = getattr(code, "declined", None)
     if declined is not None:
         compiled.backend = "numba+numpy"
-        _warn(owner, function_name, declined, f"pforjac.function '{function_name}': no numba "
+        _warn(owner, (what, function_name), declined, f"{what} '{function_name}': no numba "
               f"lowering for op(s) {declined}; they run on the numpy backend, between numba "
               f"segments")
 
 
-def _warn(owner, function_name: str, cause: str, message: str) -> None:
+def _warn(owner, name: tuple, cause: str, message: str) -> None:
     """Once per cause: per `owner` (its own record of what it warned about), or per name."""
     from ..warn import warn_at_user_line, warn_once
     if owner is None:
-        warn_once(("numba backend", function_name, cause), message)
+        warn_once(("numba backend", *name, cause), message)
         return
     warned = owner.__dict__.setdefault("_backend_warnings", set())
     if cause not in warned:

@@ -2,9 +2,10 @@
 
 `numba_source(program, name)` walks the equations once: each becomes the expression its
 rule (numba_lowering.py) gives, assigned to a name, except an elementwise result read
-once, by another elementwise equation, and not a result of the program: that is inlined
-into its reader, so an elementwise chain is one whole-array expression (one fused loop in
-numba, no temporaries). Every op without a rule, or whose rule declines, is collected and
+once, by another elementwise equation of its own shape, and not a result of the program:
+that is inlined into its reader, so an elementwise chain is one whole-array expression
+(one fused loop in numba, no temporaries). A result its reader broadcasts is not inlined:
+the fused loop would compute it again for every copy (a layer's tanh once per batch row). Every op without a rule, or whose rule declines, is collected and
 named in one `NotLowered` error.
 """
 from __future__ import annotations
@@ -91,7 +92,8 @@ def _fusible(eqn, readers, results) -> bool:
     users = readers.get(id(out), [])
     return (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
             and len(users) == 1 and users[0].prim.elementwise
-            and sum(id(v) == id(out) for v in users[0].inputs) == 1)
+            and sum(id(v) == id(out) for v in users[0].inputs) == 1
+            and out.shape == users[0].outputs[0].shape)
 
 
 def numba_source(program: Program, name: str = "program", baked: dict | None = None,

@@ -15,6 +15,7 @@ import numpy as np
 import dask.array as da
 from dask.highlevelgraph import HighLevelGraph
 
+from ..config import checked_backend
 from ..tensor import Tensor
 from .memory import active_client, check_chunk_fits
 from .programs import JacobianPlan, batch_program, chunk_lengths, forward_plan, reverse_plan
@@ -25,14 +26,18 @@ _MODES = {"reverse": reverse_plan, "forward": forward_plan}
 _DEFAULT_BATCH_CHUNK = 4096
 
 
-def jacobian(f, x, chunk_size: int = 256, mode: str = "reverse") -> da.Array:
+def jacobian(f, x, chunk_size: int = 256, mode: str = "reverse",
+             backend: str | None = None) -> da.Array:
     """The Jacobian of `f` at `x` as a dask array of shape `f(x).shape + x.shape`.
 
     One task per chunk of `chunk_size` output rows (reverse mode: pfor over that many basis
     cotangents) or input columns (forward mode: basis tangents). The result has the bits
     of the in-process `pforjac.jacobian(f, x, vectorize=True, parallel_iterations=chunk_size)`
     (same chunks, same numpy calls): chunk sizes change how BLAS blocks a product, so
-    compare with the same `parallel_iterations`.
+    compare with the same `parallel_iterations`. `backend`: what the chunk programs are
+    compiled for (default `pforjac.config.backend`); on "numba" the client's process runs
+    native code (results to a few ulps), a process the programs are pickled to the numpy
+    code (artifact.py).
 
     Example:
         >>> import numpy as np, pforjac as pj, pforjac.dask as pjd
@@ -46,7 +51,7 @@ def jacobian(f, x, chunk_size: int = 256, mode: str = "reverse") -> da.Array:
     if isinstance(x, da.Array):
         raise TypeError("pforjac.dask.jacobian: x is a dask array; pass its value (x.compute()): "
                         "the chunks split the Jacobian's rows or columns, not x")
-    plan = _MODES[mode](f, x, chunk_size)
+    plan = _MODES[mode](f, x, chunk_size, backend=checked(backend, "pforjac.dask.jacobian"))
     lengths = chunk_lengths(plan.iterations, chunk_size)
     full = plan.out_shape + plan.in_shape
     if not lengths or 0 in full:
@@ -74,6 +79,11 @@ def _chunked(plan: JacobianPlan, lengths: list[int]) -> da.Array:
     return da.Array(graph, name, chunks, dtype=plan.dtype)
 
 
+def checked(backend, what: str):
+    """`backend` (None: the configured one, read as the programs are compiled), checked."""
+    return None if backend is None else checked_backend(backend, f"{what}: backend")
+
+
 def _check_chunk_size(chunk_size, what: str) -> None:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) \
             or chunk_size < 1:
@@ -92,7 +102,8 @@ def _columns(plan: JacobianPlan, length: int, start: int) -> np.ndarray:
     return np.ascontiguousarray(columns.astype(plan.dtype, copy=False))
 
 
-def batch_jacobian(f, x, chunk_size: int = _DEFAULT_BATCH_CHUNK) -> da.Array:
+def batch_jacobian(f, x, chunk_size: int = _DEFAULT_BATCH_CHUNK,
+                   backend: str | None = None) -> da.Array:
     """Per-example Jacobians `[b, y..., x...]` of `f` (row i of `f(x)` depends on row i of
     `x` only) as a dask array, block by block along the batch axis.
 
@@ -101,7 +112,7 @@ def batch_jacobian(f, x, chunk_size: int = _DEFAULT_BATCH_CHUNK) -> da.Array:
     as `x` is along the batch axis. Each distinct block shape is traced and compiled once,
     on the client; each block has the bits of the in-process `GradientTape.batch_jacobian`
     of that block (BLAS may round a product of other row counts differently: compare with
-    the in-process call on the same blocks).
+    the in-process call on the same blocks). `backend` as in `jacobian`.
 
     Example:
         >>> import numpy as np, pforjac as pj, pforjac.dask as pjd
@@ -110,11 +121,12 @@ def batch_jacobian(f, x, chunk_size: int = _DEFAULT_BATCH_CHUNK) -> da.Array:
         ((2, 2, 1), [[2.0, 0.0], [0.0, 2.0]])
     """
     _check_chunk_size(chunk_size, "pforjac.dask.batch_jacobian")
+    backend = checked(backend, "pforjac.dask.batch_jacobian")
     xd = _batched(x, chunk_size)
     rest = tuple(xd.shape[1:])
     programs, shapes = {}, {}
     for b in sorted(set(xd.chunks[0])):
-        programs[b], shapes[b], dtype = batch_program(f, (b,) + rest, xd.dtype)
+        programs[b], shapes[b], dtype = batch_program(f, (b,) + rest, xd.dtype, backend)
     widest = max(programs)
     check_chunk_fits("pforjac.dask.batch_jacobian", "examples", widest, programs[widest].peak,
                      sum(p.nbytes for p in programs.values()), "chunk_size", active_client())

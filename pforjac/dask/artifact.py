@@ -6,6 +6,11 @@ captured constants (Variables read now), and its dense twin where the code has s
 guards. It pickles as that data, so a scheduler ships it to a worker once (one key of the
 graph that every chunk task depends on), and it compiles its source once per process, on
 first use, however many tasks then run it.
+
+On the numba backend it also holds the client's native function, which the tasks of
+the client's own process run (the threaded and synchronous schedulers). The native
+function is not shipped: a process that receives a pickled chunk program (a
+`distributed` worker) runs its generated numpy code, whose results agree to a few ulps.
 """
 from __future__ import annotations
 
@@ -32,13 +37,19 @@ class ChunkProgram:
     """Generated code of one chunk shape: `program(*arrays) -> tuple of numpy arrays`."""
 
     def __init__(self, source: str, namespace: dict, consts: list, n_guards: int,
-                 dense: "ChunkProgram | None", peak: int):
+                 dense: "ChunkProgram | None", peak: int, native=None):
         self.source, self.namespace, self.consts = source, namespace, consts
         self.n_guards, self.dense = n_guards, dense
         self.peak = peak            # bytes of live values at most while it runs (consts apart)
         self.name = re.match(r"def (\w+)\(", source).group(1)
         self._code = None
+        self._native = native       # the numba backend's function: this process only
         self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> str:
+        """What runs it in this process: "numba" (native code) or "numpy"."""
+        return "numpy" if self._native is None else "numba"
 
     @classmethod
     def of(cls, compiled) -> "ChunkProgram":
@@ -50,8 +61,9 @@ class ChunkProgram:
         consts = [v.numpy() for v in program.const_values]
         dense = cls.of(compiled.dense_twin()) if compiled.n_guards else None
         peak = max(peak_bytes(program), dense.peak if dense is not None else 0)
+        native = compiled.code if compiled.backend != "numpy" else None
         return cls(program_to_source(program, compiled.name), namespace, consts,
-                   compiled.n_guards, dense, peak)
+                   compiled.n_guards, dense, peak, native)
 
     @property
     def nbytes(self) -> int:
@@ -60,7 +72,7 @@ class ChunkProgram:
         return own + (self.dense.nbytes if self.dense is not None else 0)
 
     def __call__(self, *arrays) -> tuple:
-        outs = self._compiled()(*arrays, self.consts)
+        outs = (self._native or self._compiled())(*arrays, self.consts)
         if self.n_guards:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
             if not all(bool(g) for g in guards):    # NaN, Inf or a zero divisor met:
@@ -81,7 +93,7 @@ class ChunkProgram:
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_code"] = state["_lock"] = None
+        state["_code"] = state["_lock"] = state["_native"] = None
         return state
 
     def __setstate__(self, state: dict) -> None:

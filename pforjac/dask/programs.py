@@ -7,7 +7,8 @@ mode). The forward pass runs eagerly once, here, as the in-process call runs it:
 activations become the program's constants, so a task computes only its chunk, with the
 numpy calls the in-process chunk makes. One program per chunk length (k, and the last
 chunk's remainder), each compiled with the passes that keep eager code's bits
-(`batch_major=False`).
+(`batch_major=False`), for the backend asked for (None: `pforjac.config.backend`): on
+"numba" a chunk runs one native function in the client's process (artifact.py).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from .. import ops
 from ..compiled.compiled_trace import trace_compiled
+from ..compiled.numba_backend import use_backend
 from ..compiled.passes import pass_list
 from ..forward import jvp_program
 from ..functional import _trace, _watched_call
@@ -67,8 +69,10 @@ def chunk_lengths(n: int, k: int) -> list[int]:
     return [min(k, n - s) for s in range(0, n, k)]
 
 
-def _compile(fn, avals, name: str) -> ChunkProgram:
-    return ChunkProgram.of(trace_compiled(fn, avals, True, name, True, pass_list(False)))
+def _compile(fn, avals, name: str, backend: str | None) -> ChunkProgram:
+    compiled = trace_compiled(fn, avals, True, name, True, pass_list(False))
+    use_backend(compiled, backend, name, what="pforjac.dask's chunk program")
+    return ChunkProgram.of(compiled)
 
 
 def _check_input(x, what: str) -> Tensor:
@@ -88,7 +92,7 @@ def _one_output(y, what: str) -> Tensor:
     return as_tensor(y, f"{what}: f(x)")
 
 
-def reverse_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
+def reverse_plan(f, x, k: int, seeds=basis_seeds, backend: str | None = None) -> JacobianPlan:
     """The row programs of J = df/dx, k rows a chunk (and the remainder's): the vjps of
     `seeds(f(x).size)` (the basis; a colouring's for a compressed sparse Jacobian)."""
     xt = _check_input(x, "pforjac.dask.jacobian")
@@ -107,12 +111,12 @@ def reverse_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
     if not is_float(y.dtype):
         raise TypeError(f"pforjac.dask.jacobian: f(x) has dtype {y.dtype.name}: no gradient "
                         f"flows through it; return a floating-point output")
-    programs = {m: _compile(rows, [((m,), np.dtype(np.int32))], "rows")
+    programs = {m: _compile(rows, [((m,), np.dtype(np.int32))], "rows", backend)
                 for m in sorted(set(chunk_lengths(n, k)))}
     return JacobianPlan("reverse", tuple(y.shape), tuple(xt.shape), xt.dtype, programs, n)
 
 
-def forward_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
+def forward_plan(f, x, k: int, seeds=basis_seeds, backend: str | None = None) -> JacobianPlan:
     """The column programs of J = df/dx, k input columns a chunk (and the remainder's): the
     jvps of `seeds(x.size)` (the basis; a colouring's for a compressed sparse Jacobian)."""
     xt = _check_input(x, "pforjac.dask.jacobian")
@@ -129,7 +133,7 @@ def forward_plan(f, x, k: int, seeds=basis_seeds) -> JacobianPlan:
         shape = (int(indices.shape[0]), math.prod(out.shape))
         return ops.transpose(ops.zeros(shape, xt.dtype) if c is None else ops.reshape(c, shape))
 
-    programs = {c: _compile(columns, [((c,), np.dtype(np.int32))], "columns")
+    programs = {c: _compile(columns, [((c,), np.dtype(np.int32))], "columns", backend)
                 for c in sorted(set(chunk_lengths(m, k)))}
     dtype = np.result_type(xt.dtype, out.dtype) if out.dtype.kind == "c" else xt.dtype
     return JacobianPlan("forward", tuple(out.shape), tuple(xt.shape), dtype, programs, m)
@@ -144,7 +148,8 @@ def _read_variables_now(program) -> None:
                             for v in program.const_values]
 
 
-def batch_program(f, shape: tuple, dtype) -> tuple[ChunkProgram, tuple, np.dtype]:
+def batch_program(f, shape: tuple, dtype, backend: str | None = None
+                  ) -> tuple[ChunkProgram, tuple, np.dtype]:
     """The per-example Jacobian program of one block shape, its result's shape and dtype."""
     shapes = {}
 
@@ -156,5 +161,5 @@ def batch_program(f, shape: tuple, dtype) -> tuple[ChunkProgram, tuple, np.dtype
         shapes["result"] = tuple(j.shape), j.dtype
         return j
 
-    program = _compile(block, [(tuple(shape), np.dtype(dtype))], "per_example")
+    program = _compile(block, [(tuple(shape), np.dtype(dtype))], "per_example", backend)
     return (program,) + shapes["result"]

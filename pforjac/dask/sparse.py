@@ -15,14 +15,14 @@ import math
 import numpy as np
 
 from .. import ops
-from .arrays import _check_chunk_size, _chunked
+from .arrays import _check_chunk_size, _chunked, checked
 from .memory import active_client, check_chunk_fits
 from .programs import chunk_lengths, colour_seeds, forward_plan, reverse_plan
 
 __all__ = ["sparse_jacobian"]
 
 
-def sparse_jacobian(prepared, x, f, chunk_size: int | None = None):
+def sparse_jacobian(prepared, x, f, chunk_size: int | None = None, backend: str | None = None):
     """The sparse Jacobian of `f` at `x` (a scipy.sparse array with `prepared.pattern`'s
     structure), its colour groups computed as dask tasks by the active scheduler.
 
@@ -33,9 +33,12 @@ def sparse_jacobian(prepared, x, f, chunk_size: int | None = None):
         f: the function prepared.
         chunk_size: colours a task computes (one vectorized pass over that many seeds);
             by default an eighth of them (8 tasks).
+        backend: what the chunk programs are compiled for, as in `pforjac.dask.jacobian`
+            (default `pforjac.config.backend`).
 
-    The result equals `prepared(x)` (the tests compare bit for bit): each task runs the
-    compressed pass of its colours with the numpy calls of the in-process pass.
+    On the numpy backend the result equals `prepared(x)` (the tests compare bit for bit):
+    each task runs the compressed pass of its colours with the numpy calls of the
+    in-process pass.
     """
     mode = getattr(prepared, "mode", None)
     if mode not in ("forward", "reverse"):
@@ -44,13 +47,14 @@ def sparse_jacobian(prepared, x, f, chunk_size: int | None = None):
     if chunk_size is None:
         chunk_size = max(1, -(-int(getattr(prepared, "ncolors", 8)) // 8))
     _check_chunk_size(chunk_size, "pforjac.dask.sparse_jacobian")
+    backend = checked(backend, "pforjac.dask.sparse_jacobian")
     x = np.asarray(x)
     shape = x.shape
 
     def flat(v):
         return ops.reshape(f(ops.reshape(v, shape)), (-1,))
     make = forward_plan if mode == "forward" else reverse_plan
-    plan = make(flat, x.reshape(-1), chunk_size, colour_seeds(prepared.colors))
+    plan = make(flat, x.reshape(-1), chunk_size, colour_seeds(prepared.colors), backend)
     if tuple(prepared.pattern.shape) != (math.prod(plan.out_shape), math.prod(plan.in_shape)):
         raise ValueError(f"pforjac.dask.sparse_jacobian: the prepared pattern is "
                          f"{prepared.pattern.shape}, but f maps {x.size} entries to "

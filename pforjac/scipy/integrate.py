@@ -81,8 +81,8 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
         pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
             lambda y: fun(t0, y, *args), y0), y0.size, who)
         if pattern is not None:
-            return _sparse().prepare_ode_jacobian(fun, t0, y0, sparsity=pattern,
-                                                  args=args).scipy_jac()
+            return _sparse().prepare_ode_jacobian(fun, t0, y0, sparsity=pattern, args=args,
+                                                  backend=d.backend).scipy_jac()
     # exactly the arrays that change as arguments (one solve's args are in the code); t as
     # a 0-d array: traced as an input, not compiled in as a value per time step
     # forward mode compiled; reverse mode eagerly (forward mode traces the function, which

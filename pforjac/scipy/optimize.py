@@ -162,7 +162,8 @@ def _second_order(fun, x0, args, name: str, sparse, d: Derivatives):
         pattern = use_sparse(sparse, lambda: _sparse().hessian_sparsity(
             lambda y: fun(y, *args), x0), x0.size, d.who)
         if pattern is not None:
-            return _sparse().prepare_hessian(fun, x0, sparsity=pattern, args=args), None
+            return _sparse().prepare_hessian(fun, x0, sparsity=pattern, args=args,
+                                             backend=d.backend), None
     f = _closed(fun, args)
     if name in _HESS:
         dense = d.compiled(lambda x: hessian(f, x))
@@ -194,14 +195,14 @@ def _dense_jacobian(fun, m: int, n: int, d: Derivatives, args: tuple, kwargs=Non
     return jac
 
 
-def _sparse_jacobian(fun, x0, args, kwargs, sparse, who):
+def _sparse_jacobian(fun, x0, args, kwargs, sparse, d: Derivatives):
     """A PreparedJacobian (called as scipy calls jac) when the rule says sparse, else None."""
     f = (lambda y, *a: fun(y, *a, **kwargs)) if kwargs else fun
     pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
-        lambda y: f(y, *args), x0), x0.size, who)
+        lambda y: f(y, *args), x0), x0.size, d.who)
     if pattern is None:
         return None
-    return _sparse().prepare_jacobian(f, x0, sparsity=pattern, args=args)
+    return _sparse().prepare_jacobian(f, x0, sparsity=pattern, args=args, backend=d.backend)
 
 
 def _sparse():
@@ -233,14 +234,14 @@ def least_squares(fun, x0, jac=None, bounds=(-np.inf, np.inf), method="trf", *,
     x0 = np.atleast_1d(np.asarray(x0, dtype=float))
     args, kwargs = tuple(args), dict(kwargs or {})
     fun_ = _numpy_vector(fun, kwargs)
-    who = "pforjac.scipy.optimize.least_squares"
+    d = Derivatives("pforjac.scipy.optimize.least_squares", backend)
     if jac is None:
-        jac = _sparse_jacobian(fun, x0, args, kwargs, sparse if method != "lm" else False, who)
+        jac = _sparse_jacobian(fun, x0, args, kwargs, sparse if method != "lm" else False, d)
         if jac is not None:
             options.setdefault("tr_solver", "lsmr")
         else:
             m = fun_(x0, *args).size
-            jac = _dense_jacobian(fun, m, x0.size, Derivatives(who, backend), args, kwargs)
+            jac = _dense_jacobian(fun, m, x0.size, d, args, kwargs)
     return _scipy_optimize().least_squares(fun_, x0, jac, bounds, method, args=args,
                                            **options)
 

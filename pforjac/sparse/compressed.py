@@ -6,7 +6,8 @@ the function's jvp rules, reverse mode pulls the c cotangents `R[k]` (rows of co
 back through its vjp rules, a Hessian pushes the seeds through the jvp of the gradient
 (forward over reverse). In each case the loop over the c seeds is one pfor over a traced
 body, and `pforjac.function` compiles the whole computation (primal, derivative, pfor)
-once into generated numpy code: a call runs c passes as one.
+once (into generated numpy code, or one native function on the numba backend): a call
+runs c passes as one.
 
 Every function here works on a flat view of the user's function: `flat_program` traces
 `x (n,) -> f(x.reshape(shape), *args).reshape(-1)`.
@@ -57,27 +58,29 @@ def gradient_program(f: Callable, shape: tuple, dtype, arg_avals: Sequence[tuple
     return make_program(gradient, [(tuple(value.inputs[0].shape), dtype), *arg_avals])
 
 
-def forward_pass(program: Program, seeds: np.ndarray):
-    """A compiled `(x, *args) -> B` with `B[k] = J(x) @ seeds[k]`, shape (c, m)."""
+def forward_pass(program: Program, seeds: np.ndarray, backend: str | None = None):
+    """A compiled `(x, *args) -> B` with `B[k] = J(x) @ seeds[k]`, shape (c, m), on
+    `backend` (None: `pforjac.config.backend` when it traces)."""
     out = program.outputs[0]
     seeds_t = constant(seeds.astype(program.inputs[0].dtype))
     c, nargs = seeds.shape[0], len(program.inputs) - 1
 
-    def compressed(x, *args):
+    def sparse_forward_pass(x, *args):
         def body(i):
             (t,) = jvp_program(program, [x, *args], [seeds_t[i]] + [None] * nargs)[1]
             return ops.zeros(out.shape, out.dtype) if t is None else t
         return pfor(body, c)
-    return function(compressed)
+    return function(sparse_forward_pass, backend=backend)
 
 
-def reverse_pass(program: Program, cotangents: np.ndarray):
-    """A compiled `(x, *args) -> B` with `B[k] = cotangents[k] @ J(x)`, shape (c, n)."""
+def reverse_pass(program: Program, cotangents: np.ndarray, backend: str | None = None):
+    """A compiled `(x, *args) -> B` with `B[k] = cotangents[k] @ J(x)`, shape (c, n), on
+    `backend` (None: `pforjac.config.backend` when it traces)."""
     x_var = program.inputs[0]
     cts = constant(cotangents.astype(program.outputs[0].dtype))
     c = cotangents.shape[0]
 
-    def compressed(x, *args):
+    def sparse_reverse_pass(x, *args):
         with GradientTape(persistent=True) as tape:
             tape.watch(x)
             (y,) = run_program(program, [x, *args])
@@ -86,7 +89,7 @@ def reverse_pass(program: Program, cotangents: np.ndarray):
             g = tape.gradient(y, x, output_gradients=cts[i])
             return ops.zeros(x_var.shape, x_var.dtype) if g is None else g
         return pfor(body, c)
-    return function(compressed)
+    return function(sparse_reverse_pass, backend=backend)
 
 
 def seed_matrix(colors: np.ndarray, ncolors: int, dtype=np.float64) -> np.ndarray:

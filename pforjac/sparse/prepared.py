@@ -3,7 +3,9 @@
 `prepare_jacobian(f, x_sample)` finds (or takes) the pattern, colours it, traces and
 compiles the compressed pass (compressed.py) and precomputes where each entry of the
 compressed result goes in the scipy.sparse data array. `p(x)` then runs the compiled pass
-and one `take`: no Python loop over colours or entries.
+and one `take`: no Python loop over colours or entries. The pass is compiled for the
+`backend=` given, else `pforjac.config.backend` as it is at preparation ("numba": one
+native function, docs/numba.md), and keeps that backend when pickled.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from .colored import ColoredPattern
 from .coloring import (_count, _sp, as_pattern, column_coloring, row_coloring, star_coloring,
                        unique_in_row)
 from .compressed import flat_program, forward_pass, gradient_program, reverse_pass, seed_matrix
+from ..config import checked_backend, config
 from ..pickling import picklable_function
 from ..inputs import check_differentiable_input
 
@@ -48,6 +51,12 @@ def _arg_array(a) -> np.ndarray:
 
 def _avals(args) -> list:
     return [(tuple(a.shape), a.dtype) for a in args]
+
+
+def _backend(backend, fn_name: str) -> str:
+    """The backend a prepared pass compiles with: the one given, else the configured one
+    now (so that it stays the same for the object, whenever it traces)."""
+    return config.backend if backend is None else checked_backend(backend, f"{fn_name}: backend")
 
 
 def _check_choice(value, choices, name: str, fn_name: str) -> None:
@@ -131,7 +140,7 @@ class _Prepared(ColoredPattern):
     """A coloured pattern with its compiled compressed pass; call it at new points."""
 
     def __init__(self, pattern, colors, mode, compiled, fmt, shape, dtype, arg_avals, name,
-                 out_dtype=None, f=None):
+                 out_dtype=None, f=None, backend="numpy"):
         super().__init__(pattern, colors, mode)
         self.input_shape, self.dtype, self.format = tuple(shape), np.dtype(dtype), fmt
         self._arg_avals = [(tuple(s), np.dtype(d)) for s, d in arg_avals]
@@ -141,6 +150,16 @@ class _Prepared(ColoredPattern):
         self._assemble = _Assembler(pattern, _take_indices(pattern, self.colors, mode), fmt)
         self._out_dtype = np.dtype(out_dtype or dtype)      # (f may cast: the result's dtype)
         self._time_first = False
+        self._backend = backend         # asked for (`backend`: what its pass runs on)
+
+    @property
+    def backend(self) -> str:
+        """The backend its compiled pass runs on: "numba" (native code), "numpy" (also
+        when numba could not take the pass's program: a warning named the op), or where
+        the backend runs numba segments joined by numpy code, what it calls that. Before
+        the pass is first traced (an unpickled object), the backend it will be compiled for."""
+        traced = [] if self._compiled is None else list(self._compiled._cache.values())
+        return traced[-1].backend if traced else self._backend
 
     def __reduce__(self):
         """Pickled as the user's function, the options and the coloured pattern; the
@@ -150,7 +169,7 @@ class _Prepared(ColoredPattern):
         picklable_function(user, f"{type(self).__name__} of {_name_of(user)!r}")
         return _rebuilt, (type(self), self._f, self.pattern, self.colors, self.mode,
                           self.format, self.input_shape, self.dtype, self._arg_avals,
-                          self._out_dtype, self._time_first)
+                          self._out_dtype, self._time_first, self._backend)
 
     def _warm(self, x: np.ndarray, args: tuple) -> None:
         """Traces and compiles the pass now (at preparation), on the sample point."""
@@ -214,7 +233,7 @@ def _name_of(f) -> str:
     return getattr(f, "__qualname__", None) or type(f).__name__
 
 
-def _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors):
+def _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors, backend):
     """(the compiled compressed pass or None, the traced program's output dtype)."""
     if cls is PreparedHessian:
         program = gradient_program(f, shape, dtype, arg_avals)
@@ -224,15 +243,15 @@ def _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors):
     if not ncolors:
         return None, program.outputs[0].dtype
     make = reverse_pass if mode == "reverse" else forward_pass
-    return make(program, seed_matrix(colors, ncolors)), program.outputs[0].dtype
+    return make(program, seed_matrix(colors, ncolors), backend), program.outputs[0].dtype
 
 
 def _rebuilt(cls, f, pattern, colors, mode, fmt, shape, dtype, arg_avals, out_dtype,
-             time_first):
+             time_first, backend="numpy"):
     """A prepared object from its pickled parts: traced again, compiled on first call."""
-    compiled, _ = _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors)
+    compiled, _ = _compiled_pass(cls, f, shape, dtype, arg_avals, mode, colors, backend)
     p = cls(pattern, colors, mode, compiled, fmt, shape, dtype, arg_avals, cls.__name__,
-            out_dtype=out_dtype if cls is PreparedJacobian else None, f=f)
+            out_dtype=out_dtype if cls is PreparedJacobian else None, f=f, backend=backend)
     p._time_first = time_first
     return p
 
@@ -246,7 +265,8 @@ def _prepare(fn_name, f, x_sample, args):
 
 
 def prepare_jacobian(f: Callable, x_sample, mode: str = "auto", sparsity=None,
-                     format: str = "csr", args: tuple = ()) -> PreparedJacobian:
+                     format: str = "csr", args: tuple = (),
+                     backend: str | None = None) -> PreparedJacobian:
     """Prepares the sparse Jacobian of `f(x, *args)` with respect to x, for evaluation at
     many points of x_sample's shape and (floating) dtype.
 
@@ -261,6 +281,8 @@ def prepare_jacobian(f: Callable, x_sample, mode: str = "auto", sparsity=None,
         format: "csr", "csc" or "coo", the scipy.sparse array `p(x)` returns.
         args: extra arguments of f, passed again at each call (`p(x, *args)`); they are
             traced as arrays, so the pattern must not depend on their values.
+        backend: "numpy" or "numba", what the compressed pass is compiled for
+            (`p.backend` says which it runs on); default `pforjac.config.backend`.
 
     Example:
         >>> import numpy as np, pforjac as pj, pforjac.sparse as pjs
@@ -271,14 +293,15 @@ def prepare_jacobian(f: Callable, x_sample, mode: str = "auto", sparsity=None,
         >>> p(np.arange(4.0)).toarray().tolist()
         [[1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 1.0, 0.0], [0.0, 0.0, 3.0, 2.0]]
     """
-    p, x, args = _prepared_jacobian(f, x_sample, mode, sparsity, format, args)
+    p, x, args = _prepared_jacobian(f, x_sample, mode, sparsity, format, args, backend)
     p._warm(x, args)
     return p
 
 
-def _prepared_jacobian(f, x_sample, mode, sparsity, format, args):
+def _prepared_jacobian(f, x_sample, mode, sparsity, format, args, backend):
     """(the PreparedJacobian, not yet compiled, the sample and the extra arguments)."""
     x, args = _prepare("prepare_jacobian", f, x_sample, args)
+    backend = _backend(backend, "prepare_jacobian")
     _check_choice(mode, _JACOBIAN_MODES, "mode", "prepare_jacobian")
     _check_choice(format, _FORMATS, "format", "prepare_jacobian")
     program = flat_program(f, x.shape, x.dtype, _avals(args))
@@ -288,23 +311,22 @@ def _prepared_jacobian(f, x_sample, mode, sparsity, format, args):
     pattern = as_pattern(sparsity, shape)
     mode, colors = choose_mode(pattern, mode)
     ncolors = _count(colors)
-    if mode == "forward":
-        compiled = forward_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
-    else:
-        compiled = reverse_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
+    make = forward_pass if mode == "forward" else reverse_pass
+    compiled = make(program, seed_matrix(colors, ncolors), backend) if ncolors else None
     p = PreparedJacobian(pattern, colors, mode, compiled, format, x.shape, x.dtype,
                          _avals(args), "PreparedJacobian", out_dtype=program.outputs[0].dtype,
-                         f=f)
+                         f=f, backend=backend)
     return p, x, args
 
 
 def prepare_ode_jacobian(rhs: Callable, t0=None, y0=None, sparsity=None, mode: str = "auto",
-                         format: str = "csr", args: tuple = ()) -> PreparedJacobian:
+                         format: str = "csr", args: tuple = (),
+                         backend: str | None = None) -> PreparedJacobian:
     """`prepare_jacobian` for a right-hand side `rhs(t, y, *args)` as `solve_ivp` calls it:
     the Jacobian with respect to y, with t traced (`p(y, t, *args)`), and `p.scipy_jac()`
     is `jac(t, y, *args)`. The arguments come in solve_ivp's order: `rhs, t0, y0`."""
     _check_ode_arguments(rhs, t0, y0)
-    p = prepare_jacobian(_TimeLast(rhs), y0, mode, sparsity, format, (t0, *args))
+    p = prepare_jacobian(_TimeLast(rhs), y0, mode, sparsity, format, (t0, *args), backend)
     if p.shape[0] != p.shape[1]:
         raise ValueError(f"prepare_ode_jacobian: rhs(t0, y0) returned {p.shape[0]} values for "
                          f"a state y0 of {p.shape[1]}: the right-hand side must be rhs(t, y) "
@@ -331,11 +353,12 @@ def _check_ode_arguments(rhs, t0, y0) -> None:
 
 
 def prepare_hessian(f: Callable, x_sample, sparsity=None, format: str = "csr",
-                    args: tuple = ()) -> PreparedHessian:
+                    args: tuple = (), backend: str | None = None) -> PreparedHessian:
     """Prepares the sparse Hessian of a scalar `f(x, *args)`: a star colouring of the
     symmetric pattern and one compiled forward-over-reverse pass (an hvp per colour).
 
-    `sparsity` (n x n, symmetrized) is detected from f's traced program when not given.
+    `sparsity` (n x n, symmetrized) is detected from f's traced program when not given;
+    `backend` as in `prepare_jacobian`.
 
     Example:
         >>> import numpy as np, pforjac.sparse as pjs
@@ -346,13 +369,14 @@ def prepare_hessian(f: Callable, x_sample, sparsity=None, format: str = "csr",
         >>> p(np.ones(5)).toarray()[:2].tolist()
         [[2.0, 2.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 0.0, 0.0]]
     """
-    p, x, args = _prepared_hessian(f, x_sample, sparsity, format, args)
+    p, x, args = _prepared_hessian(f, x_sample, sparsity, format, args, backend)
     p._warm(x, args)
     return p
 
 
-def _prepared_hessian(f, x_sample, sparsity, format, args):
+def _prepared_hessian(f, x_sample, sparsity, format, args, backend):
     x, args = _prepare("prepare_hessian", f, x_sample, args)
+    backend = _backend(backend, "prepare_hessian")
     _check_choice(format, _FORMATS, "format", "prepare_hessian")
     program = gradient_program(f, x.shape, x.dtype, _avals(args))
     if sparsity is None:
@@ -361,21 +385,22 @@ def _prepared_hessian(f, x_sample, sparsity, format, args):
     pattern = as_pattern(given + given.T)
     colors = star_coloring(pattern)
     ncolors = _count(colors)
-    compiled = forward_pass(program, seed_matrix(colors, ncolors)) if ncolors else None
+    compiled = forward_pass(program, seed_matrix(colors, ncolors), backend) if ncolors else None
     p = PreparedHessian(pattern, colors, "star", compiled, format, x.shape, x.dtype,
-                        _avals(args), "PreparedHessian", f=f)
+                        _avals(args), "PreparedHessian", f=f, backend=backend)
     return p, x, args
 
 
 def jacobian(f: Callable, x, mode: str = "auto", sparsity=None, format: str = "csr",
-             args: tuple = ()):
+             args: tuple = (), backend: str | None = None):
     """The sparse Jacobian of `f` at x (a scipy.sparse array with exactly the pattern's
     structure, structural zeros kept); `prepare_jacobian` to evaluate at many points."""
-    p, x, args = _prepared_jacobian(f, x, mode, sparsity, format, args)
+    p, x, args = _prepared_jacobian(f, x, mode, sparsity, format, args, backend)
     return p(x, *args)
 
 
-def hessian(f: Callable, x, sparsity=None, format: str = "csr", args: tuple = ()):
+def hessian(f: Callable, x, sparsity=None, format: str = "csr", args: tuple = (),
+            backend: str | None = None):
     """The sparse Hessian of a scalar `f` at x; `prepare_hessian` to evaluate at many points."""
-    p, x, args = _prepared_hessian(f, x, sparsity, format, args)
+    p, x, args = _prepared_hessian(f, x, sparsity, format, args, backend)
     return p(x, *args)
