@@ -99,16 +99,20 @@ def _cube_op():
                         domain=("real",))
 
 
-def test_an_op_without_a_numba_rule_runs_on_numpy_with_one_warning_naming_it():
+def test_an_op_without_a_numba_rule_runs_between_numba_segments_with_one_warning():
     with isolated_registries():
         cube = _cube_op()
         f = pj.function(lambda x: pj.sin(cube(x)) + 1.0, backend="numba")
         x = np.linspace(-1, 1, 5)
-        with pytest.warns(RuntimeWarning, match="numpy backend.*test_numba_cube") as record:
+        with pytest.warns(RuntimeWarning, match="no numba lowering.*test_numba_cube.*between "
+                                                "numba segments") as record:
             got = f(x)
             f(x + 1.0)                           # (the same trace: no second warning)
+            f(x[:3])                             # (a new trace of the same function: none)
         assert len([w for w in record if "numba" in str(w.message)]) == 1
-        assert next(iter(f._cache.values())).backend == "numpy"
+        compiled = f._cache[next(iter(f._cache))]
+        assert compiled.backend == "numba+numpy"
+        assert [s.native for s in compiled.code.segments] == [False, True]
         np.testing.assert_array_equal(got, np.sin(x ** 3) + 1.0)
 
 
@@ -126,7 +130,12 @@ def test_a_program_numba_refuses_runs_on_numpy_with_the_cause():
 
 
 _CACHED_RUN = textwrap.dedent("""
-    import numpy as np, pforjac as pj
+    import sys, numpy as np, pforjac as pj
+    print("numba" in sys.modules)           # (import pforjac does not start numba)
+    from pforjac.compiled import numba_backend
+    if sys.argv[1] == "load":      # the second process: no source generated, no numba compile
+        numba_backend.numba_source = numba_backend.declined_equations = None
+        numba_backend.numba_index.record = None
     f = pj.function(pj.grad(lambda x: pj.numpy.sum(pj.sin(x) * x)), backend="numba")
     print(np.round(f(np.linspace(0.0, 1.0, 4)), 12).tolist())
     stats = next(iter(f._cache.values())).code.dispatcher.stats
@@ -136,12 +145,14 @@ _CACHED_RUN = textwrap.dedent("""
 
 def test_a_second_process_loads_the_compiled_code_from_the_disk_cache(tmp_path):
     env = dict(os.environ, PFORJAC_CACHE_DIR=str(tmp_path))
-    runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN], env=env, capture_output=True,
-                           text=True, check=True).stdout.splitlines() for _ in range(2)]
+    runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN, step], env=env, capture_output=True,
+                           text=True, check=True).stdout.splitlines() for step in ("compile", "load")]
     x = np.linspace(0.0, 1.0, 4)
-    assert runs[0][0] == runs[1][0] == str(np.round(np.cos(x) * x + np.sin(x), 12).tolist())
-    assert runs[0][1] == "0 1" and runs[1][1] == "1 0"      # compiled, then loaded
+    assert runs[0][0] == runs[1][0] == "False"
+    assert runs[0][1] == runs[1][1] == str(np.round(np.cos(x) * x + np.sin(x), 12).tolist())
+    assert runs[0][2] == "0 1" and runs[1][2] == "1 0"      # compiled, then loaded
     assert list((tmp_path / "numba" / "__pycache__").glob("pj_*.nbi"))
+    assert len(list((tmp_path / "numba" / "index").iterdir())) == 1
 
 
 def test_variables_are_read_at_every_call_and_guards_refuse_nan_as_on_numpy():

@@ -34,7 +34,7 @@ from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
 from .lean_call import lean_entry, lean_key
-from .numba_backend import checked_backend, use_backend
+from .numba_backend import started, use_backend
 from .passes import pass_list
 from ..program import Program
 from ..pfor import deferred_warnings
@@ -76,7 +76,7 @@ class Function:
         except (TypeError, ValueError):     # some builtins have none: arguments as given
             self._signature = None
         self._simplify, self._batch_major = simplify_program, batch_major
-        self._backend = None if backend is None else checked_backend(backend, "pforjac.function")
+        self._backend = started(backend, "pforjac.function")   # (checked; numba started)
         self._cache: OrderedDict[Any, _Compiled] = OrderedDict()   # by signature, LRU first
         self._quick: dict[Any, _Compiled] = {}    # by (backend, quick_key): the same traces
         self._lean: dict[tuple, Callable] = {}    # by lean_key: calls of numpy arrays alone
@@ -306,7 +306,7 @@ class Function:
                                       "compiled", self._simplify, pass_list(self._batch_major),
                                       stand_ins=[stand_ins[id(v)] for v in arguments])
         compiled.warnings = messages     # a wrong result (rows mixed): shown by every call
-        use_backend(compiled, backend, name)
+        use_backend(compiled, backend, name, owner=self)
         return compiled
 
 

@@ -27,10 +27,15 @@ import numpy as np
 
 from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
-from .numba_codegen import HEADER, bakeable, numba_source, numba_type, variable_names
+from . import numba_index
+from .codegen import compile_program
+from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, numba_type,
+                            parallel_helpers, variable_names)
 from .numba_lowering import NonFiniteMatrix, NotLowered
+from .numba_segments import segmented_runner, split_program
 
-__all__ = ["native_code", "BackendFallback", "cache_dir", "available"]
+__all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "started",
+           "kernels"]
 
 _lock = threading.RLock()
 
@@ -50,34 +55,162 @@ def cache_dir() -> pathlib.Path:
 
 
 def native_code(program: Program, name: str) -> Callable:
-    """The program as a numba-compiled function of numpy arrays (see the module's doc)."""
+    """The program as a numba-compiled function of numpy arrays (see the module's doc); a
+    program with equations numba cannot lower as numba segments joined by the numpy
+    backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
         raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+    indexed = _from_index(program, name)
+    if indexed is not None:
+        return indexed
+    declined = declined_equations(program)
+    if not declined:
+        return _native_whole(program, name)
+    ops = ", ".join(dict.fromkeys(declined.values()))
+    segments = split_program(program, set(declined))
+    native = [s for s in segments if s.native]
+    if not native or len(native) > MAX_SEGMENTS:
+        raise BackendFallback(f"no numba lowering for op(s) {ops}"
+                              + (f" (between {len(native)} numba segments)" if native else ""))
+    for k, segment in enumerate(segments):
+        segment.code = (_native_whole if segment.native else compile_program)(
+            segment.program, f"{name}_{k}")
+    runner = segmented_runner(program, segments, name)
+    runner.declined = ops
+    return runner
+
+
+MAX_SEGMENTS = 6    # numba segments of one program, each a compile of its own; past it: numpy
+
+
+def _baked_consts(program: Program) -> dict:
+    """{id(const): value} of the constants written into the source (small, not Variables)."""
     from ..tensor import Variable
-    baked = {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
-             if not isinstance(value, Variable) and bakeable(value.numpy())}
-    try:
-        source = numba_source(program, "program", baked)
-    except NotLowered as e:
-        raise BackendFallback(f"no numba lowering for op(s) {e}") from None
+    return {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
+            if not isinstance(value, Variable) and bakeable(value.numpy())}
+
+
+def _signature(program: Program, baked: dict) -> tuple:
     params = [v for v in list(program.inputs) + list(program.consts) if id(v) not in baked]
     try:
-        signature = tuple(numba_type(v.shape, v.dtype) for v in params)
+        return tuple(numba_type(v.shape, v.dtype) for v in params)
     except Exception as e:       # a dtype numba has no type for (float16 arrays' ops, '>f8')
         raise BackendFallback(f"numba has no type for an input: {_cause(e)}") from None
+
+
+def _from_index(program: Program, name: str) -> Callable | None:
+    """The program's code straight from the disk caches, where a process recorded it
+    (numba_index.py), else None."""
+    baked = _baked_consts(program)
+    directory = cache_dir()
+    entry = numba_index.lookup(directory, numba_index.program_key(program, baked, _parallel_min_size()))
+    if entry is None or not (directory / f"pj_{entry[0]}.py").exists():
+        return None
+    try:
+        signature = _signature(program, baked)
+    except BackendFallback:
+        return None
+    dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+    with _lock:
+        if signature not in dispatcher.overloads and not numba_index.load_cached(dispatcher, signature):
+            return None
+        dispatcher.disable_compile()
+    run = _runner(dispatcher, program, name, baked, entry[1])
+    if "_stack(" in (directory / f"pj_{entry[0]}.py").read_text():    # (as _native_whole)
+        run.direct = None
+    return run
+
+
+def kernels():
+    """The kernels module, which generated code calls as `K`; where it was not imported
+    yet, imported lazily: its numba functions are made when the first one is read, which
+    compiling does and loading machine code from the cache does not (making them is a
+    good part of a cached load). (An import statement would read the module, and so load it.)"""
+    name = __package__ + ".numba_kernels"
+    with _lock:
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.find_spec(name)
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return module
+
+
+def started(backend: str | None, where: str) -> str | None:
+    """`backend` (None: `config.backend` when a function traces), checked (an error names
+    `where`), with numba started if it (or the configured default) is "numba": numba's
+    start is paid when the backend is chosen, not by a function's first call."""
+    if backend is not None:
+        checked_backend(backend, where)
+    if (backend or config.backend) == "numba":
+        warm_up()
+    return backend
+
+
+def warm_up() -> None:
+    """Starts numba (its import, runtime, the modules cached code names, the kernels), as
+    choosing the numba backend does, so that a function's first call loads its cached code
+    without paying for that."""
+    if not available():
+        return
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba import typeof
+    with global_compiler_lock:
+        rtsys.initialize(cpu_target.target_context)
+    typeof(np.zeros(1))           # (numba's first typeof of an array imports numpy.ma)
+    import numba.np.npyimpl       # noqa: F401  (named by the environments of cached array code)
+    importlib.import_module(__package__ + ".numba_kernels")    # (and the kernels' module)
+
+
+def _native_whole(program: Program, name: str) -> Callable:
+    """The program, every equation of which lowers, as one numba function."""
+    baked, min_size = _baked_consts(program), _parallel_min_size()
+    try:
+        source = numba_source(program, "program", baked, min_size)
+    except NotLowered as e:
+        raise BackendFallback(f"no numba lowering for op(s) {e}") from None
+    signature = _signature(program, baked)
     dispatcher, path = _load(source, signature)
     with _lock:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
-            try:
-                dispatcher.compile(signature)
-            except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
-                raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
-            _check_types(program, dispatcher, signature, path)
+            if not numba_index.load_cached(dispatcher, signature):
+                try:
+                    dispatcher.compile(signature)
+                except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
+                    raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+                _check_types(program, dispatcher, signature, path)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
-    run = _runner(dispatcher, program, name, baked)
+    parallel = parallel_helpers(source) > 0
+    numba_index.record(path.parent, numba_index.program_key(program, baked, min_size),
+                       path.stem[len("pj_"):], parallel)
+    run = _runner(dispatcher, program, name, baked, parallel)
     if "_stack(" in source:     # (LAPACK kernels may refuse NaN: calls go through `run`, which
         run.direct = None       # runs the numpy code then, not straight to the dispatcher)
     return run
+
+
+def _parallel_min_size() -> int | None:
+    """`config.parallel_min_size`, or None (no parallel loops) where one thread runs them."""
+    import numba
+    threads = config.num_threads or numba.config.NUMBA_NUM_THREADS
+    return None if threads == 1 else config.parallel_min_size
+
+
+def _use_threads() -> None:
+    """numba's thread count for this thread's parallel loops: `config.num_threads`."""
+    import numba
+    wanted = config.num_threads or numba.config.NUMBA_NUM_THREADS
+    if numba.get_num_threads() != wanted:
+        try:
+            numba.set_num_threads(wanted)
+        except ValueError:
+            raise ValueError(f"pforjac.config.num_threads is {wanted}, more than the "
+                             f"{numba.config.NUMBA_NUM_THREADS} threads numba started with "
+                             f"(NUMBA_NUM_THREADS); set it at most that") from None
 
 
 def _cause(e: Exception) -> str:
@@ -109,14 +242,20 @@ def _load(source: str, signature):
             temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
             temporary.write_text(text)
             os.replace(temporary, path)          # another process may write the same bytes
-        module_name = f"pforjac_numba_{digest}"
+    return _module(digest, path).program, path
+
+
+def _module(digest: str, path: pathlib.Path):
+    """The generated module at `path`, imported once per process."""
+    module_name = f"pforjac_numba_{digest}"
+    with _lock:
         module = sys.modules.get(module_name)
         if module is None:
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             sys.modules[module_name] = module
-    return module.program, path
+    return module
 
 
 def _check_types(program: Program, dispatcher, signature, path) -> None:
@@ -159,10 +298,11 @@ def _forget(path: pathlib.Path) -> None:
             pass
 
 
-def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
+def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool) -> Callable:
     """`fn(*arrays, consts) -> tuple of arrays`: the constants not baked into the code
     passed after the inputs, 0-d values as scalars, arrays C-contiguous; scalar results
-    made 0-d arrays of their declared dtype."""
+    made 0-d arrays of their declared dtype; numba's thread count set first where the
+    code has parallel loops."""
     passed = [k for k, v in enumerate(program.consts) if id(v) not in baked]
     scalar_in = [v.ndim == 0 for v in list(program.inputs) + [program.consts[k] for k in passed]]
     scalar_out = [(k, np.dtype(v.dtype)) for k, v in enumerate(program.outputs) if v.ndim == 0]
@@ -175,9 +315,13 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
                 args[k] = a[()]
             elif not a.flags.c_contiguous:
                 args[k] = np.ascontiguousarray(a)
+        if parallel:
+            _use_threads()
         try:
             outs = dispatcher(*args)
         except NonFiniteMatrix:     # numba's LAPACK bindings refuse NaN and inf: numpy's take them
+            if run.fallback is None:
+                run.fallback = compile_program(program, name)
             return run.fallback(*arrays_and_consts)
         if scalar_out:
             outs = list(outs)
@@ -187,8 +331,10 @@ def _runner(dispatcher, program: Program, name: str, baked: dict) -> Callable:
 
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
-    run.fallback = None                                  # (the numpy code: use_backend sets it)
-    run.direct = lambda consts: _direct(dispatcher, program, passed, consts)
+    run.fallback = None       # (the numpy code: use_backend sets it, else made when needed)
+    run.parallel = parallel
+    # (the dispatcher itself, for the lean path; not where the runner sets the threads)
+    run.direct = None if parallel else lambda consts: _direct(dispatcher, program, passed, consts)
     return run
 
 
@@ -210,20 +356,41 @@ def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
 
 
 def use_backend(compiled, backend: str | None, function_name: str,
-                what: str = "pforjac.function") -> None:
+                what: str = "pforjac.function", owner=None) -> None:
     """Makes `compiled` (a `_Compiled`) run its program through `backend`'s code (None:
-    `pforjac.config.backend`'s) where that backend can; otherwise it keeps its numpy code,
-    and one warning per function and cause names the op(s) or the error (`what` says
-    which compiled code it is: a function, the loop cache's, a sparse pass)."""
+    `pforjac.config.backend`'s) where that backend can: wholly ("numba"), or in numba
+    segments joined by numpy code for the ops numba cannot lower ("numba+numpy"); otherwise
+    it keeps its numpy code. One warning per cause and `owner` (the Function; without
+    one, per function name) names the op(s) or the error (`what` says which compiled code
+    it is: a function, the loop cache's, a sparse pass)."""
     backend = backend or config.backend
     if backend == "numpy":
         return
     try:
-        native = native_code(compiled.program, compiled.name)
-        native.fallback, compiled.code = compiled.code, native
-        compiled.backend = backend
+        code = native_code(compiled.program, compiled.name)
     except BackendFallback as e:
-        from ..warn import warn_once
-        warn_once(("numba backend", what, function_name, str(e)),
-                  f"{what} '{function_name}' runs on the numpy backend, not numba: {e}. "
-                  f"Its results are the numpy backend's")
+        _warn(owner, (what, function_name), str(e), f"{what} '{function_name}' runs on the "
+              f"numpy backend, not numba: {e}. Its results are the numpy backend's")
+        return
+    if getattr(code, "fallback", False) is None:      # (a whole program's runner)
+        code.fallback = compiled.code
+    compiled.code = code
+    compiled.backend = backend
+    declined = getattr(code, "declined", None)
+    if declined is not None:
+        compiled.backend = "numba+numpy"
+        _warn(owner, (what, function_name), declined, f"{what} '{function_name}': no numba "
+              f"lowering for op(s) {declined}; they run on the numpy backend, between numba "
+              f"segments")
+
+
+def _warn(owner, name: tuple, cause: str, message: str) -> None:
+    """Once per cause: per `owner` (its own record of what it warned about), or per name."""
+    from ..warn import warn_at_user_line, warn_once
+    if owner is None:
+        warn_once(("numba backend", *name, cause), message)
+        return
+    warned = owner.__dict__.setdefault("_backend_warnings", set())
+    if cause not in warned:
+        warn_at_user_line(message)      # (raising under an "error" filter: not marked warned)
+        warned.add(cause)

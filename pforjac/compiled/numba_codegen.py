@@ -10,6 +10,8 @@ named in one `NotLowered` error.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..program import Program
@@ -17,9 +19,11 @@ from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
 from .numba_lowering import NotLowered, rule_for
 
-__all__ = ["numba_source", "unlowered_ops", "variable_names", "bakeable", "HEADER"]
+__all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
+           "parallel_helpers", "HEADER"]
 
-HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled import numba_kernels as K\n\n\n")
+HEADER = ("import numpy as np\nimport numba\nfrom pforjac.compiled.numba_backend import kernels\n\n"
+          "K = kernels()\n\n\n")
 
 
 def _name(var) -> str:
@@ -38,6 +42,23 @@ def unlowered_ops(program: Program) -> list[str]:
     """The ops of `program` without a numba rule (by name, each once, in order)."""
     missing = [e.prim.name for e in program.equations if rule_for(e.prim) is None]
     return list(dict.fromkeys(missing))
+
+
+def declined_equations(program: Program) -> dict[int, str]:
+    """{index: op and cause} of the equations numba cannot lower: no rule, or a rule that
+    declines the case (each rule tried on placeholder operands: whether it lowers depends
+    on the equation, not on the code around it)."""
+    declined, ctx = {}, _Context()
+    for k, eqn in enumerate(program.equations):
+        rule = rule_for(eqn.prim)
+        if rule is None:
+            declined[k] = eqn.prim.name
+            continue
+        try:
+            rule(ctx, eqn, [f"a_{j}" for j in range(len(eqn.inputs))])
+        except NotLowered as e:
+            declined[k] = f"{eqn.prim.name} ({e})"
+    return declined
 
 
 class _Context:
@@ -76,11 +97,14 @@ def _fusible(eqn, readers, results) -> bool:
             and out.shape == users[0].outputs[0].shape)
 
 
-def numba_source(program: Program, name: str = "program", baked: dict | None = None) -> str:
+def numba_source(program: Program, name: str = "program", baked: dict | None = None,
+                 parallel_min_size: int | None = None) -> str:
     """`def name(inputs..., consts...): ...` in numba's nopython subset, returning the
     outputs as a tuple (0-d values as scalars); raises NotLowered naming every op it
     cannot lower. `baked`: {id(const): its array} of constants written into the source
-    (numba compiles them in), which are then no parameters."""
+    (numba compiles them in), which are then no parameters. `parallel_min_size`: an
+    elementwise expression with at least this many elements runs in a helper compiled
+    with `parallel=True` (its loop split across threads; None: none does)."""
     missing = unlowered_ops(program)
     if missing:
         raise NotLowered(", ".join(missing))
@@ -91,6 +115,7 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
         names[key], definition = _baked(k, value)
         globals_.extend(definition)
     exprs: dict[int, str] = {}                  # inlined results: id -> their expression
+    leaves: dict[int, list] = {}                # inlined results: id -> the values they read
     readers, results = _readers(program), {id(v) for v in program.outputs}
     failed: list[str] = []
     for eqn in program.equations:
@@ -100,9 +125,12 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
         except NotLowered as e:
             failed.append(f"{eqn.prim.name} ({e})")
             continue
+        read = [u for v in eqn.inputs for u in leaves.get(id(v), [v])]
         if _fusible(eqn, readers, results):
-            exprs[id(eqn.outputs[0])] = f"({expr})"
+            exprs[id(eqn.outputs[0])], leaves[id(eqn.outputs[0])] = f"({expr})", read
         elif len(eqn.outputs) == 1:
+            if parallel_min_size is not None and _parallel_pays(eqn, expr, read, parallel_min_size):
+                expr = _parallel_call(ctx, expr, read, names, baked, globals_)
             ctx.emit(f"{names[id(eqn.outputs[0])]} = {expr}")
         else:
             ctx.emit(f"{', '.join(names[id(v)] for v in eqn.outputs)} = {expr}")
@@ -111,15 +139,48 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     return "".join(g + "\n" for g in globals_) + _function_source(program, name, ctx.lines, names, baked)
 
 
+def _parallel_pays(eqn, expr: str, read: list, min_size: int) -> bool:
+    """Whether an elementwise expression runs split across threads: it has `min_size`
+    elements or more, computes something (not a copy of a name), and reads nothing numba's
+    parallel loops would broadcast along a length-1 axis (they refuse that at run time):
+    every value it reads has the result's shape or a tail of it, or is 0-d."""
+    out = eqn.outputs[0]
+    if not eqn.prim.elementwise or out.ndim == 0 or "(" not in expr \
+            or re.search(r"\bt_\d", expr):
+        return False
+    if int(np.prod(out.shape, dtype=np.int64)) < min_size:
+        return False
+    return all(v.ndim == 0 or tuple(v.shape) == tuple(out.shape[out.ndim - v.ndim:]) for v in read)
+
+
+def _parallel_call(ctx, expr: str, read: list, names: dict, baked: dict, globals_: list) -> str:
+    """`expr` as a call of a new helper compiled with `parallel=True`: numba splits its
+    elementwise loop across threads, each element computed as the serial loop computes
+    it (the helper holds no reduction, so no sum is reordered)."""
+    params = list(dict.fromkeys(names[id(v)] for v in read if id(v) not in baked))
+    helper = f"parallel_{ctx.fresh()}"
+    globals_.append(f"@numba.njit(parallel=True, cache=True)\ndef {helper}({', '.join(params)}):\n"
+                    f"    return {expr}\n")
+    return f"{helper}({', '.join(params)})"
+
+
+def parallel_helpers(source: str) -> int:
+    """How many helpers compiled with `parallel=True` a generated source has."""
+    return source.count("@numba.njit(parallel=True")
+
+
 def _baked(k: int, value: np.ndarray) -> tuple[str, list[str]]:
-    """(the expression of a constant, the module-level lines defining it): a scalar as a
-    literal, an array as a global made from its exact bytes."""
+    """(the name of a constant, the module-level line defining it): a scalar from its
+    literal, an array from its exact bytes. numba freezes globals into the code as
+    constants, which stay constants inside parallel loops too (a literal call such as
+    `np.float32(2.0)` there is hoisted out of the loop, and the loop's arithmetic no
+    longer sees the constant: `x ** 2.0` would round as `pow`, not as `x * x`)."""
     value = np.asarray(value)
     if value.ndim == 0:
         item = value.item()
         text = repr(item) if np.isfinite(item) else ("np.nan" if item != item
                                                       else ("np.inf" if item > 0 else "-np.inf"))
-        return f"{_dtype_call(value.dtype)}({text})", []
+        return f"C_{k}", [f"C_{k} = {_dtype_call(value.dtype)}({text})"]
     data = np.ascontiguousarray(value).tobytes().hex()
     return f"C_{k}", [f"C_{k} = np.frombuffer(bytes.fromhex('{data}'), np.dtype('{value.dtype.str}'))"
                       f".reshape({tuple(value.shape)})"]

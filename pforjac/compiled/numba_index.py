@@ -1,0 +1,97 @@
+"""The quick way to a program's cached machine code in a new process.
+
+numba's disk cache is keyed by the generated source, and generating the source needs
+the lowering table, which reads numba's ufunc database (a good part of numba's start-up).
+The index maps a key of the Program itself (its equations, shapes, dtypes, parameters,
+the bytes of its baked constants, the backend's own modules and the versions) to that
+source's digest, so a process that finds a program there goes straight to numba's cache.
+
+`load_cached(dispatcher, signature)` loads numba's cached machine code as
+`Dispatcher.compile` does, without its first step: refreshing the target context, which
+imports every typing and lowering registry numba has (most of a first cached load in a
+fresh process) and which cached machine code does not need; a compile refreshes it
+itself. It reaches into numba's dispatcher, so anything unexpected there just misses.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pathlib
+
+import numpy as np
+
+from ..program import Program
+
+__all__ = ["program_key", "lookup", "record", "load_cached"]
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """The backend's own modules (`numba_*.py`: rules, kernels, code generation) and the
+    versions: a change of any makes new keys."""
+    import numba
+    h = hashlib.sha256(f"{numba.__version__} {np.__version__}".encode())
+    for path in sorted(pathlib.Path(__file__).parent.glob("numba_*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _text(value) -> str:
+    """A parameter as text that changes with its value (arrays by their bytes)."""
+    if isinstance(value, np.ndarray):
+        return f"array({value.dtype.str}, {value.shape}, " \
+               f"{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()})"
+    if isinstance(value, (tuple, list)):
+        return type(value).__name__ + "(" + ", ".join(_text(v) for v in value) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_text(v)}" for k, v in sorted(value.items())) + "}"
+    return repr(value)
+
+
+def program_key(program: Program, baked: dict, parallel_min_size) -> str:
+    """A digest of everything the generated source of `program` depends on."""
+    def aval(v) -> str:
+        return f"{v.name}:{np.dtype(v.dtype).str}{tuple(v.shape)}"
+    lines = [_code_digest(), f"parallel {parallel_min_size}"]
+    lines += ["in " + aval(v) for v in program.inputs]
+    lines += [f"const {aval(c)} " + (_text(np.asarray(baked[id(c)])) if id(c) in baked else "passed")
+              for c in program.consts]
+    lines += [f"{' '.join(aval(v) for v in e.outputs)} = {e.prim.name} {_text(e.params)} "
+              f"{' '.join(v.name for v in e.inputs)}" for e in program.equations]
+    lines.append("out " + " ".join(v.name for v in program.outputs))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
+
+
+def lookup(directory: pathlib.Path, key: str) -> tuple[str, bool] | None:
+    """(source digest, whether it has parallel loops) recorded for `key`, if any."""
+    try:
+        digest, parallel = (directory / "index" / key).read_text().split()
+    except (OSError, ValueError):
+        return None
+    return digest, parallel == "parallel"
+
+
+def record(directory: pathlib.Path, key: str, digest: str, parallel: bool) -> None:
+    index = directory / "index"
+    index.mkdir(parents=True, exist_ok=True)
+    temporary = index / f".{key}.{os.getpid()}.tmp"
+    temporary.write_text(f"{digest} {'parallel' if parallel else 'serial'}\n")
+    os.replace(temporary, index / key)
+
+
+def load_cached(dispatcher, signature) -> bool:
+    """Whether numba's cached machine code for `signature` is now `dispatcher`'s."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.runtime import rtsys
+    try:
+        with global_compiler_lock:
+            rtsys.initialize(dispatcher.targetctx)      # (numba's runtime: what the code calls)
+            cres = dispatcher._cache._load_overload(signature, dispatcher.targetctx)
+            if cres is None or cres.objectmode:
+                return False
+            dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            dispatcher.add_overload(cres)
+            dispatcher._cache_hits[signature] += 1
+    except Exception:       # numba's internals moved, or an unreadable cache: the usual way
+        return False
+    return True

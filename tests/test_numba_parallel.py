@@ -1,0 +1,79 @@
+"""The numba backend's parallel elementwise loops: an elementwise chain of at least
+`pforjac.config.parallel_min_size` elements runs in a helper compiled with
+`parallel=True`, whose results equal the serial code's bit for bit (no reduction is
+split across threads); the thread count is `pforjac.config.num_threads`, read at every
+call; one thread, or a smaller array, compiles no parallel loop."""
+import numpy as np
+import pytest
+
+import pforjac as pj
+from pforjac.compiled.numba_codegen import numba_source, parallel_helpers
+from pforjac.config import _Config
+
+numba = pytest.importorskip("numba")
+
+
+def _chain(x, y):
+    z = x * y
+    return pj.exp(-z) + pj.cos(y) ** 2, pj.numpy.sum(z)
+
+
+@pytest.fixture
+def settings():
+    saved = pj.config.num_threads, pj.config.parallel_min_size
+    yield pj.config
+    pj.config.num_threads, pj.config.parallel_min_size = saved
+
+
+def _code(f):
+    return next(iter(f._cache.values())).code
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba runs one thread here")
+def test_large_elementwise_loops_run_in_parallel_with_the_serial_results(settings):
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 1, (40, 50)), rng.uniform(0, 1, 50)     # y: broadcast along rows
+    settings.parallel_min_size = 1000
+    settings.num_threads = 1                    # one thread: the serial code
+    serial = pj.function(_chain, backend="numba")
+    want = serial(x, y)
+    settings.num_threads = 2
+    parallel = pj.function(_chain, backend="numba")
+    got = parallel(x, y)
+    assert not _code(serial).parallel and _code(parallel).parallel
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]                    # the sum is not split across threads
+    settings.num_threads = 1                    # read at the call
+    np.testing.assert_array_equal(parallel(x, y)[0], want[0])
+    assert numba.get_num_threads() == 1
+    settings.num_threads = numba.config.NUMBA_NUM_THREADS + 1
+    with pytest.raises(ValueError, match="pforjac.config.num_threads is .*NUMBA_NUM_THREADS"):
+        parallel(x, y)
+    settings.num_threads = None
+    parallel(x, y)
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+
+
+def test_small_arrays_and_broadcasts_along_length_one_axes_stay_serial(settings):
+    f = pj.function(_chain, backend="numpy")
+    f(np.ones((40, 50)), np.ones((40, 1)))          # y stretched along an axis of length 1
+    program = next(iter(f._cache.values())).program
+    assert parallel_helpers(numba_source(program, "p", None, 41)) == 0   # (y's 40 alone: too few)
+    f(np.ones((40, 50)), np.ones(50))               # y broadcast as a row: parallel loops
+    program = f._cache[next(reversed(f._cache))].program
+    assert parallel_helpers(numba_source(program, "p", None, 51)) == 2   # (not y's 50 alone)
+    assert parallel_helpers(numba_source(program, "p", None, 2001)) == 0  # (2000 elements)
+
+
+def test_the_thread_settings_are_checked(monkeypatch):
+    monkeypatch.setenv("PFORJAC_NUM_THREADS", "3")
+    assert _Config().num_threads == 3
+    monkeypatch.setenv("PFORJAC_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="PFORJAC_NUM_THREADS.*positive integer"):
+        _Config()
+    config = _Config.__new__(_Config)
+    for bad in (0, -2, 1.5, True, "x"):
+        with pytest.raises(ValueError, match="pforjac.config.num_threads"):
+            config.num_threads = bad
+    with pytest.raises(ValueError, match="parallel_min_size: expected a positive integer, got None"):
+        config.parallel_min_size = None
