@@ -391,16 +391,23 @@ def _compile():
             return lambda r, x: numba.float32(r)
         return lambda r, x: r
 
-    names = globals()
-    for name in _SCALAR_HELPERS:
+    compile_kernels(globals(), _SCALAR_HELPERS, __all__)
+
+
+def compile_kernels(names: dict, helpers: list, kernels: list) -> None:
+    """In the module whose globals are `names`: its scalar helpers as njit functions, its
+    kernels as numba ufuncs (vectorize), each cached on disk."""
+    import numba
+    for name in helpers:
         names[name] = numba.njit(cache=True)(names[name])
-    for name in __all__:
+    for name in kernels:
         names[name] = numba.vectorize(cache=True)(names[name])
 
 
 try:
     import numba as _numba  # noqa: F401
 except ImportError:          # numba is optional: only generated code uses these kernels
-    pass
+    HAVE_NUMBA = False
 else:
+    HAVE_NUMBA = True
     _compile()

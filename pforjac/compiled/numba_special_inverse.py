@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from .numba_special import _INF, _NAN, _SQRT_HALF, _f64, _like, _ndtr
+from .numba_special import (HAVE_NUMBA, _INF, _NAN, _SQRT_HALF, _f64, _like, _ndtr,
+                            compile_kernels)
 
 __all__ = ["ndtri", "erfinv", "erfcinv"]
 
@@ -117,19 +118,5 @@ def erfcinv(x):
 _SCALAR_HELPERS = ["_horner", "_ndtri_lower", "_ndtri", "_erfcinv_small", "_erfinv_small",
                    "_erfcinv", "_erfinv"]
 
-
-def _compile():
-    import numba
-    names = globals()
-    for name in _SCALAR_HELPERS:
-        names[name] = numba.njit(cache=True)(names[name])
-    for name in __all__:
-        names[name] = numba.vectorize(cache=True)(names[name])
-
-
-try:
-    import numba as _numba  # noqa: F401
-except ImportError:          # numba is optional: only generated code uses these kernels
-    pass
-else:
-    _compile()
+if HAVE_NUMBA:               # numba is optional: only generated code uses these kernels
+    compile_kernels(globals(), _SCALAR_HELPERS, __all__)
