@@ -3,7 +3,7 @@ side and the Jacobian: scipy's finite differences, a hand-written numpy Jacobian
 functions hand-written with `@numba.njit`, and the `pforjac.scipy.integrate.solve_ivp`
 helper on each backend.
 
-    python benchmarks/radau_costs.py [--rounds 5] [--rtol 1e-8] [--t-end 1e5]
+    python benchmarks/radau_costs.py [--rounds 5] [--rtol 1e-8] [--atol 1e-12] [--t-end 1e5]
 
 Each round solves every variant twice, interleaved: once as it is (the CPU time of the
 whole solve, compile included: the table's CPU column, a median), once with CPU timers
@@ -17,8 +17,10 @@ Jacobian call (the traces and compiles). Parts are medians too, in ms, with call
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -146,7 +148,12 @@ def main():
             cpu[name].append(time.process_time() - start)
             timed[name].append(timed_run(solve))
     base = statistics.median(next(iter(cpu.values())))
-    print(f"Radau on Robertson, t in {span}, rtol {args.rtol:g}, atol {args.atol:g}; load "
+    rev = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True).stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{now}, pforjac {rev}, {os.cpu_count()} cores, OPENBLAS_NUM_THREADS="
+          f"{os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}. "
+          f"Radau on Robertson, t in {span}, rtol {args.rtol:g}, atol {args.atol:g}; load "
           f"{os.getloadavg()[0]:.1f}; CPU medians of {args.rounds}, the parts (CPU ms, calls) "
           f"from as many timed solves\n")
     print("| rhs and jac | CPU | vs FD | " + " | ".join(PARTS) + " | scipy's rest | counts |")
