@@ -33,7 +33,7 @@ from ..config import config
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
-from .lean_call import lean_entry, lean_key
+from .lean_call import MISS, lean_entry, lean_key
 from .numba_backend import started, use_backend
 from .passes import pass_list
 from ..program import Program
@@ -81,6 +81,7 @@ class Function:
         self._quick: dict[Any, _Compiled] = {}    # by (backend, quick_key): the same traces
         self._lean: dict[tuple, Callable] = {}    # by lean_key: calls of numpy arrays alone
         self._lean_backend = None                 # the backend of the _lean entries
+        self._last: Callable = _no_entry          # the entry of the last lean call
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
         self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
@@ -107,12 +108,17 @@ class Function:
             # on its array arguments as the Tensors its trace would have had
             args, kwargs = arrays_as_tensors((args, kwargs))
             return self._fn(*args, **kwargs)
-        if not kwargs and self._generation == core.rules_generation and \
-                (self._backend or config.backend) == self._lean_backend:
-            entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out: lean_call.py
-            if entry is not None:
-                return entry(args)
-        return self._general_call(args, kwargs)
+        if kwargs or self._generation != core.rules_generation or \
+                (self._backend or config.backend) != self._lean_backend:
+            return self._general_call(args, kwargs)
+        out = self._last(args)     # the last lean call's entry (lean_call.py): MISS for others
+        if out is not MISS:
+            return out
+        entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out
+        if entry is None:
+            return self._general_call(args, kwargs)
+        self._last = entry
+        return entry(args)
 
     def _general_call(self, args: tuple, kwargs: dict):
         traced, arrays, variables, lean = self._compiled(args, kwargs)
@@ -142,10 +148,17 @@ class Function:
             return
         backend = compiled.key[-1]
         if backend != self._lean_backend or len(self._lean) >= _MAX_LEAN:
-            self._lean = {}
+            self._drop_lean()
             self._lean_backend = backend
         entry.compiled = compiled
         self._lean[key] = entry
+        self._last = entry
+
+    def _drop_lean(self, compiled: _Compiled | None = None) -> None:
+        """Drops the lean entries (those running `compiled` alone, if given)."""
+        self._lean = {} if compiled is None else \
+            {q: e for q, e in self._lean.items() if e.compiled is not compiled}
+        self._last = _no_entry
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
@@ -172,7 +185,7 @@ class Function:
             with self._lock:                              # trace again under the new ones
                 self._cache.clear()
                 self._quick.clear()
-                self._lean = {}
+                self._drop_lean()
                 self._generation = core.rules_generation
         backend = self._backend or config.backend         # (part of every key: a changed
         quick = None if kwargs else quick_key(args)       # config traces again)
@@ -216,7 +229,7 @@ class Function:
             return
         _, old = self._cache.popitem(last=False)
         self._quick = {q: c for q, c in self._quick.items() if c is not old}
-        self._lean = {q: e for q, e in self._lean.items() if e.compiled is not old}
+        self._drop_lean(old)
         if not self._warned_dropping:
             self._warned_dropping = True
             from ..pfor import warn_at_user_line
@@ -388,6 +401,10 @@ def _call_method(ref, fn, *args, **kwargs):
         raise ReferenceError(f"the object whose compiled method "
                              f"'{getattr(fn, '__name__', fn)}' this is has been freed")
     return fn(instance, *args, **kwargs)
+
+
+def _no_entry(args: tuple):
+    return MISS
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning
