@@ -124,12 +124,17 @@ def _walk(node, out: list) -> bool:
     return True
 
 
-def lean_entry(compiled, args: tuple, dense: Callable) -> Callable | None:
+def lean_entry(compiled, args: tuple, dense: Callable, floats_at: tuple = (),
+               writable: bool = False, full: Callable | None = None) -> Callable | None:
     """`call(args) -> result` for calls whose `lean_key` is that of `args`, running
     `compiled` (a `_Compiled`), that returns `MISS` for other arguments (lean_source.py);
     `dense(compiled)` is its dense twin, for structure guards that refuse a call's values.
     None if the arguments' input arrays, taken as the entry would take them, are not
-    those the general path flattened (then no entry)."""
+    those the general path flattened (then no entry). `floats_at`: positions of 0-d
+    float64 arguments that may be given as Python floats; `writable`: outputs the code
+    makes afresh (sharing no memory with an input, a constant or another output) handed
+    out as they are, writable; `full`: the entry is `call(*args)`, calling `full(*args)` for
+    the calls it was not made for (`Function.specialize`, lean_source.py)."""
     paths = _input_paths(args)
     if paths is None:
         return None
@@ -140,12 +145,52 @@ def lean_entry(compiled, args: tuple, dense: Callable) -> Callable | None:
         code, tail, c_ordered = _code(compiled)
         guards = _guard_positions(compiled)
     wraps = [_out_wrapper(v, c_ordered) for v in program.outputs]
-    space: dict = {"dense": (lambda *arrays: _dense_run(compiled, dense, arrays))}
-    result = result_source(program.out_tree, wraps, _read_only_c, _read_only, space)
+    if writable:
+        wraps = _writable_wraps(wraps, compiled, _probe(code, tail, args, paths))
+    space: dict = {"dense": (lambda *arrays: _dense_run(compiled, dense, arrays)),
+                   "F": _as_float64}
+    result = result_source(program.out_tree, wraps, _read_only_c, _read_only, space, _as_is)
     if result is None:
         space["finish"] = _finisher(program, wraps)
         result = "finish(o)"
-    return entry_source(args, paths, code, tail, result, guards, space)
+    direct = not tail and code is not compiled.code and not compiled._variables and \
+        not compiled.warnings          # (numba's entry point: it takes a number for a 0-d)
+    floats = {k: "{}" if direct else "F({})" for k in floats_at}
+    return entry_source(args, paths, code, tail, result, guards, space, floats, full)
+
+
+def _as_float64(x) -> np.ndarray:
+    return np.asarray(x, np.float64)
+
+
+def _as_is(o):
+    return o
+
+
+def _probe(code, tail: tuple, args: tuple, paths: list[str]) -> tuple:
+    """The code's outputs for the arrays of `args` (C-ordered, as an entry passes them)."""
+    arrays = [_c_ordered(eval(p, {"a": args})) for p in paths]
+    return tuple(code(*arrays, *tail)), arrays
+
+
+def _writable_wraps(wraps: list, compiled, probed: tuple) -> list:
+    """`wraps` with the array outputs that share no memory with an input, a constant or
+    another output handed out as they are (C-ordered)."""
+    outs, arrays = probed
+    held = [a for a in arrays if a.ndim] + [c for c in compiled._consts
+                                            if isinstance(c, np.ndarray) and c.ndim]
+    new = list(wraps)
+    for k, (w, o) in enumerate(zip(wraps, outs)):
+        if w is not _read_only and w is not _read_only_c:
+            continue
+        others = held + [p for j, p in enumerate(outs) if j != k and isinstance(p, np.ndarray)]
+        if not any(np.may_share_memory(o, h) for h in others):
+            new[k] = _as_is if w is _read_only_c else _c_ordered
+    return new
+
+
+def _c_ordered(o: np.ndarray) -> np.ndarray:
+    return o if o.flags.c_contiguous else np.ascontiguousarray(o)
 
 
 def _input_paths(args: tuple) -> list[str] | None:
@@ -228,8 +273,7 @@ def _out_wrapper(var, c_ordered: bool = False) -> Callable:
     outputs are C-ordered already."""
     dtype = np.dtype(var.dtype)
     if len(var.shape) == 0:
-        scalar = dtype.type
-        return lambda o: scalar(o)
+        return dtype.type
     if dtype.kind in "OMm":       # (no buffer protocol for these: the array itself)
         return lambda o: o if o.flags.c_contiguous else np.ascontiguousarray(o)
     return _read_only_c if c_ordered else _read_only

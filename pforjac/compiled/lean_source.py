@@ -28,6 +28,8 @@ from typing import Callable
 
 import numpy as np
 
+from .. import core
+from ..state import _state
 from ..tree_util import _LeafKind
 
 __all__ = ["MISS", "entry_source"]
@@ -52,6 +54,8 @@ class _Source:
         self.space: dict = {"MISS": MISS, "ndarray": np.ndarray, "C": np.ascontiguousarray,
                             "asarray": np.asarray, "repr": repr}
         self.inputs: dict[str, str] = {}    # path of an array leaf -> expression
+        self.floats: dict[str, str] = {}    # path of an argument a float may be -> expression
+        self.miss = "MISS"                  # what a call the entry was not made for gets
 
     def name(self, prefix: str, value) -> str:
         name = f"{prefix}{len(self.space)}"
@@ -61,21 +65,34 @@ class _Source:
     def refuse_unless(self, conditions: list[str]) -> None:
         if conditions:
             self.lines.append(f"    if not ({' and '.join(conditions)}):")
-            self.lines.append("        return MISS")
+            self.lines.append(f"        return {self.miss}")
 
 
 def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
-                 guards: list[int], space: dict) -> Callable:
+                 guards: list[int], space: dict, floats: dict | None = None,
+                 full: Callable | None = None) -> Callable:
     """The entry for calls like `args`: `paths` are its array leaves' paths (`a[0]['w']`) in
     the code's input order, `result` the expression of the result from the code's outputs
     `o` (its names in `space`), `guards` the positions of outputs that must be true, else
-    the outputs are those of `dense(*input arrays)` (in `space`)."""
+    the outputs are those of `dense(*input arrays)` (in `space`). `floats`: {position of a
+    0-d float64 array argument: how it is passed, as a format string of its name (`"{}"`,
+    `"F({})"`)}; a Python float may be given there instead. With `full`, the entry is
+    `call(*args)`, which calls `full(*args)` instead of answering MISS, and also at a call
+    inside a tape or a trace, or after rules were registered (Function.specialize)."""
     src = _Source()
     src.space.update(space, code=code, tail=tail)
-    src.lines.append("def call(args):")
+    src.floats = {f"a[{k}]": e for k, e in (floats or {}).items()}
+    if full is not None:
+        src.miss = "full(*args)"
+        src.space.update(full=full, state=_state, core=core, GENERATION=core.rules_generation)
+        src.lines += ["def call(*args):",
+                      "    if state.tapes or state.traces or core.rules_generation != GENERATION:",
+                      "        return full(*args)"]
+    else:
+        src.lines.append("def call(args):")
     names = [f"a{k}" for k in range(len(args))]
     src.lines.append(f"    if len(args) != {len(args)}:")
-    src.lines.append("        return MISS")
+    src.lines.append(f"        return {src.miss}")
     if args:
         src.lines.append(f"    {''.join(n + ', ' for n in names)}= args")
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
@@ -95,7 +112,10 @@ def _check_children(src: _Source, children: list) -> None:
     conditions, containers = [], []
     for value, name, path in children:
         kind = type(value)
-        if kind is np.ndarray:
+        if kind is np.ndarray and path in src.floats:
+            conditions.append(f"(type({name}) is float or {_array_check(src, value, name)})")
+            src.inputs[path] = src.floats[path].format(name)
+        elif kind is np.ndarray:
             conditions.append(_array_check(src, value, name))
             src.inputs[path] = name if value.flags.c_contiguous else f"C({name})"
         elif kind is float:
@@ -146,9 +166,10 @@ def _unpack(src: _Source, node, name: str, path: str) -> None:
 
 
 def result_source(tree, wraps: list, c_wrap: Callable, plain_wrap: Callable,
-                  space: dict) -> str | None:
+                  space: dict, as_is: Callable | None = None) -> str | None:
     """The expression building the program's output tree from its outputs `o`: a C-ordered
-    array leaf (`c_wrap`) written out, `plain_wrap` as `R(o[i])`, other leaves `Wi(o[i])`;
+    array leaf (`c_wrap`) written out, `plain_wrap` as `R(o[i])`, `as_is` as `o[i]`, other
+    leaves `Wi(o[i])`;
     dict/list/tuple displays for the containers (a plain dict's keys in the order
     `tree_unflatten` inserts them). None where the tree has another node type (an
     OrderedDict, a namedtuple, a registered node): `tree_unflatten` builds those."""
@@ -156,6 +177,8 @@ def result_source(tree, wraps: list, c_wrap: Callable, plain_wrap: Callable,
 
     def leaf(i: int) -> str:
         w = wraps[i]
+        if w is as_is:
+            return f"o[{i}]"
         if w is c_wrap:
             return f"asarray(memoryview(o[{i}]).toreadonly())"
         if w is plain_wrap:

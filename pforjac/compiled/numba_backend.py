@@ -343,17 +343,22 @@ def _direct(dispatcher, program: Program, passed: list, consts) -> tuple[Callabl
     types every array output C-contiguous), for callers that give every call the argument
     types of the compiled signature (pforjac.function's lean path keys its entries by exact
     shape, strides and dtype): numba's compiled entry point itself, without the
-    dispatcher's type resolution (a fifth of a small call), else the dispatcher. 0-d outputs
-    come back as Python scalars."""
+    dispatcher's type resolution (a fifth of a small call), else the dispatcher. A 0-d
+    input may be a 0-d array or a Python number; 0-d outputs come back as Python scalars."""
     fixed = [consts[k] for k in passed]
     fixed = [a[()] if a.ndim == 0 else np.ascontiguousarray(a) for a in fixed]
-    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0]
+    # (numba reads a real, integer or boolean number through float(), int() or bool(),
+    # which take a 0-d array or a Python number alike: only complex ones are converted)
     native, c_ordered = _entry_point(dispatcher)
+    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0 and (
+        np.dtype(v.dtype).kind == "c" or native is dispatcher)]
     if scalars:
+        kinds = [(k, np.dtype(program.inputs[k].dtype).type) for k in scalars]
+
         def call(*arrays):
             arrays = list(arrays)
-            for k in scalars:
-                arrays[k] = arrays[k][()]
+            for k, number in kinds:      # (a 0-d array or a Python number)
+                arrays[k] = number(arrays[k])
             return native(*arrays, *fixed)
         return call, c_ordered
     return (native if not fixed else lambda *arrays: native(*arrays, *fixed)), c_ordered
