@@ -141,8 +141,8 @@ class Function:
         dicts, lists and tuples of them) that took the general path (lean_call.py), for
         the backend it ran on."""
         key = lean_key(args)
-        if key is None:
-            return
+        if key is None or (key in self._lean and compiled.key[-1] == self._lean_backend):
+            return                                # (no entry, or this one made already)
         entry = lean_entry(compiled, args, self._dense_twin)
         if entry is None:
             return

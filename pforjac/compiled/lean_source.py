@@ -24,6 +24,7 @@ what `lean_key` keys. A call that does not match gets `MISS`, and takes the keye
 """
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import numpy as np
@@ -102,8 +103,18 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.lines.append(f"    if not ({' and '.join(f'o[{k}]' for k in guards)}):")
         src.lines.append(f"        o = dense({inputs})")
     src.lines.append(f"    return {result}")
-    exec("\n".join(src.lines), src.space)
-    return src.space["call"]
+    return _compiled("\n".join(src.lines) + "\n", src.space)
+
+
+def _compiled(source: str, space: dict) -> Callable:
+    """The function `call` of `source`, under a file name in this package, so warnings the
+    code shows point past it, at the user's line."""
+    exec(compile(source, _FILE, "exec"), space)
+    return space["call"]
+
+
+_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<lean entry>")
+
 
 
 def _check_children(src: _Source, children: list) -> None:
