@@ -142,8 +142,8 @@ class Oracle:
     def __init__(self):
         self.proc, self.names = None, []
         if os.path.exists(ORACLE):
-            self.proc = subprocess.Popen([ORACLE, "-c", WORKER, PROGRAMS, HERE], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen([ORACLE, "-c", WORKER, PROGRAMS, HERE],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.names = json.loads(self.proc.stdout.readline())
 
     def time(self, name: str, n: int) -> tuple[float, float]:
