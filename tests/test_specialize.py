@@ -55,13 +55,20 @@ def test_other_arguments_go_through_the_function(backend):
     np.testing.assert_allclose(tape.gradient(value, t).numpy(), f(x)[1], rtol=1e-13)
 
 
-def test_a_float_is_taken_for_a_0d_float64_example_and_traced_once():
-    f = pj.function(lambda y, t: y * pnp.exp(-t))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_float_is_taken_for_a_0d_float64_example_and_traced_once(backend, monkeypatch):
+    f = pj.function(lambda y, t: y * pnp.exp(-t), backend=backend)
     fast = f.specialize(np.ones(3), np.array(0.0))
+    through_f = []
+    real = pj.compiled.Function.__call__
+    monkeypatch.setattr(pj.compiled.Function, "__call__",
+                        lambda self, *a, **k: through_f.append(a) or real(self, *a, **k))
     y = np.array([1.0, 2.0, 3.0])
-    for t in (0.0, 0.5, np.float64(2.0), 3):             # (an int: f's own call, a value)
+    for t in (0.0, 0.5, np.float64(2.0), np.array(1.5)):     # (scipy's solvers pass float64)
         np.testing.assert_allclose(fast(y, t), y * np.exp(-t), rtol=1e-15)
-    assert f.trace_count == 2                            # the 0-d input; the int's value
+    assert not through_f and f.trace_count == 1
+    np.testing.assert_allclose(fast(y, 3), y * np.exp(-3), rtol=1e-15)   # an int: f's own call
+    assert len(through_f) == 1 and f.trace_count == 2                    # (a value: traced)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

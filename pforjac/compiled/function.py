@@ -176,7 +176,8 @@ class Function:
         shapes, dtypes and memory layouts, dict keys, float values) and runs the compiled
         code directly; any other call goes through `f` itself, as does a call inside a
         GradientTape or a trace. A 0-d float64 array among the examples may also be given
-        as a Python float (an ODE's time), traced as an input, not a value. Arguments
+        as a Python float or numpy float64 (an ODE's time), traced as an input, not a
+        value. Arguments
         `f`'s lean path takes: positional numpy arrays and floats, in plain dicts, lists
         and tuples; for any other, the callable is `f`'s own call.
 

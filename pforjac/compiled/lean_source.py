@@ -53,7 +53,8 @@ class _Source:
     def __init__(self):
         self.lines: list[str] = []
         self.space: dict = {"MISS": MISS, "ndarray": np.ndarray, "C": np.ascontiguousarray,
-                            "asarray": np.asarray, "repr": repr}
+                            "asarray": np.asarray, "repr": repr,
+                            "FLOATS": frozenset((float, np.float64))}
         self.inputs: dict[str, str] = {}    # path of an array leaf -> expression
         self.floats: dict[str, str] = {}    # path of an argument a float may be -> expression
         self.miss = "MISS"                  # what a call the entry was not made for gets
@@ -77,7 +78,8 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
     `o` (its names in `space`), `guards` the positions of outputs that must be true, else
     the outputs are those of `dense(*input arrays)` (in `space`). `floats`: {position of a
     0-d float64 array argument: how it is passed, as a format string of its name (`"{}"`,
-    `"F({})"`)}; a Python float may be given there instead. With `full`, the entry is
+    `"F({})"`)}; a Python float (or a numpy float64, as scipy's solvers pass their time)
+    may be given there instead. With `full`, the entry is
     `call(*args)`, which calls `full(*args)` instead of answering MISS, and also at a call
     inside a tape or a trace, or after rules were registered (Function.specialize)."""
     src = _Source()
@@ -124,7 +126,7 @@ def _check_children(src: _Source, children: list) -> None:
     for value, name, path in children:
         kind = type(value)
         if kind is np.ndarray and path in src.floats:
-            conditions.append(f"(type({name}) is float or {_array_check(src, value, name)})")
+            conditions.append(f"(type({name}) in FLOATS or {_array_check(src, value, name)})")
             src.inputs[path] = src.floats[path].format(name)
         elif kind is np.ndarray:
             conditions.append(_array_check(src, value, name))

@@ -37,9 +37,9 @@ def specialize(function, args: tuple, writable: bool = False) -> Callable:
 
 
 def _full_call(function, floats_at: tuple) -> Callable:
-    """`function` itself, a Python float given for a 0-d float64 argument passed as the
-    0-d array it stands for (a float is a value of the trace's signature: a new trace per
-    value)."""
+    """`function` itself, a Python float (or numpy float64) given for a 0-d float64
+    argument passed as the 0-d array it stands for (a float is a value of the trace's
+    signature: a new trace per value)."""
     if not floats_at:
         return lambda *args: function(*args)
 
