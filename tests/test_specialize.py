@@ -119,3 +119,20 @@ def test_arguments_the_lean_path_does_not_take_give_the_functions_own_call():
     assert fast.backend == "numpy" and f.trace_count == 1 and not f._lean
     g = f.specialize(pj.constant(x))                  # a Tensor: Tensors back
     assert g.backend is None and isinstance(g(pj.constant(x)), pj.Tensor)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_refused_guard_with_a_float_time_gives_the_dense_answer(backend):
+    def jac(y, t):
+        with pj.GradientTape() as g:
+            g.watch(y)
+            z = pnp.sqrt(y) * t
+        return g.jacobian(z, y)
+    f = pj.function(jac, backend=backend)
+    fast = f.specialize(np.array([1.0, 4.0]), np.array(0.5))
+    assert next(iter(f._cache.values())).n_guards
+    np.testing.assert_allclose(fast(np.array([1.0, 4.0]), 2.0), np.diag([1.0, 0.5]), rtol=1e-15)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got, want = fast(np.array([0.0, 4.0]), 2.0), f(np.array([0.0, 4.0]), np.array(2.0))
+    np.testing.assert_array_equal(got, want)
+    assert got[0, 0] == np.inf

@@ -254,8 +254,10 @@ def _checked_code(compiled, dense: Callable) -> Callable:
 
 
 def _dense_run(compiled, dense: Callable, arrays) -> tuple:
+    """The dense twin's outputs (a number given for a 0-d input as the 0-d array it is)."""
     twin = dense(compiled)
-    outs = twin.run(arrays)
+    outs = twin.run([a if type(a) is np.ndarray else np.asarray(a, np.float64)
+                     for a in arrays])
     twin.warn()
     return outs
 
