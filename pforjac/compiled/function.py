@@ -101,7 +101,8 @@ class Function:
         return self.trace_count
 
     def __call__(self, *args, **kwargs):
-        if _state.tapes or _state.traces:
+        state = _state.__dict__       # (one read of the thread-local, not two)
+        if state["tapes"] or state["traces"]:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
             # into its own Program: run the Python body itself, as a nested tf.function is,

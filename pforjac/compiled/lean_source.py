@@ -89,15 +89,17 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.miss = "full(*args)"
         src.space.update(full=full, state=_state, core=core, GENERATION=core.rules_generation)
         src.lines += ["def call(*args):",
-                      "    if state.tapes or state.traces or core.rules_generation != GENERATION:",
+                      "    s = state.__dict__",      # (one read of the thread-local)
+                      "    if s['tapes'] or s['traces'] or core.rules_generation != GENERATION:",
                       "        return full(*args)"]
     else:
         src.lines.append("def call(args):")
     names = [f"a{k}" for k in range(len(args))]
-    src.lines.append(f"    if len(args) != {len(args)}:")
-    src.lines.append(f"        return {src.miss}")
-    if args:
-        src.lines.append(f"    {''.join(n + ', ' for n in names)}= args")
+    if args:                      # (unpacking checks the count: no len() call)
+        src.lines += ["    try:", f"        {''.join(n + ', ' for n in names)}= args",
+                      "    except ValueError:", f"        return {src.miss}"]
+    else:
+        src.lines += ["    if args:", f"        return {src.miss}"]
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
     src.lines.append(f"    o = code({inputs}{', *tail' if tail else ''})")
