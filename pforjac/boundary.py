@@ -68,6 +68,8 @@ def as_numpy(tree):
     scalar of its dtype); other leaves (auxiliary data: strings, ints, arrays) as they are."""
     if isinstance(tree, Tensor):
         return _numpy_leaf(tree)
+    if type(tree) is tuple and all(type(v) is Tensor for v in tree):   # (value, grad)
+        return tuple([_numpy_leaf(v) for v in tree])
     leaves, structure = tree_flatten(tree)
     if not any(isinstance(leaf, Tensor) for leaf in leaves):
         return tree

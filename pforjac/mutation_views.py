@@ -28,7 +28,7 @@ from .ops import indexing as ix
 from .rebinding import rebind
 from .tensor import Tensor
 from .updates import updated
-from .view_positions import (Opaque, bounds, c_positions, index_value, linkable,
+from .view_positions import (Opaque, _plain, bounds, c_positions, index_value, linkable,
                              memory_order, new_proxy, offsets, owner, part_of)
 
 __all__ = ["ALL", "base_of", "followers", "after_write", "check_writable", "link_call",
@@ -39,13 +39,25 @@ ALL = "all"       # an assignment into every element
 
 class _Family:
     """On a root (a tensor views were taken from): its index proxy (in the memory order of
-    its array; C order for a value a trace has not computed), its live views."""
-    __slots__ = ("proxy", "order", "buffer", "views")
+    its array; C order for a value a trace has not computed), its live views. The proxy is
+    made when first asked for (a write, or a view numpy must place): reads are common."""
+    __slots__ = ("_proxy", "_shape", "_dtype", "order", "_buffer", "views")
 
     def __init__(self, t: Tensor, order: tuple | None = None):
-        self.order = order
-        self.proxy = new_proxy(tuple(t.shape), t.dtype, order)
-        self.buffer, self.views = owner(self.proxy), []
+        self.order, self._shape, self._dtype = order, tuple(t.shape), t.dtype
+        self._proxy = self._buffer = None
+        self.views = []
+
+    @property
+    def proxy(self) -> np.ndarray:
+        if self._proxy is None:
+            self._proxy = new_proxy(self._shape, self._dtype, self.order)
+            self._buffer = owner(self._proxy)
+        return self._proxy
+
+    @property
+    def buffer(self) -> np.ndarray:
+        return self._buffer if self._buffer is not None else owner(self.proxy)
 
 
 class _View:
@@ -54,14 +66,31 @@ class _View:
     the root (`key`: a basic key into the root; `order`: the view is the root reshaped to
     `proxy.transpose(order).shape`, then transposed back, a reshape or a transpose; `part`:
     "real" or "imag", the view is that part of a complex root's elements)."""
-    __slots__ = ("root", "proxy", "buffer", "name", "key", "part", "_order", "_offsets",
+    __slots__ = ("root", "_proxy", "name", "key", "_part", "_order", "_offsets",
                  "_positions", "_span")
 
-    def __init__(self, root: Tensor, proxy: np.ndarray, name: str, key=None):
-        self.root, self.proxy, self.name, self.key = root, proxy, name, key
-        self.buffer = root._links.buffer
-        self.part = part_of(proxy, self.buffer)
+    def __init__(self, root: Tensor, proxy: np.ndarray | None, name: str, key=None):
+        """`proxy` None: the view is `root[key]` for a basic `key`, its proxy taken from the
+        root's when first asked for."""
+        self.root, self._proxy, self.name, self.key = root, proxy, name, key
+        self._part = False
         self._order = self._offsets = self._positions = self._span = None
+
+    @property
+    def proxy(self) -> np.ndarray:
+        if self._proxy is None:
+            self._proxy = self.root._links.proxy[self.key]
+        return self._proxy
+
+    @property
+    def buffer(self) -> np.ndarray:
+        return self.root._links.buffer
+
+    @property
+    def part(self) -> str | None:
+        if self._part is False:
+            self._part = part_of(self.proxy, self.buffer)
+        return self._part
 
     @property
     def order(self) -> tuple | None:
@@ -331,6 +360,8 @@ def _getitem(x, key):
     node = _node(x)
     if node is None:
         node = x._links = _family(x)
+    if type(node) is _Family and _slices_only(key):     # numpy's view, always: no proxy yet
+        return _link(out, x, None, "t[...]", key) if out.size else out
     try:
         part = node.proxy[key if type(key) in _PLAIN_KEYS else index_value(key)]
     except Opaque:          # an index a trace computes: an index array to numpy (a copy)
@@ -343,6 +374,13 @@ def _getitem(x, key):
 
 
 _PLAIN_KEYS = (int, slice)
+
+
+def _slices_only(key) -> bool:
+    """A key of slices with Python int (or None) bounds: basic indexing, a view."""
+    if type(key) is slice:
+        return _plain(key)
+    return type(key) is tuple and all(type(k) is slice and _plain(k) for k in key)
 
 
 def _asked(args, kwargs, proxy_of, arrays: int):

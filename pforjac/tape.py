@@ -372,10 +372,13 @@ def backward(entries: list[_Entry], targets, seeds, sources) -> list:
 
 def _depends_on_sources(entries, sources) -> set[int]:
     relevant = {id(s) for s in sources}
+    add = relevant.add
     for entry in entries:
         for a in entry.inputs:
             if id(a) in relevant:
-                relevant.update(id(o) for o in entry.outputs if is_float(o.dtype))
+                for o in entry.outputs:
+                    if o.dtype.kind in "fc":        # (is_float, inlined: once per output)
+                        add(id(o))
                 break
     return relevant
 

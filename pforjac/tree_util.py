@@ -109,6 +109,9 @@ def tree_flatten(tree: Any, is_leaf: Callable | None = None) -> tuple[list, PyTr
     """
     if is_leaf is None and type(tree) in _PLAIN_LEAVES and type(tree) not in _registry:
         return [tree], _LEAF            # (the common call: one array, one Tensor)
+    if type(tree) is list and is_leaf is None and all(type(v) is Tensor for v in tree) \
+            and Tensor not in _registry:     # (a tape's sources: a list of Tensors)
+        return list(tree), PyTreeDef(list, None, (_LEAF,) * len(tree))
     leaves: list = []
     return leaves, _walk(tree, leaves, is_leaf)
 

@@ -133,8 +133,9 @@ def reduction(name: str, impl, layout: str, identity: bool = True) -> core.Primi
 
 
 def restore_reduced(g, x_shape, axes, keepdims):
-    """Broadcasts a reduction's cotangent `g` back to the input's shape."""
-    if not keepdims:
+    """Broadcasts a reduction's cotangent `g` back to the input's shape (no reshape needed
+    when the reduced axes lead: broadcasting adds them, as for a full reduction)."""
+    if not keepdims and tuple(axes) != tuple(range(len(axes))):
         g = reshape(g, _reduction_shape(x_shape, axes, True))
     return broadcast_to(g, x_shape)
 
