@@ -361,12 +361,16 @@ def backward(entries: list[_Entry], targets, seeds, sources) -> list:
         if id(t) in relevant:
             _accumulate(cts, t, g)
     for entry in reversed(entries):
-        outs_ct = [cts.get(id(o)) if id(o) in keep else cts.pop(id(o), None)
-                   for o in entry.outputs]
-        for g in outs_ct:
+        outputs = entry.outputs
+        if len(outputs) == 1:              # (most ops: no list to build)
+            o = id(outputs[0])
+            g = cts.get(o) if o in keep else cts.pop(o, None)
             if g is not None:
-                _propagate(entry, outs_ct, relevant, cts)
-                break
+                _propagate(entry, (g,), relevant, cts)
+            continue
+        outs_ct = [cts.get(id(o)) if id(o) in keep else cts.pop(id(o), None) for o in outputs]
+        if any(g is not None for g in outs_ct):
+            _propagate(entry, outs_ct, relevant, cts)
     return [cts.get(id(s)) for s in sources]
 
 
@@ -385,7 +389,7 @@ def _depends_on_sources(entries, sources) -> set[int]:
 
 def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
     prim = entry.prim
-    rules = core.vjp_rules.get(prim)
+    rules = _vjp_rules.get(prim)
     if rules is None:
         raise NotImplementedError(f"primitive '{prim.name}' has no vjp rule, so gradients can't "
                                   f"flow through it; register one with pforjac.extend.defvjp")
@@ -402,11 +406,15 @@ def _propagate(entry: _Entry, outs_ct, relevant, cts) -> None:
                 if id(arg) in relevant:
                     _accumulate(cts, arg, ct)
             return
-        for arg, rule in zip(entry.inputs, rules):
+        inputs, params = entry.inputs, entry.params
+        for arg, rule in zip(inputs, rules):
             if rule is not None and id(arg) in relevant:
-                _accumulate(cts, arg, rule(g, ans, *entry.inputs, **entry.params))
+                _accumulate(cts, arg, rule(g, ans, *inputs, **params))
     finally:
         state.origin = saved
+
+
+_vjp_rules = core.vjp_rules       # (the registry itself: rules added later are seen)
 
 
 def _accumulate(cts, tensor, g) -> None:

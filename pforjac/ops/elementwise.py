@@ -245,21 +245,25 @@ def _pow_dx(x, y):
     is a nonzero integer k known now, which no tape differentiates (`x ** 2` in eager
     code), gives k x**(k-1) in fewer ops, with the same bits (k - 1 is exact; x**1 is x)."""
     k = _known_integer(y)
+    if k == 2:          # (y itself is the 2.0 that `x * 2.0` would make, in x's dtype)
+        return multiply_p.bind(x, y) if type(x) is Tensor and y.dtype == x.dtype else x * 2.0
     if k is not None:
-        return x * float(k) if k == 2 else power(x, float(k - 1)) * float(k)
+        return power(x, float(k - 1)) * float(k)
     return multiply_no_nan(power(x, y - 1.0), y)
 
 
 def _known_integer(y):
     """`y`'s value, a nonzero integer, when `y` is a concrete number no active tape tracks
     (its value may then stand in for it: nothing differentiates the rule through it)."""
-    if type(y) is not Tensor or y.ndim or core.current_state().traces:
+    state = core.current_state()
+    if type(y) is not Tensor or y._value.ndim or state.traces:
         return None
     k = y._value.item()
     if type(k) is not float or k != int(k) or k == 0 or not -2.0 ** 24 <= k <= 2.0 ** 24:
         return None
-    if any(core._tracks(tape, y) for tape in core.current_state().tapes):
-        return None
+    for tape in state.tapes:
+        if core._tracks(tape, y):
+            return None
     return int(k)
 
 
