@@ -26,11 +26,16 @@ class UnconnectedGradients(enum.Enum):
 def _unconnected(value) -> UnconnectedGradients:
     if isinstance(value, UnconnectedGradients):
         return value
+    if type(value) is str and value in _BY_VALUE:      # (no enum lookup)
+        return _BY_VALUE[value]
     try:
         return UnconnectedGradients(value.value if isinstance(value, UnconnectedGradients) else value)
     except ValueError:
         raise ValueError(f"unconnected_gradients must be 'none' or 'zero' "
                          f"(or UnconnectedGradients.NONE/ZERO), got {value!r}") from None
+
+
+_BY_VALUE = {"none": UnconnectedGradients.NONE, "zero": UnconnectedGradients.ZERO}
 
 
 class _Entry:
@@ -286,6 +291,8 @@ class GradientTape:
                 f"unconnected_gradients='zero')")
 
     def _seeds(self, flat_targets, target_tree, output_gradients) -> list:
+        if output_gradients is None:           # ones for every target (the common call)
+            return [ops.ones_like(t) for t in flat_targets]
         if target_tree == _LEAF and isinstance(output_gradients, (list, tuple)) \
                 and len(output_gradients) == 1 and _shape_of(output_gradients[0]) == \
                 tuple(flat_targets[0].shape) != _shape_of(output_gradients):
