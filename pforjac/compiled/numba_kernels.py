@@ -14,7 +14,7 @@ from .numba_lowering import NonFiniteMatrix
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
 
-__all__ = ["multiply_no_nan", "select", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
+__all__ = ["multiply_no_nan", "select", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
 
 
@@ -39,20 +39,37 @@ def _position(k, n):
     return k
 
 
+def positions(indices, n):
+    """The 1-D `indices` as positions on an axis of length n (negative ones from the end),
+    or np.take's IndexError."""
+    out = np.empty(indices.size, np.int64)
+    for j in range(indices.size):
+        out[j] = _position(indices[j], n)
+    return out
+
+
 def take_axis(x, indices):
     """np.take(x, indices, axis=1) of a C-contiguous (pre, n, post) x and 1-D indices."""
+    positions_ = positions(indices, x.shape[1])
     out = np.empty((x.shape[0], indices.size, x.shape[2]), x.dtype)
-    for j in range(indices.size):
-        out[:, j, :] = x[:, _position(indices[j], x.shape[1]), :]
+    for i in range(x.shape[0]):
+        for j in range(indices.size):
+            p = positions_[j]
+            for k in range(x.shape[2]):
+                out[i, j, k] = x[i, p, k]
     return out
 
 
 def scatter_add_axis(g, indices, size):
     """Zeros of shape (pre, size, post) with the (pre, m, post) g added at `indices` along
     axis 1, in order (as np.add.at adds; 0 + g where they are distinct)."""
+    positions_ = positions(indices, size)
     out = np.zeros((g.shape[0], size, g.shape[2]), g.dtype)
-    for j in range(indices.size):
-        out[:, _position(indices[j], size), :] += g[:, j, :]
+    for i in range(g.shape[0]):
+        for j in range(indices.size):
+            p = positions_[j]
+            for k in range(g.shape[2]):
+                out[i, p, k] += g[i, j, k]
     return out
 
 
@@ -307,6 +324,7 @@ if numba is not None:
     multiply_no_nan = numba.vectorize(cache=True)(multiply_no_nan)
     select = numba.vectorize(cache=True)(select)
     _position = numba.njit(cache=True)(_position)
+    positions = numba.njit(cache=True)(positions)
     take_axis = numba.njit(cache=True)(take_axis)
     scatter_add_axis = numba.njit(cache=True)(scatter_add_axis)
     prod_axis = numba.njit(cache=True)(prod_axis)
