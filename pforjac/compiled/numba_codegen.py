@@ -136,6 +136,8 @@ class _Walk:
             self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
         elif len(eqn.outputs) > 1:
             ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
+        elif _TRANSPOSED.match(expr) and id(out) not in self.results:
+            self._transpose_of(out, *_TRANSPOSED.match(expr).groups())
         elif not (eqn.prim.elementwise and out.ndim and self._loop(eqn)):
             ctx.emit(f"{self.names[id(out)]} = {expr}")
 
@@ -181,6 +183,18 @@ class _Walk:
         self.done.add(id(result))
         return True
 
+    def _transpose_of(self, out, name: str, perm: str) -> None:
+        """`out`, which a rule computed as a transpose of the array `name`, becomes a view
+        of it (loops read through; a copy, if one is asked, is a loop nest)."""
+        perm = tuple(int(p) for p in perm.strip("()").split(",") if p.strip())
+        under = SimpleNamespace(shape=tuple(out.shape[perm.index(k)] for k in range(out.ndim)),
+                                ndim=out.ndim, dtype=out.dtype)
+        self.kept.append(under)
+        self.names[id(under)] = name
+        self.ctx.views[id(out)] = (under, lambda index: [index[perm.index(k)] for k in range(len(perm))])
+        self.ctx.pending[self.names[id(out)]] = lambda: self.ctx.emit(
+            f"{self.names[id(out)]} = np.transpose({name}, {perm})")
+
     def _nest(self, eqn, shape: tuple) -> tuple[LoopNest, str]:
         nest = LoopNest(shape, self.ctx.fresh)
         return nest, self.ctx.element(nest, eqn, nest.index)[0]
@@ -210,6 +224,7 @@ class _Walk:
         return [f"{name} = {helper}({', '.join(params)})"]
 
 
+_TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
 
 

@@ -392,6 +392,10 @@ def _matmul(ctx, eqn, args) -> str:
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+    if b.ndim == 2:                          # (a stack times one matrix: one product)
+        rows = int(np.prod(a.shape[:-1], dtype=np.int64))
+        return (f"np.dot({ctx.contiguous(a, args[0])}.reshape({(rows, a.shape[-1])}), "
+                f"{ctx.contiguous(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))

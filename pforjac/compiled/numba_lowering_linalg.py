@@ -47,12 +47,17 @@ def _sum_letters(ctx, x: _Operand, drop: set) -> _Operand:
     return _Operand(name, letters, False, dtype=x.dtype)
 
 
-def _permuted(x: _Operand, letters: str, sizes: dict, grouped: tuple) -> str:
-    """x's axes in the order of `letters`, reshaped to the sizes of the letter `grouped`s."""
+def _permuted(ctx, x: _Operand, letters: str, sizes: dict, grouped: tuple) -> str:
+    """x's axes in the order of `letters`, reshaped to the sizes of the letter `grouped`s
+    (a loop nest copies it where it is not already C-contiguous in that order)."""
     perm = tuple(x.letters.index(c) for c in letters)
     shape = tuple(math.prod(sizes[c] for c in g) for g in grouped)
-    if perm == tuple(range(len(perm))):
-        return f"{x.contiguous()}.reshape({shape})"
+    if perm == tuple(range(len(perm))) and not x.strided:
+        return f"{x.expr}.reshape({shape})"
+    if hasattr(ctx, "loop"):
+        copy = ctx.loop(tuple(sizes[c] for c in letters), x.dtype, lambda nest: _read(
+            ctx, nest, x, [nest.index[letters.index(c)] for c in x.letters]))
+        return f"{copy}.reshape({shape})"
     return f"np.ascontiguousarray(np.transpose({x.expr}, {perm})).reshape({shape})"
 
 
@@ -60,7 +65,9 @@ def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = ""
     """The contraction of two operands to the letters `keep` (in an order of its choosing):
     letters only one operand has and `keep` lacks are summed first; then the shared letters
     `keep` has are batch axes, the shared ones it lacks are contracted (a BLAS product per
-    matrix) or, if there are none, the product is a broadcast multiplication."""
+    matrix) or, if there are none, the product is a broadcast multiplication. Where the
+    context writes loops, a broadcast product and a contraction too small for BLAS to pay
+    for its call are one loop nest (`_loop_pair`)."""
     x = _sum_letters(ctx, x, set(x.letters) - set(y.letters) - set(keep))
     y = _sum_letters(ctx, y, set(y.letters) - set(x.letters) - set(keep))
     batch = "".join(c for c in x.letters if c in y.letters and c in keep)
@@ -69,14 +76,16 @@ def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = ""
     right = "".join(c for c in y.letters if c not in x.letters)
     letters = batch + left + right
     m, n, k = (math.prod(sizes[c] for c in g) for g in (left, right, summed))
-    if hasattr(ctx, "reduce") and m * n * k < _SMALL_PRODUCT and x.letters and y.letters:
+    if hasattr(ctx, "reduce") and (not summed or m * n * k < _SMALL_PRODUCT) and x.letters and y.letters:
         letters = order if sorted(order) == sorted(letters) else letters     # (any order: the asked one)
         return _Operand(_loop_pair(ctx, x, y, letters, summed, sizes), letters, False, dtype=x.dtype)
-    a = _permuted(x, batch + left + summed, sizes, (batch, left, summed))
-    b = _permuted(y, batch + summed + right, sizes, (batch, summed, right))
+    a = _permuted(ctx, x, batch + left + summed, sizes, (batch, left, summed))
+    b = _permuted(ctx, y, batch + summed + right, sizes, (batch, summed, right))
     shape = tuple(sizes[c] for c in letters) or (1,)       # (no letters: one value)
     name = ctx.fresh()
-    if summed:
+    if summed and not batch:                # (one product: BLAS straight into the result)
+        ctx.emit(f"{name} = np.dot({a}.reshape({(m, k)}), {b}.reshape({(k, n)})).reshape({shape})")
+    elif summed:
         ctx.emit(f"{name} = K.batched_dot({a}, {b}).reshape({shape})")
     else:
         m, n = math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)
