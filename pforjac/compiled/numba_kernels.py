@@ -107,11 +107,12 @@ def min_axis(x):
 
 
 def batched_dot(a, b):
-    """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks: one BLAS product
-    per matrix."""
-    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
-    for i in range(a.shape[0]):
-        np.dot(a[i], b[i], out[i])          # (written in place: no product copied)
+    """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks (either may hold
+    one matrix, shape (1, ...), for all): one BLAS product per matrix."""
+    count = b.shape[0] if a.shape[0] == 1 else a.shape[0]
+    out = np.empty((count, a.shape[1], b.shape[2]), a.dtype)
+    for i in range(count):                  # (written in place: no product copied)
+        np.dot(a[i if a.shape[0] > 1 else 0], b[i if b.shape[0] > 1 else 0], out[i])
     return out
 
 

@@ -383,6 +383,19 @@ def _all_finite(ctx, eqn, args) -> str:
 
 
 # -- products --------------------------------------------------------------------------------
+def _stack(ctx, v, arg: str, batch: tuple) -> str:
+    """Operand `v` of a batched product as a C-contiguous (count, m, k) stack: its own
+    matrices where its batch is the whole batch, (1, m, k) where it has one matrix (the
+    kernel reads it for every entry), else broadcast and copied."""
+    core, own = tuple(v.shape[-2:]), tuple(v.shape[:-2])
+    count = int(np.prod(own, dtype=np.int64))
+    if count == 1 or (1,) * (len(batch) - len(own)) + own == batch:
+        return f"{ctx.contiguous(v, arg)}.reshape({(count,) + core})"
+    return (f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + core}))"
+            f".reshape({(int(np.prod(batch, dtype=np.int64)),) + core})")
+
+
+
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
     """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
@@ -399,7 +412,5 @@ def _matmul(ctx, eqn, args) -> str:
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-    count = int(np.prod(batch, dtype=np.int64))
-    stacks = [f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + tuple(v.shape[-2:])}))"
-              f".reshape({(count,) + tuple(v.shape[-2:])})" for arg, v in zip(args, (a, b))]
+    stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
