@@ -55,3 +55,16 @@ def test_a_value_constant_along_an_axis_is_computed_once_not_per_row():
     source = numba_source(f.program(a, b))
     exp = [k for k, line in enumerate(source.splitlines()) if "np.exp" in line]
     assert len(exp) == 1 and "np.empty((1, 3)" in source
+
+
+@pytest.mark.parametrize("shape, new", [((10, 64, 32, 4), (10, 64, 128)), ((640, 128), (64, 10, 128)),
+                                        ((2, 3, 4), (4, 6)), ((1, 512, 1), (32, 16)),
+                                        ((3, 1, 4), (12,)), ((4, 6), (2, 12)), ((5, 1), (1, 5))])
+def test_a_reshape_read_through_finds_every_element(shape, new):
+    from pforjac.compiled.numba_loops import _reshape
+    index_map = _reshape(shape, new)
+    a = np.arange(int(np.prod(shape))).reshape(shape)
+    b = a.reshape(new)
+    for idx in np.ndindex(*new):
+        at = tuple(eval(text) for text in index_map([str(i) for i in idx]))   # noqa: S307 (our own index texts)
+        assert a[at] == b[idx], (idx, at)

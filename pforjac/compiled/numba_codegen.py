@@ -66,16 +66,34 @@ def declined_equations(program: Program) -> dict[int, str]:
 
 
 def _fusible(eqn, readers, results) -> bool:
-    """Whether the result of elementwise `eqn` is inlined into its one reader: an
-    elementwise one of its shape, or a reduction (whose loops then compute it)."""
+    """Whether the result of elementwise `eqn` is inlined into its one reader, whose
+    loops then compute it (`_reads_in_loops`)."""
     out = eqn.outputs[0]
     users = readers.get(id(out), [])
     if not (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
             and len(users) == 1 and sum(id(v) == id(out) for v in users[0].inputs) == 1):
         return False
-    if users[0].prim.name in REDUCTIONS:
-        return True
-    return users[0].prim.elementwise and out.shape == users[0].outputs[0].shape
+    return _reads_in_loops(users[0], out, readers, results)
+
+
+def _reads_in_loops(user, value, readers, results) -> bool:
+    """Whether `user`, the one reader of `value`, reads each element of it once in a loop
+    nest: an elementwise equation of its shape, a reduction, or a transpose or reshape
+    (no element read twice) read once by such a reader or a product (copied by a loop)."""
+    while True:
+        if user.prim.name in REDUCTIONS:
+            return True
+        if user.prim.elementwise:
+            return value.shape == user.outputs[0].shape
+        view = user.outputs[0]
+        if user.prim.name not in ("transpose", "reshape") or id(view) in results:
+            return False
+        users = readers.get(id(view), [])
+        if len(users) != 1 or sum(id(v) == id(view) for v in users[0].inputs) != 1:
+            return False
+        if users[0].prim.name == "matmul":
+            return True
+        user, value = users[0], view
 
 
 def numba_source(program: Program, name: str = "program", baked: dict | None = None,

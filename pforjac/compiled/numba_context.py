@@ -72,7 +72,7 @@ class LoweringContext:
         for out, index_map in zip(eqn.outputs, index_maps):
             self.views[id(out)] = (x, index_map)
             self.pending[self.names[id(out)]] = once
-            if eqn.prim.name == "reshape":
+            if eqn.prim.name == "reshape" and id(x) not in self.inlined:
                 self.follow(out, x)
             else:
                 self.strided.add(id(out))
@@ -82,10 +82,10 @@ class LoweringContext:
         computed where `var` is inlined, else read from the array under any views
         (`expr`: `var`'s source, where it has no name)."""
         index = broadcast(nest.index if index is None else index, tuple(var.shape))
-        if id(var) in self.inlined:
-            return self.element(nest, self.inlined[id(var)], index)
         inside: list[str] = []               # (a view of zeros outside a region: where it reads)
-        while id(var) in self.views:
+        while id(var) in self.views or id(var) in self.inlined:
+            if id(var) in self.inlined:         # (under bijective views only: `_fusible`)
+                return self.element(nest, self.inlined[id(var)], index)
             var, index_map = self.views[id(var)]
             index = index_map(index)
             if isinstance(index, tuple):

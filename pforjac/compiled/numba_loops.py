@@ -31,7 +31,9 @@ def view_maps(eqn, ctx=None, args=None) -> list[IndexMap] | None:
     """The index maps of a view equation (from each output's index texts to its operand's),
     or None where the equation is not one. A gather along an axis is one too: reading an
     element reads its position, which a kernel checks once (`ctx`: where its statement
-    goes, `args`: the equation's operands)."""
+    goes, `args`: the equation's operands). A reshape that merges or splits axes is one
+    only of a value that is not a plain array (strided, or computed where it is read):
+    of an array, numba's reshape is free and its loops index it without arithmetic."""
     if eqn.prim.name == "gather" and ctx is not None:
         return _gather_map(eqn, ctx, args)
     if len(eqn.inputs) != 1 or eqn.inputs[0].ndim == 0:
@@ -47,7 +49,9 @@ def view_maps(eqn, ctx=None, args=None) -> list[IndexMap] | None:
     if name == "broadcast_to":
         lead = out.ndim - x.ndim
         return [lambda idx: ["0" if d == 1 else idx[lead + k] for k, d in enumerate(x.shape)]]
-    found = {"reshape": lambda: _unit_reshape(tuple(x.shape), tuple(out.shape)),
+    found = {"reshape": lambda: _unit_reshape(tuple(x.shape), tuple(out.shape)) or (
+                 _reshape(tuple(x.shape), tuple(out.shape)) if ctx is not None and (
+                     id(x) in ctx.strided or id(x) in ctx.inlined) else None),
              "setitem_zeros": lambda: _placed(eqn.params["key"], tuple(out.shape), tuple(x.shape)),
              "getitem": lambda: _basic_index(eqn.params["key"], tuple(x.shape))}.get(name, lambda: None)()
     return None if found is None else [found]
@@ -101,6 +105,52 @@ def _unit_reshape(shape: tuple, new: tuple) -> IndexMap | None:
             out[a] = idx[b]
         return out
     return index
+
+
+def _reshape(shape: tuple, new: tuple) -> IndexMap | None:
+    """A C-order reshape: axes of length 1 added or dropped, else each group of axes whose
+    sizes multiply alike read at its flat position (merged axes: a sum of strided indices;
+    split ones: quotients and remainders)."""
+    found = _unit_reshape(shape, new)
+    if found is not None or 0 in shape:
+        return found
+    groups = _groups(shape, new)
+
+    def index(idx):
+        out = []
+        for ins, outs in groups:
+            terms = [idx[o] if _size(new[o + 1:outs[-1] + 1]) == 1 else f"{idx[o]} * {_size(new[o + 1:outs[-1] + 1])}"
+                     for o in outs if idx[o] != "0"]
+            flat = " + ".join(terms) or "0"
+            for p, j in enumerate(ins):
+                inner, d = _size(shape[j + 1:ins[-1] + 1]), shape[j]
+                part = f"({flat})" if inner == 1 else f"(({flat}) // {inner})"
+                out.append("0" if d == 1 else part if p == 0 else f"({part} % {d})")
+        return out
+    return index
+
+
+def _size(dims) -> int:
+    return int(np.prod(dims, dtype=np.int64))
+
+
+def _groups(shape: tuple, new: tuple) -> list[tuple[list, list]]:
+    """The axes of `shape` and `new` in groups of equal products, in order."""
+    groups, i, j = [], 0, 0
+    while i < len(shape) and j < len(new):
+        ins, outs, a, b = [i], [j], shape[i], new[j]
+        i, j = i + 1, j + 1
+        while a != b:
+            if a < b:
+                ins.append(i)
+                a, i = a * shape[i], i + 1
+            else:
+                outs.append(j)
+                b, j = b * new[j], j + 1
+        groups.append((ins, outs))
+    groups[-1][0].extend(range(i, len(shape)))      # (axes of length 1 left over)
+    groups[-1][1].extend(range(j, len(new)))
+    return groups
 
 
 def _basic_index(key, shape: tuple) -> IndexMap | None:
