@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pforjac as pj
+from pforjac.compiled import numba_backend
 from pforjac.compiled.numba_codegen import numba_source
 
 pytest.importorskip("numba")
@@ -68,3 +69,20 @@ def test_a_reshape_read_through_finds_every_element(shape, new):
     for idx in np.ndindex(*new):
         at = tuple(eval(text) for text in index_map([str(i) for i in idx]))   # noqa: S307 (our own index texts)
         assert a[at] == b[idx], (idx, at)
+
+
+def _repeated_rows(x, w):
+    seed = np.ones((2, 4, 1))                       # the same for each of 4 rows: a broadcast
+    rows = seed * pj.reshape(x[:2], (2, 1, 3))      # (2, 4, 3), each row 4 times
+    return pj.tanh(pj.reshape(rows, (8, 3)) @ w), rows + 1.0
+
+
+def test_a_product_of_repeated_rows_multiplies_each_row_once():
+    f = pj.function(_repeated_rows, backend="numba")
+    x, w = np.linspace(-1.0, 1.0, 12).reshape(4, 3), np.linspace(0.0, 2.0, 15).reshape(3, 5)
+    rows = np.repeat(x[:2], 4, axis=0)
+    for got, want in zip(f(x, w), (np.tanh(rows @ w), rows.reshape(2, 4, 3) + 1.0)):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    program = f.program(x, w)
+    source = numba_source(program, "p", numba_backend._baked_consts(program))
+    assert ".reshape((2, 3)), " in source and "np.dot(" in source      # (2 rows, not 8)

@@ -11,7 +11,6 @@ named in one `NotLowered` error.
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -112,6 +111,9 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
         names[key], definition = _baked(k, value)
         globals_.extend(definition)
     walk = _Walk(program, LoweringContext(names), parallel_min_size, globals_)
+    for var in program.consts:
+        if id(var) in baked:
+            _read_uniform_once(walk.ctx, var, np.asarray(baked[id(var)]))
     failed: list[str] = []
     for eqn in program.equations:
         try:
@@ -127,6 +129,18 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     return "".join(g + "\n" for g in globals_) + _function_source(program, name, walk.ctx.lines, names, baked)
 
 
+def _read_uniform_once(ctx, var, value: np.ndarray) -> None:
+    """A constant whose values are the same along some axes (a seed of ones per example)
+    is read at index 0 there: loops see it as a broadcast, and what they compute from it
+    is computed once for all its copies."""
+    uniform = [k for k in range(value.ndim) if value.shape[k] > 1
+               and np.array_equal(value, np.take(value, [0] * value.shape[k], axis=k))]
+    if not uniform:
+        return
+    ctx.views[id(var)] = (ctx.stand_in(ctx.names[id(var)], tuple(value.shape), var.dtype),
+                          lambda index: ["0" if k in uniform else i for k, i in enumerate(index)])
+
+
 class _Walk:
     """The equations lowered in order: views deferred, elementwise results inlined into
     their reader or computed by a loop nest, every other equation by its rule."""
@@ -135,7 +149,6 @@ class _Walk:
         self.ctx, self.names, self.min_size, self.globals_ = ctx, ctx.names, parallel_min_size, globals_
         self.readers, self.results = _readers(program), {id(v) for v in program.outputs}
         self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
-        self.kept: list = []
         self.done: set[int] = set()
 
     def lower(self, eqn) -> None:
@@ -150,6 +163,8 @@ class _Walk:
             ctx.defer(eqn, index_maps, lambda: ctx.emit(f"{made} = {rule(ctx, eqn, args)}"))
             return
         expr = rule_for(eqn.prim)(ctx, eqn, args)
+        if expr is None:                        # (the rule made the result a view)
+            return
         if _fusible(eqn, self.readers, self.results):
             self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
         elif len(eqn.outputs) > 1:
@@ -205,10 +220,7 @@ class _Walk:
         """`out`, which a rule computed as a transpose of the array `name`, becomes a view
         of it (loops read through; a copy, if one is asked, is a loop nest)."""
         perm = tuple(int(p) for p in perm.strip("()").split(",") if p.strip())
-        under = SimpleNamespace(shape=tuple(out.shape[perm.index(k)] for k in range(out.ndim)),
-                                ndim=out.ndim, dtype=out.dtype)
-        self.kept.append(under)
-        self.names[id(under)] = name
+        under = self.ctx.stand_in(name, tuple(out.shape[perm.index(k)] for k in range(out.ndim)), out.dtype)
         self.ctx.views[id(out)] = (under, lambda index: [index[perm.index(k)] for k in range(len(perm))])
         self.ctx.pending[self.names[id(out)]] = lambda: self.ctx.emit(
             f"{self.names[id(out)]} = np.transpose({name}, {perm})")
@@ -219,10 +231,9 @@ class _Walk:
 
     def _broadcast_of(self, out, small: tuple, name: str) -> str:
         """`out` becomes a broadcast view of the array `name` of shape `small`."""
-        under = SimpleNamespace(shape=small, ndim=len(small), dtype=out.dtype)
-        self.kept.append(under)                 # (its id names it while the program lowers)
-        self.names[id(under)] = name
+        under = self.ctx.stand_in(name, small, out.dtype)
         self.ctx.views[id(out)] = (under, lambda index: ["0" if d == 1 else i for i, d in zip(index, small)])
+        self.ctx.kinds[id(out)] = "broadcast"
         self.ctx.strided.add(id(out))
         self.ctx.pending[self.names[id(out)]] = lambda: self.ctx.emit(
             f"{self.names[id(out)]} = np.broadcast_to({name}, {tuple(out.shape)})")

@@ -7,6 +7,7 @@ store into part of an array, a reduction.
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -30,6 +31,8 @@ class LoweringContext:
         self.views: dict[int, tuple] = {}           # id(view) -> (its operand, index map)
         self.pending: dict[str, Callable] = {}      # name of a view not made yet -> makes it
         self.inlined: dict[int, object] = {}        # id(result) -> its elementwise equation
+        self.kinds: dict[int, str] = {}             # id(view) -> the op making it
+        self.kept: list = []                        # (stand-ins whose ids name arrays)
         self._copies: dict[int, str] = {}
         self._count = 0
 
@@ -71,11 +74,43 @@ class LoweringContext:
                 make()
         for out, index_map in zip(eqn.outputs, index_maps):
             self.views[id(out)] = (x, index_map)
+            self.kinds[id(out)] = eqn.prim.name
             self.pending[self.names[id(out)]] = once
             if eqn.prim.name == "reshape" and id(x) not in self.inlined:
                 self.follow(out, x)
             else:
                 self.strided.add(id(out))
+
+    def stand_in(self, name: str, shape: tuple, dtype):
+        """A variable standing for the array `name` (of `shape`) in the views."""
+        var = SimpleNamespace(shape=tuple(shape), ndim=len(shape), dtype=dtype)
+        self.kept.append(var)
+        self.names[id(var)] = name
+        return var
+
+    def broadcast_rows(self, var):
+        """(the smaller array, the broadcast) where `var` (2-D) is a reshape merging the
+        leading axes of a broadcast along some of them (its last axis kept), else None."""
+        if var.ndim != 2 or self.kinds.get(id(var)) != "reshape":
+            return None
+        x = self.views[id(var)][0]
+        if x.ndim < 3 or x.shape[-1] != var.shape[-1] or self.kinds.get(id(x)) != "broadcast":
+            return None
+        small = self.views[id(x)][0]
+        if small.ndim != x.ndim or small.shape[-1] != x.shape[-1]:
+            return None
+        return small, x
+
+    def product_view(self, out, name: str, small: tuple, full: tuple) -> None:
+        """`out` becomes a reshape of the broadcast to `full` of the array `name` (`small`)."""
+        from .numba_loops import _reshape
+        under, wide = self.stand_in(name, small, out.dtype), self.stand_in("", full, out.dtype)
+        self.views[id(wide)] = (under, lambda index: ["0" if d == 1 else i for i, d in zip(index, small)])
+        self.views[id(out)] = (wide, _reshape(full, tuple(out.shape)))
+        self.kinds[id(out)] = "product"
+        self.strided.add(id(out))
+        self.pending[self.names[id(out)]] = lambda: self.emit(
+            f"{self.names[id(out)]} = {self.loop(out.shape, out.dtype, lambda nest: self.read(nest, out))}")
 
     def read(self, nest: LoopNest, var, expr: str | None = None, index=None) -> tuple[str, int]:
         """(a scalar holding `var`'s element at `index` (the nest's, broadcast), its depth):

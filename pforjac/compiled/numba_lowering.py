@@ -399,10 +399,21 @@ def _stack(ctx, v, arg: str, batch: tuple) -> str:
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
     """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
-    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`)."""
+    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`).
+    Rows that repeat (a broadcast, merged into the rows) are multiplied once: the result
+    is a view repeating their products (None: nothing to assign)."""
     a, b = eqn.inputs
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
+    rows = ctx.broadcast_rows(a) if hasattr(ctx, "broadcast_rows") and b.ndim == 2 else None
+    if rows is not None:                     # (rows repeated: their product, repeated)
+        small, wide = rows
+        count, name = int(np.prod(small.shape[:-1], dtype=np.int64)), ctx.fresh()
+        shape = tuple(small.shape[:-1]) + (b.shape[1],)
+        ctx.emit(f"{name} = np.dot({ctx.contiguous(small, ctx.names[id(small)])}.reshape({(count, a.shape[-1])}), "
+                 f"{ctx.contiguous(b, args[1])}).reshape({shape})")
+        ctx.product_view(eqn.outputs[0], name, shape, tuple(wide.shape[:-1]) + (b.shape[1],))
+        return None
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
     if b.ndim == 2:                          # (a stack times one matrix: one product)
