@@ -55,6 +55,11 @@ class Primitive:
     - `pure_rules`: its rules read nothing but their arguments and parameters, so code
       compiled from them once stays right (the loop cache compiles a repeated eager
       Jacobian's backward pass and reuses it); pforjac's own ops' are.
+    - `plain_forward`: None, or `plain_forward(x, c_ordered, **params)`, which for an input
+      of x's shape and dtype, a numpy value (C-ordered if `c_ordered`), names the numpy call
+      the forward ends in: `(".reshape", args, keywords)` for x's method, `("np.add.reduce",
+      args, keywords)` for a function of x; None where the forward does more (generated
+      code calls that directly, without the forward's checks).
     """
 
     def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,
@@ -78,6 +83,7 @@ class Primitive:
         self.examples = examples
         self.origin = "built-in"          # "extend" for ops declared by pforjac.extend.defop
         self.pure_rules = pure_rules
+        self.plain_forward: Callable | None = None     # set where the op is declared
 
     def __repr__(self) -> str:
         return self.name

@@ -20,7 +20,8 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
-from .outer_products import EINSUM, outer_einsum
+from .outer_products import EINSUM, outer_products
+from .plain_calls import plain_call_ast, plain_calls
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -91,7 +92,8 @@ def program_to_ast(program: Program, name: str = "program", exact: bool = True) 
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
         for k, var in enumerate(program.consts)]
     plan = _Plan(program, exact)
-    body += [ast.Assign(targets=[_targets(eqn)], value=plan.call(k, eqn))
+    body += [ast.Pass() if k in plan.needless else ast.Assign(targets=[_targets(eqn)],
+                                                              value=plan.call(k, eqn))
              for k, eqn in enumerate(program.equations)]
     borrowed = borrowed_outputs(program)
     body.append(ast.Return(value=ast.Tuple(
@@ -116,18 +118,24 @@ class _Plan:
         self.reshaped = _reshaped(program)
         self.contiguous = broadcast_transposes(program, layouts)
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
+        self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
+        by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
+        self.outer, self.needless = ({}, set()) if exact else \
+            outer_products(program, layouts, set(self.in_place) | by_last)
 
     def call(self, k: int, eqn) -> ast.expr:
         """The call computing equation `k`."""
         inputs = [_load(_py_name(v)) for v in eqn.inputs]
         keywords = self.keywords(k, eqn)
-        outer = None if self.exact or k in self.in_place else outer_einsum(eqn, self.layouts)
+        outer = self.outer.get(k)
         if _by_last_axis(eqn, self.layouts, self.broadcasts):
             call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
                          keywords)
         elif outer is not None:
-            call = _call("outer_product", [ast.Constant(value=outer[0])] + inputs,
-                         {key: _literal(v) for key, v in outer[1].items()})
+            call = _call("outer_product", [ast.Constant(value=outer[0])] + [
+                _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
+        elif k in self.plain:
+            call = plain_call_ast(self.plain[k], inputs[0], _literal, _call)
         else:
             call = _call(_impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call

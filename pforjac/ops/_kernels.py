@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-__all__ = ["short_rows", "row_items", "sum_short_axis", "axis_first", "extremum", "setitem",
+__all__ = ["short_rows", "row_items", "sum_short_axis", "sum_is_plain", "extremum_is_plain",
+           "axis_first", "extremum", "setitem",
            "rows_concatenable", "concat_rows", "add_at", "matmul_no_gemv", "by_last_axis",
            "BY_LAST_AXIS_UFUNCS"]
 
@@ -50,25 +51,34 @@ def sum_short_axis(x, axis=None, keepdims=False):
     that axis first (`axis_first`), summed over it, adds the same numbers in the same order
     in long rows ((1000, 50, 2) over axis 1: 0.73 -> 0.25 ms with numpy's copy, 0.05 with
     `axis_first`'s; (96, 32, 32, 3) over axis 2: 0.40 -> 0.20)."""
-    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1 \
-            and x.size >= _SMALL_SUM:
+    if not sum_is_plain(x.shape, x.dtype, axis):
         (a,) = axis
-        n, inner = x.shape[a], math.prod(x.shape[a + 1:])
-        if _short_last(x, a):
+        if _short_last(x.shape, a):
             out = _fold_slices(np.add, x, a)
             out += 0.0
             return np.expand_dims(out, a) if keepdims else out
-        if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
-            out = axis_first(x, a, inner).sum(axis=0)
-            return np.expand_dims(out, a) if keepdims else out
+        out = axis_first(x, a, math.prod(x.shape[a + 1:])).sum(axis=0)
+        return np.expand_dims(out, a) if keepdims else out
     return np.add.reduce(x, axis=axis, keepdims=keepdims)    # (np.sum's own call, 2 us sooner)
 
 
-def _short_last(x, a: int, rows: int = 256) -> bool:
-    """Axis `a` of `x` is its last (but for unit axes) and has 2-7 elements, over `rows` rows:
-    numpy's reductions run a loop per row there."""
-    n = x.shape[a]
-    return 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= rows
+def sum_is_plain(shape: tuple, dtype, axis) -> bool:
+    """Whether `sum_short_axis` sums C-ordered data of this shape and dtype over `axis` (a
+    tuple or None) by np.add.reduce, its last line (generated code then calls that itself)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype.itemsize < 4 or axis is None or len(axis) != 1 \
+            or math.prod(shape) < _SMALL_SUM:
+        return True
+    (a,) = axis
+    inner = math.prod(shape[a + 1:])
+    return not (_short_last(shape, a) or shape[a] >= 2 and 2 <= inner <= 16 and a > 0)
+
+
+def _short_last(shape: tuple, a: int, rows: int = 256) -> bool:
+    """Axis `a` of an array of `shape` is its last (but for unit axes) and has 2-7 elements,
+    over `rows` rows: numpy's reductions run a loop per row there."""
+    n = shape[a]
+    return 2 <= n < 8 and math.prod(shape[a + 1:]) == 1 and math.prod(shape) // n >= rows
 
 
 # numpy's max of short rows costs more than the slices' maximum from 32 rows on ((64, 3):
@@ -107,11 +117,16 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
     row of 2 to 7 elements drawn from +-0, +-1, +-inf and NaN, tests/test_reductions.py).
     The result is C-ordered."""
     x = np.asarray(x)
-    if x.dtype.kind == "f" and axis is not None and len(axis) == 1 and \
-            _short_last(x, axis[0], _EXTREMUM_ROWS):
+    if not extremum_is_plain(x.shape, x.dtype, axis):
         out = _fold_slices(pairwise, x, axis[0], order="C")
         return np.expand_dims(out, axis[0]) if keepdims else out
     return reduce(x, axis=axis, keepdims=keepdims)
+
+
+def extremum_is_plain(shape: tuple, dtype, axis) -> bool:
+    """Whether `extremum` reduces an array of this shape and dtype over `axis` by `reduce`."""
+    return not (np.dtype(dtype).kind == "f" and axis is not None and len(axis) == 1
+                and _short_last(shape, axis[0], _EXTREMUM_ROWS))
 
 
 # -- copies of short rows ---------------------------------------------------------------------

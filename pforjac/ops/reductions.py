@@ -17,11 +17,11 @@ from ..warn import warn_wrong_result
 from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan,
                           multiply_zero_safe, ones_like, sqrt, square, stop_gradient, where,
                           zeros, zeros_like)
-from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to,  # noqa: F401
+from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to, reduce_call,  # noqa: F401
                            reduction, reshape, restore_reduced, sum, sum_p)     # (sum opens the family)
 from .shape import flip, pad, stack, transpose
 from ._family import axis_index, normalize_axes
-from ._kernels import extremum
+from ._kernels import extremum, extremum_is_plain
 from .complex_parts import abs_squared
 
 __all__ = ["max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
@@ -50,6 +50,13 @@ def _extremum_jvp(ts, ans, x, axes, keepdims):
     return sum_p.bind(ts[0] * weights, axes=axes, keepdims=keepdims)
 
 
+def _plain_extremum(reduce):
+    return lambda x, c_ordered, axes, keepdims: (
+        reduce_call(reduce, axes, keepdims) if x.ndim and extremum_is_plain(x.shape, x.dtype, axes) else None)
+
+
+max_p.plain_forward = _plain_extremum("np.maximum.reduce")
+min_p.plain_forward = _plain_extremum("np.minimum.reduce")
 for _p in (max_p, min_p):
     defvjp(_p, _extremum_vjp)
     defjvp_all(_p, _extremum_jvp)
