@@ -58,8 +58,8 @@ class Primitive:
     - `plain_forward`: None, or `plain_forward(x, c_ordered, **params)`, which for an input
       of x's shape and dtype, a numpy value (C-ordered if `c_ordered`), names the numpy call
       the forward ends in: `(".reshape", args, keywords)` for x's method, `("np.add.reduce",
-      args, keywords)` for a function of x; None where the forward does more (generated
-      code calls that directly, without the forward's checks).
+      args, keywords)` for a function of x, `(".T", None, {})` for an attribute; None where
+      the forward does more (generated code calls that directly, without its checks).
     """
 
     def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,

@@ -67,6 +67,8 @@ def plain_call_ast(plain: tuple, x: ast.expr, literal, call) -> ast.expr:
     """The call `plain` names on the input expression `x` (`literal` renders a parameter,
     `call(func, args, keywords)` makes a call node: codegen's)."""
     callee, args, keywords = plain
+    if args is None:                                          # an attribute: x.T
+        return ast.Attribute(value=x, attr=callee[1:], ctx=ast.Load())
     args = [literal(a) for a in args]
     keywords = {key: literal(v) for key, v in keywords.items()}
     if callee.startswith("."):
