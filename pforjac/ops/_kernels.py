@@ -54,11 +54,11 @@ def sum_short_axis(x, axis=None, keepdims=False):
     if not sum_is_plain(x.shape, x.dtype, axis):
         (a,) = axis
         if _short_last(x.shape, a):
-            out = _fold_slices(np.add, x, a)
+            out = _fold_slices(np.add, x, a, keepdims)
             out += 0.0
-            return np.expand_dims(out, a) if keepdims else out
+            return out
         out = axis_first(x, a, math.prod(x.shape[a + 1:])).sum(axis=0)
-        return np.expand_dims(out, a) if keepdims else out
+        return out.reshape(x.shape[:a] + (1,) + x.shape[a + 1:]) if keepdims else out
     return np.add.reduce(x, axis=axis, keepdims=keepdims)    # (np.sum's own call, 2 us sooner)
 
 
@@ -87,14 +87,15 @@ _EXTREMUM_ROWS = 32
 _SMALL_SUM = 512       # elements: below this np.add.reduce beats every other path
 
 
-def _fold_slices(ufunc, x, a: int, **first):
+def _fold_slices(ufunc, x, a: int, keepdims: bool = False, **first):
     """ufunc(...ufunc(x[0], x[1]), ..., x[n-1]) over the slices of axis `a`, in place after the
-    first call (which gets `first`, e.g. order="C")."""
+    first call (which gets `first`, e.g. order="C"); with `keepdims` reshaped to keep axis `a`
+    (np.expand_dims would cost 1-2 us more; slices that keep it make numpy's loops slower)."""
     lead = (slice(None),) * a
     out = ufunc(x[lead + (0,)], x[lead + (1,)], **first)
     for k in range(2, x.shape[a]):
         ufunc(out, x[lead + (k,)], out=out)
-    return out
+    return out.reshape(x.shape[:a] + (1,) + x.shape[a + 1:]) if keepdims else out
 
 
 def axis_first(x, a: int, inner: int):
@@ -118,8 +119,7 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
     The result is C-ordered."""
     x = np.asarray(x)
     if not extremum_is_plain(x.shape, x.dtype, axis):
-        out = _fold_slices(pairwise, x, axis[0], order="C")
-        return np.expand_dims(out, axis[0]) if keepdims else out
+        return _fold_slices(pairwise, x, axis[0], keepdims, order="C")
     return reduce(x, axis=axis, keepdims=keepdims)
 
 
