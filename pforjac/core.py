@@ -56,10 +56,9 @@ class Primitive:
       compiled from them once stays right (the loop cache compiles a repeated eager
       Jacobian's backward pass and reuses it); pforjac's own ops' are.
     - `plain_forward`: None, or `plain_forward(x, c_ordered, **params)`, which for an input
-      of x's shape and dtype, a numpy value (C-ordered if `c_ordered`), names the numpy call
-      the forward ends in: `(".reshape", args, keywords)` for x's method, `("np.add.reduce",
-      args, keywords)` for a function of x, `(".T", None, {})` for an attribute; None where
-      the forward does more (generated code calls that directly, without its checks).
+      of x's shape and dtype, a numpy value (C-ordered if `c_ordered`), gives the numpy
+      expression in `x` that the forward computes, `"np.add.reduce(x, 1)"`; None where it
+      does more (generated code runs the expression, without the forward's checks).
     """
 
     def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,

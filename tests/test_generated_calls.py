@@ -83,3 +83,15 @@ def test_per_example_outer_products_read_2d_operands(dtype):
         for name in params:
             want_k = np.asarray(want[name])
             np.testing.assert_allclose(got[name][k], want_k, rtol=tol, atol=tol * np.abs(want_k).max())
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_max_over_a_short_last_axis_is_the_slices_fold_in_printed_source(keepdims):
+    x = RNG.choice([-0.0, 0.0, 1.0, -1.0, np.inf, np.nan], size=(40, 3, 1)) + 0 * RNG.random((40, 3, 1))
+    f = pj.function(lambda x: (pj.max(x, axis=1, keepdims=keepdims), pj.min(x, axis=1)))
+    src = f.source(x)
+    assert "np.maximum(np.maximum(" in src and "max_impl" not in src
+    compile(src, "<printed>", "exec")                        # the printed text parses back
+    for got, want in zip(f(x), (pj.max(pj.constant(x), axis=1, keepdims=keepdims),
+                                pj.min(pj.constant(x), axis=1))):
+        _same_bits(got, want.numpy())

@@ -21,6 +21,7 @@ from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 from .outer_products import EINSUM, outer_products
+from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
 from .plain_calls import plain_call_ast, plain_calls
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
@@ -101,7 +102,7 @@ def program_to_ast(program: Program, name: str = "program", exact: bool = True) 
               for k, v in enumerate(program.outputs)], ctx=ast.Load())))
     args = ast.arguments(posonlyargs=[], args=[ast.arg(arg=_py_name(v)) for v in program.inputs]
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
-    _number_lines(body)
+    number_lines(body)
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
                          type_params=[], lineno=1)
     return ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
@@ -135,7 +136,7 @@ class _Plan:
             call = _call("outer_product", [ast.Constant(value=outer[0])] + [
                 _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
         elif k in self.plain:
-            call = plain_call_ast(self.plain[k], inputs[0], _literal, _call)
+            call = plain_call_ast(self.plain[k], inputs[0])
         else:
             call = _call(_impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
@@ -159,23 +160,6 @@ class _Plan:
 def _targets(eqn) -> ast.expr:
     outs = [ast.Name(id=_py_name(v), ctx=ast.Store()) for v in eqn.outputs]
     return outs[0] if not eqn.prim.multiple_results else ast.Tuple(elts=outs, ctx=ast.Store())
-
-
-def _number_lines(body: list[ast.stmt]) -> None:
-    """Every node of statement k on line k + 2, as program_to_source prints it, so a
-    traceback's line is the source's line."""
-    for line, stmt in enumerate(body, 2):
-        for node in ast.walk(stmt):
-            if "lineno" in node._attributes:
-                node.lineno = node.end_lineno = line
-                node.col_offset, node.end_col_offset = 0, 0
-
-
-def equation_at_line(program: Program, line: int):
-    """The equation the generated code runs at `line` (1-based, as `program_to_source`
-    prints it), or None for a constant's or the return line."""
-    k = line - 2 - len(program.consts)
-    return program.equations[k] if 0 <= k < len(program.equations) else None
 
 
 def _reshaped(program: Program) -> set[int]:

@@ -21,13 +21,13 @@ from ..program import Program
 __all__ = ["plain_calls", "plain_call_ast"]
 
 
-def plain_calls(program: Program, c_ordered: set, in_place: dict) -> dict[int, tuple]:
-    """{equation index: (callee, args, keywords)} for the equations generated code computes
-    by the numpy call their forward ends in (`c_ordered`: `Layouts.c_ordered`; `in_place`:
+def plain_calls(program: Program, c_ordered: set, in_place: dict) -> dict[int, str]:
+    """{equation index: numpy expression in `x`} for the equations generated code computes
+    by the numpy calls their forward ends in (`c_ordered`: `Layouts.c_ordered`; `in_place`:
     the equations that write into an input's buffer, `in_place_outputs`)."""
     known = {id(v) for v in list(program.inputs) + list(program.consts)}
     c_ordered = c_ordered - _laid_out_by_buffers(program, c_ordered, in_place)
-    chosen: dict[int, tuple] = {}
+    chosen: dict[int, str] = {}
     for k, eqn in enumerate(program.equations):
         plain = _plain(eqn, known, c_ordered)
         if plain is not None:
@@ -55,7 +55,7 @@ def _laid_out_by_buffers(program: Program, c_ordered: set, in_place: dict) -> se
     return doubtful
 
 
-def _plain(eqn, known: set, c_ordered: set) -> tuple | None:
+def _plain(eqn, known: set, c_ordered: set) -> str | None:
     forward = eqn.prim.plain_forward
     if forward is None or len(eqn.inputs) != 1 or id(eqn.inputs[0]) not in known:
         return None
@@ -63,16 +63,13 @@ def _plain(eqn, known: set, c_ordered: set) -> tuple | None:
     return forward(x, id(x) in c_ordered, **eqn.params)
 
 
-def plain_call_ast(plain: tuple, x: ast.expr, literal, call) -> ast.expr:
-    """The call `plain` names on the input expression `x` (`literal` renders a parameter,
-    `call(func, args, keywords)` makes a call node: codegen's)."""
-    callee, args, keywords = plain
-    if args is None:                                          # an attribute: x.T
-        return ast.Attribute(value=x, attr=callee[1:], ctx=ast.Load())
-    args = [literal(a) for a in args]
-    keywords = {key: literal(v) for key, v in keywords.items()}
-    if callee.startswith("."):
-        func = ast.Attribute(value=x, attr=callee[1:], ctx=ast.Load())
-        return ast.Call(func=func, args=args, keywords=[ast.keyword(arg=k, value=v)
-                                                        for k, v in keywords.items()])
-    return call(callee, [x] + args, keywords)
+def plain_call_ast(plain: str, x: ast.expr) -> ast.expr:
+    """The expression `plain` (in `x`) with the input expression `x` in place of `x`."""
+    tree = ast.parse(plain, mode="eval").body
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, ast.Name) and value.id == "x":
+                setattr(node, field, x)
+            elif isinstance(value, list):
+                value[:] = [x if isinstance(v, ast.Name) and v.id == "x" else v for v in value]
+    return x if isinstance(tree, ast.Name) and tree.id == "x" else tree
