@@ -95,3 +95,17 @@ def test_a_max_over_a_short_last_axis_is_the_slices_fold_in_printed_source(keepd
     for got, want in zip(f(x), (pj.max(pj.constant(x), axis=1, keepdims=keepdims),
                                 pj.min(pj.constant(x), axis=1))):
         _same_bits(got, want.numpy())
+
+
+def test_a_constant_of_equal_entries_is_read_as_one_number():
+    from pforjac.compiled.passes import uniform_constants
+    minus = pj.constant(np.full(3, -1.0, np.float32))
+    uneven = pj.constant(np.array([1.0, 2.0, 3.0], np.float32))
+
+    def f(x):
+        return x * minus + uneven
+    program = uniform_constants(make_program(f, [((64, 3), np.float32)]))
+    assert sorted(c.ndim for c in program.consts) == [0, 1]
+    x = RNG.standard_normal((64, 3)).astype(np.float32)
+    for layout in (x, np.asfortranarray(x)):
+        _same_bits(pj.function(f)(layout), f(pj.constant(layout)).numpy())
