@@ -109,3 +109,19 @@ def test_a_constant_of_equal_entries_is_read_as_one_number():
     x = RNG.standard_normal((64, 3)).astype(np.float32)
     for layout in (x, np.asfortranarray(x)):
         _same_bits(pj.function(f)(layout), f(pj.constant(layout)).numpy())
+
+
+def test_a_sum_with_a_negated_operand_is_a_difference_of_the_same_bits():
+    from pforjac.compiled.passes import negated_sums
+    minus = pj.constant(np.float64(-1.0))
+
+    def f(x, y):
+        return minus * y + x, x + y * minus + 0.0
+    program = negated_sums(make_program(f, [((6, 5), np.float64), ((5,), np.float64)]))
+    names = [e.prim.name for e in program.equations]
+    assert names.count("subtract") == 2 and "multiply" not in names
+    x = RNG.choice([-0.0, 0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], size=(6, 5))
+    y = RNG.choice([-0.0, 0.0, 3.0, np.inf, np.nan], size=5)
+    with np.errstate(all="ignore"):
+        for got, want in zip(pj.function(f)(x, y), f(pj.constant(x), pj.constant(y))):
+            _same_bits(got, want.numpy())

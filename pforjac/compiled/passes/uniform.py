@@ -1,4 +1,5 @@
-"""Constants whose entries are all one number, read as that number.
+"""Constants whose entries are all one number, read as that number; sums with a negated
+operand as differences (`negated_sums`).
 
 A gradient's seed, pushed through a broadcast and folded, often ends as a small constant of
 equal entries: `multiply([-1., -1., -1.], y)` for the `-sum(h * y)` of a cross-entropy.
@@ -16,13 +17,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...program import Program
-from ...tensor import SymbolicTensor, Variable, constant
+from ...ops.elementwise import add_p, multiply_p, subtract_p
+from ...program import Program, constant_values, eliminate_dead_code
+from ...tensor import SymbolicTensor, Tensor, Variable, constant
 from ..codegen import Layouts, plain_ufunc
-from ._rewrite import rename
+from ._rewrite import producers, rename, use_counts
 from .layouts import _c_ordered_result
 
-__all__ = ["uniform_constants"]
+__all__ = ["uniform_constants", "negated_sums"]
 
 
 def uniform_constants(program: Program) -> Program:
@@ -64,3 +66,39 @@ def _single_value(c, value, layouts: Layouts) -> np.ndarray | None:
     if not (bits == bits[:1]).all():
         return None
     return array.reshape(-1)[:1].reshape(())
+
+
+def negated_sums(program: Program) -> Program:
+    """`x + (-1) * y` (a 0-d constant -1, the product read there only) as `x - y`: one
+    numpy call fewer. The same bits: -1 * y is -y exactly (a NaN keeps its sign in both),
+    and x - y is x + (-y) exactly."""
+    values = constant_values(program)
+    made, uses = producers(program), use_counts(program)
+    kept, dropped = [], set()
+    for eqn in program.equations:
+        negated = _negated_operand(eqn, made, uses, values) if eqn.prim is add_p else None
+        if negated is not None:
+            k, y, product = negated
+            dropped.add(id(product))
+            eqn = replace(eqn, prim=subtract_p, inputs=[eqn.inputs[1 - k], y])
+        kept.append(eqn)
+    if not dropped:
+        return program
+    return eliminate_dead_code(replace(program, equations=[e for e in kept if id(e) not in dropped]))
+
+
+def _negated_operand(eqn, made: dict, uses: dict, values: dict):
+    """(position, y, the product) where operand `position` of the add is (-1) * y."""
+    for k, v in enumerate(eqn.inputs):
+        product = made.get(id(v))
+        if product is None or product.prim is not multiply_p or uses.get(id(v)) != 1 \
+                or product.params:
+            continue
+        for j, c in enumerate(product.inputs):
+            y, value = product.inputs[1 - j], values.get(id(c))
+            if c.ndim == 0 and isinstance(value, Tensor) and not isinstance(
+                    value, (Variable, SymbolicTensor)) and np.asarray(value.numpy()) == -1 \
+                    and c.dtype == y.dtype == eqn.outputs[0].dtype \
+                    and tuple(y.shape) == tuple(v.shape):
+                return k, y, product
+    return None
