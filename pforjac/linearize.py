@@ -10,7 +10,10 @@ is the Jacobian-vector product at the primals. `f` is traced once, its jvp is tr
 into a Program of the tangents alone (the primal values it needs are computed then, at
 linearization), and each call of `jvp_fun` runs that Program.
 
-Numpy in, numpy out at top level (pforjac.boundary), for the functions returned too.
+Numpy in, numpy out at top level (pforjac.boundary), for the functions returned too. They
+pickle as the call that made them (`pforjac.pickling.Remade`): another process runs the
+forward pass (or the trace) again, so `fun` must pickle (a module-level function, or
+cloudpickle for a lambda).
 They sit next to PyTorch's `pj.vjp(f, x, v)` / `pj.jvp(f, x, v)`, which take the vector
 up front and return `(out, product)`.
 
@@ -29,6 +32,7 @@ from typing import Callable
 
 from .boundary import numpy_boundary
 from .forward import jvp_program
+from .pickling import Remade
 from .program import make_program, run_program
 from .tape import GradientTape
 from .tensor import as_tensor
@@ -70,6 +74,7 @@ def vjp_fn(fun: Callable, *primals, has_aux: bool = False):
                               unconnected_gradients="zero") if flat else []
         return _regrouped(grads, trees, True)
     out = tree_unflatten(out_def, out_leaves)
+    vjp_fun = Remade(vjp_fun, 1, vjp_fn, fun, *primals, has_aux=has_aux)
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
 
 
@@ -100,7 +105,8 @@ def linearize(fun: Callable, *primals):
         for k, (t, (tree, _, _)) in enumerate(zip(tangents, trees)):
             leaves.extend(_tangent_leaves(tree, t, k))
         return tree_unflatten(program.out_tree, run_program(linear, _checked(leaves, flat)))
-    return tree_unflatten(program.out_tree, seen["out"]), jvp_fun
+    return tree_unflatten(program.out_tree, seen["out"]), Remade(jvp_fun, 1, linearize, fun,
+                                                                 *primals)
 
 
 def _tangent_leaves(tree, t, k: int) -> list:

@@ -9,7 +9,9 @@ and standard pickle is refused with an error that names the function and says so
 
 What a transform returns (`pj.grad(f)`, `pj.jacrev(f)`, `pj.vmap(f)`, ...) is a
 `Transformed`: it pickles as the call that makes it again, `pj.grad(f, argnums, ...)`, so
-it crosses to another process exactly when `f` does.
+it crosses to another process exactly when `f` does. What `pj.vjp_fn` and `pj.linearize`
+return besides the output (the linear maps) is a `Remade`: it pickles as the call that
+made it and its primals, so the receiving process runs the forward pass again.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import sys
 import types
 from typing import Callable
 
-__all__ = ["picklable_function", "Transformed"]
+__all__ = ["picklable_function", "Transformed", "Remade"]
 
 _BY_VALUE_PICKLERS = ("cloudpickle", "dill", "joblib.externals.cloudpickle")
 
@@ -105,3 +107,33 @@ def _public_name(transform) -> str:
     """`grad` for pforjac.grad; `hessian` for the module-private function behind the JAX
     form of pforjac.hessian (`_jax_hessian`)."""
     return transform.__name__.lstrip("_").replace("jax_", "")
+
+
+class Remade:
+    """`call`, a function returned as item `index` of `maker(fun, *args, **keywords)`,
+    pickled as that call (`fun` and the arguments pickled with it): a closure over a tape
+    or a traced Program would not pickle at all, and the receiving process makes it again.
+    The arguments must be concrete values (arrays, Tensors, numbers, pytrees of them):
+    one made inside a trace does not pickle."""
+
+    def __init__(self, call: Callable, index: int, maker: Callable, fun, *args, **keywords):
+        functools.update_wrapper(self, call)
+        self._call = call
+        self._recipe = (maker, fun, args, keywords, index)
+
+    def __call__(self, *args, **kwargs):
+        return self._call(*args, **kwargs)
+
+    def __reduce__(self):
+        maker, fun, args, keywords, index = self._recipe
+        name = getattr(fun, "__name__", None) or type(fun).__name__
+        fun = picklable_function(fun, f"pforjac.{_public_name(maker)}({name})")
+        return _remake, (maker, fun, args, keywords, index)
+
+    def __repr__(self) -> str:
+        maker, fun = self._recipe[:2]
+        return f"<{self.__name__} of pforjac.{_public_name(maker)}({fun!r}, ...)>"
+
+
+def _remake(maker: Callable, fun, args: tuple, keywords: dict, index: int):
+    return maker(fun, *args, **keywords)[index]

@@ -33,24 +33,55 @@ def _unverified(request):
         yield
 
 
-def pytest_terminal_summary(terminalreporter):
-    """Shows how many examples each property ran (modules export HYPOTHESIS_EXAMPLES)."""
+def _report() -> dict:
+    """This process's counts: results compared both ways, calls left uncached (by reason) and
+    the examples each hypothesis property ran (modules export HYPOTHESIS_EXAMPLES)."""
     import sys
-    counts = [(name, count) for module in list(sys.modules.values())
-              for name, count in getattr(module, "HYPOTHESIS_EXAMPLES", {}).items()]
     from pforjac.compiled import loopcache
     info = loopcache.verify_info()
+    examples = {name: count for module in list(sys.modules.values())
+                for name, count in getattr(module, "HYPOTHESIS_EXAMPLES", {}).items()}
+    return {"compared": info["compared"], "not_compiled": info["not_compiled"], "examples": examples}
+
+
+def pytest_sessionfinish(session):
+    """Under pytest-xdist (`-n 2`) each worker hands its counts to the controlling process."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["pforjac_report"] = _report()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    reports = node.config.__dict__.setdefault("_pforjac_worker_reports", [])
+    reports.append(getattr(node, "workeroutput", {}).get("pforjac_report"))
+
+
+def _merged_report(config) -> dict:
+    workers = [r for r in getattr(config, "_pforjac_worker_reports", []) if r]
+    merged = _report()
+    for report in workers:
+        merged["compared"] += report["compared"]
+        for reason, count in report["not_compiled"].items():
+            merged["not_compiled"][reason] = merged["not_compiled"].get(reason, 0) + count
+        for name, count in report["examples"].items():
+            merged["examples"][name] = merged["examples"].get(name, 0) + count
+    return merged
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Shows how many results were compared both ways and how many examples each property ran."""
+    report = _merged_report(terminalreporter.config)
     terminalreporter.section("compiled vs uncached")
-    terminalreporter.write_line(f"{info['compared']:7d}  jacobian/pfor results computed both ways, "
+    terminalreporter.write_line(f"{report['compared']:7d}  jacobian/pfor results computed both ways, "
                                 f"identical bit for bit")
-    alone = info["not_compiled"]
+    alone = report["not_compiled"]
     if alone:
         terminalreporter.write_line(f"{sum(alone.values()):7d}  computed uncached only, by design:")
     for reason, count in sorted(alone.items()):
         terminalreporter.write_line(f"{count:9d}  {_uncached_because(reason)}")
-    if counts:
+    if report["examples"]:
         terminalreporter.section(f"hypothesis examples (profile {settings.get_current_profile_name()})")
-        for name, count in counts:
+        for name, count in report["examples"].items():
             terminalreporter.write_line(f"{count:7d}  {name}")
 
 

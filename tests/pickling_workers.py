@@ -37,8 +37,8 @@ def compiled_gradient(x):
 def call(obj, *args):
     """obj(*args) in the worker, as a dense array (sparse results: toarray())."""
     out = obj(*args)
-    if isinstance(out, tuple):       # value_and_grad's pair, grad's (gradient, aux)
-        out = out[1] if isinstance(out[1], np.ndarray) else out[0]
+    if isinstance(out, tuple):       # value_and_grad's pair, grad's (gradient, aux), vjp's
+        out = out[1] if len(out) > 1 and isinstance(out[1], np.ndarray) else out[0]
     return out.toarray() if hasattr(out, "toarray") else np.asarray(out)
 
 

@@ -145,6 +145,7 @@ _CACHED_RUN = textwrap.dedent("""
 
 def test_a_second_process_loads_the_compiled_code_from_the_disk_cache(tmp_path):
     env = dict(os.environ, PFORJAC_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)        # numba's own variable would move the files elsewhere
     runs = [subprocess.run([sys.executable, "-c", _CACHED_RUN, step], env=env, capture_output=True,
                            text=True, check=True).stdout.splitlines() for step in ("compile", "load")]
     x = np.linspace(0.0, 1.0, 4)

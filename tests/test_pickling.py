@@ -29,6 +29,17 @@ def _objects():
         ("ode jacobian", pjs.prepare_ode_jacobian(w.decay, 0.0, X, args=(0.5,)), (X, 0.3, 0.5)),
         ("function of pj.grad itself", pj.function(pj.grad(w.energy)), (X,)),
         *_transforms(),
+        *_linear_maps(),
+    ]
+
+
+def _linear_maps():
+    """(name, object, call arguments) for the functions vjp_fn and linearize return."""
+    return [
+        ("vjp_fn's vjp_fun", pj.vjp_fn(w.heat, X)[1], (X[::-1].copy(),)),
+        ("vjp_fn's vjp_fun, two primals, has_aux",
+         pj.vjp_fn(w.energy_aux, X, X + 1.0, has_aux=True)[1], (2.0,)),
+        ("linearize's jvp_fun", pj.linearize(w.heat, X)[1], (X ** 2,)),
     ]
 
 
@@ -68,12 +79,29 @@ def test_a_spawned_process_pool_gives_the_in_process_results():
         np.testing.assert_array_equal(scipy_jac.result(), w.call_scipy_jac(ode, 0.3, X, 0.5))
 
 
+def test_linear_maps_pickle_as_the_call_that_makes_them():
+    for name, obj, args in _linear_maps():
+        copy = pickle.loads(pickle.dumps(obj))
+        assert copy.__name__ == obj.__name__ and copy is not obj, name
+        np.testing.assert_array_equal(w.call(copy, *args), w.call(obj, *args), err_msg=name)
+    out, jvp_fun = pj.linearize(w.heat, X)      # the linear map itself, not a constant
+    copy = pickle.loads(pickle.dumps(jvp_fun))
+    np.testing.assert_allclose(copy(X) + copy(2 * X), 3 * jvp_fun(X), rtol=1e-14)
+
+
 def test_joblib_if_installed():
-    joblib = pytest.importorskip("joblib")
+    joblib = pytest.importorskip("joblib", reason="joblib is not installed (pforjac's test "
+                                                  "extra lists it; CI installs that)")
     f = pj.function(lambda x: np.sum(x ** 3))    # joblib's cloudpickle sends lambdas by value
-    out = joblib.Parallel(n_jobs=2)(joblib.delayed(w.call)(f, X + k) for k in range(2))
-    for k, r in enumerate(out):
+    _, vjp_fun = pj.vjp_fn(lambda x: np.sin(x) * x, X)
+    jac = pjs.prepare_jacobian(w.heat, X)
+    jobs = [joblib.delayed(w.call)(f, X + k) for k in range(2)] + [
+        joblib.delayed(w.call)(vjp_fun, X), joblib.delayed(w.call)(jac, X)]
+    out = joblib.Parallel(n_jobs=2)(jobs)
+    for k, r in enumerate(out[:2]):
         assert r == pytest.approx(np.sum((X + k) ** 3))
+    np.testing.assert_allclose(out[2], (np.cos(X) * X + np.sin(X)) * X, rtol=1e-14)
+    np.testing.assert_array_equal(out[3], jac(X).toarray())
 
 
 def test_transforms_pickle_as_the_call_that_makes_them_with_their_options():
@@ -92,6 +120,10 @@ def test_lambdas_are_refused_by_standard_pickle_naming_the_function_and_the_way_
         pickle.dumps(pj.function(pj.grad(lambda x: np.sum(x ** 2))))
     with pytest.raises(pickle.PicklingError, match=r"pforjac.hessian\(<lambda>\)"):
         pickle.dumps(pj.hessian(lambda x: np.sum(x ** 3)))
+    with pytest.raises(pickle.PicklingError, match=r"pforjac.vjp_fn\(<lambda>\).*module level"):
+        pickle.dumps(pj.vjp_fn(lambda x: x * 2, X)[1])
+    with pytest.raises(pickle.PicklingError, match=r"pforjac.linearize\(<lambda>\)"):
+        pickle.dumps(pj.linearize(lambda x: x * 2, X)[1])
 
     def local_rhs(t, y):
         return -y
