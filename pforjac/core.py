@@ -321,7 +321,12 @@ def _bind_eager(prim: Primitive, args: tuple, params: dict):
     recorded by the tapes (level 0 all: a tape entered in a trace has ended with it); a tape
     that does not record it notes its outputs as made in its block (tensor._seen_made)."""
     try:
-        result = impl_rules[prim](*[a._value for a in args], **params)
+        if len(args) == 2:          # (no list comprehension, a frame of its own: most ops)
+            result = impl_rules[prim](args[0]._value, args[1]._value, **params)
+        elif len(args) == 1:
+            result = impl_rules[prim](args[0]._value, **params)
+        else:
+            result = impl_rules[prim](*[a._value for a in args], **params)
     except KeyError:
         if prim not in impl_rules:
             raise NotImplementedError(f"primitive '{prim.name}' has no impl rule") from None
