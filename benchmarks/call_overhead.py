@@ -1,6 +1,8 @@
 """What a call costs around the work: `pforjac.function`'s call path on its own, two small
 calls scipy's solvers make hundreds of times (Robertson's 3x3 Jacobian, the chained
-Rosenbrock gradient at n=50) on both backends next to jitted JAX, and eager gradients of
+Rosenbrock gradient at n=50) on both backends next to jitted JAX (and through
+`Function.specialize`, as the scipy helpers call them), compare.py's 2x2 seed examples,
+a per-example gradient of a small MLP taking a dict of parameters, and eager gradients of
 small per-op programs next to autograd.
 
 JAX and autograd run in the oracle interpreter (/work/oracle/bin/python), as a worker
@@ -11,7 +13,7 @@ CPU time of the process (which a busy machine inflates less: a descheduled proce
 not count it).
 
 "Overhead" is the call minus the compiled code alone (the generated numpy function, or
-numba's native function through its dispatcher), both timed in the same round.
+numba's compiled entry point, which the lean path calls), both timed in the same round.
 
 Run: python benchmarks/call_overhead.py [--rounds 9] [--calls 2000]
 """
@@ -29,8 +31,10 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from _common import machine_header  # noqa: E402
+import _per_example_workloads as W  # noqa: E402
 
 import pforjac as pj  # noqa: E402
 
@@ -51,13 +55,21 @@ PROGRAMS = textwrap.dedent("""
         for _ in range(5):
             x = np.sin(x) * 1.1 + x * x
         return np.sum(x)
+
+    def square(x):    # compare.py's seed examples, on a (2, 2) float32 x
+        return x * x
+
+    def cube(x):
+        return x * x * x
 """)
 namespace = {"np": pnp}
 exec(PROGRAMS, namespace)
 robertson, rosen, chain = namespace["robertson"], namespace["rosen"], namespace["chain"]
+square, cube = namespace["square"], namespace["cube"]
 
 INPUTS = {"y3": np.array([0.9, 2e-5, 0.1]), "x50": np.linspace(-1.0, 1.5, 50),
-          "x4": np.linspace(0.1, 0.4, 4), "s": np.float64(0.3)}
+          "x4": np.linspace(0.1, 0.4, 4), "s": np.float64(0.3),
+          "x22": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)}
 
 WORKER = textwrap.dedent("""
     import gc, json, sys, time
@@ -72,12 +84,25 @@ WORKER = textwrap.dedent("""
         return space
     J, A = programs(jnp), programs(anp)
     inputs = {"y3": onp.array([0.9, 2e-5, 0.1]), "x50": onp.linspace(-1.0, 1.5, 50),
-              "x4": onp.linspace(0.1, 0.4, 4), "s": onp.float64(0.3)}
+              "x4": onp.linspace(0.1, 0.4, 4), "s": onp.float64(0.3),
+              "x22": onp.array([[1.0, 2.0], [3.0, 4.0]], onp.float32)}
     jit_rob, jit_ros = jax.jit(jax.jacrev(J["robertson"])), jax.jit(jax.grad(J["rosen"]))
+    row = lambda xi: J["square"](xi[None])[0]
+    jit_sq = jax.jit(jax.vmap(jax.jacfwd(row)))
+    jit_cube = jax.jit(jax.jacrev(J["cube"]))
+    sys.path.insert(0, sys.argv[2])
+    import _per_example_workloads as W
+    params, X, Y = W.make("small", "float64")
+    jit_mlp = jax.jit(jax.vmap(jax.grad(W.make_loss(jnp)), in_axes=(None, 0, 0)))
+    as_numpy = lambda tree: jax.tree_util.tree_map(onp.asarray, tree)
     g_chain, g_rosen = autograd.grad(A["chain"]), autograd.grad(A["rosen"])
     calls = {
         "robertson jacobian: jax.jit": lambda: onp.asarray(jit_rob(inputs["y3"])),
         "rosenbrock gradient n=50: jax.jit": lambda: onp.asarray(jit_ros(inputs["x50"])),
+        "seed small_batch_jacobian (2x2 f32): jax.jit": lambda: onp.asarray(jit_sq(inputs["x22"])),
+        "seed small_jacobian (2x2 f32): jax.jit": lambda: onp.asarray(jit_cube(inputs["x22"])),
+        "per-example grad, MLP small f64, dict: jax.jit":
+            lambda: as_numpy(jit_mlp(params, X, Y)),
         "eager chain of 20, scalar: autograd": lambda: g_chain(inputs["s"]),
         "eager chain of 20, 4-vector: autograd": lambda: g_chain(inputs["x4"]),
         "eager rosenbrock gradient n=50: autograd": lambda: g_rosen(inputs["x50"]),
@@ -117,8 +142,8 @@ class Oracle:
     def __init__(self):
         self.proc, self.names = None, []
         if os.path.exists(ORACLE):
-            self.proc = subprocess.Popen([ORACLE, "-c", WORKER, PROGRAMS], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen([ORACLE, "-c", WORKER, PROGRAMS, HERE],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             self.names = json.loads(self.proc.stdout.readline())
 
     def time(self, name: str, n: int) -> tuple[float, float]:
@@ -138,36 +163,54 @@ def _only_trace(f):
 
 
 def code_alone(f, args):
-    """The compiled code of `f`'s trace for `args` called as its call path calls it (the
-    numba backend's dispatcher with its constants, or the generated numpy function)."""
+    """The compiled code of `f`'s trace for `args` called as its lean path calls it (numba's
+    compiled entry point with its constants, or the generated numpy function)."""
+    from pforjac.compiled.lean_call import _code
     f(*args)
-    compiled = _only_trace(f)
-    code = compiled.code
-    if compiled.backend == "numba":
-        consts = [compiled._consts[k] for k in code.passed]
-        native = [np.asarray(a)[()] if np.ndim(a) == 0 else a for a in [*args, *consts]]
-        return lambda: code.dispatcher(*native)
-    consts = compiled._consts
-    return lambda: code(*args, consts)
+    code, tail, _ = _code(_only_trace(f))
+    arrays = [a for a in pj.tree_util.tree_leaves(args) if isinstance(a, np.ndarray)]
+    return lambda: code(*arrays, *tail)
+
+
+def _seed(fwd, batch: bool):
+    """compare.py's seed example: a (batch_)jacobian of fwd(x) under a GradientTape."""
+    def jac(x):
+        x = pj.constant(x)
+        with pj.GradientTape() as tape:
+            tape.watch(x)
+            y = fwd(x)
+        return tape.batch_jacobian(y, x) if batch else tape.jacobian(y, x)
+    return jac
 
 
 def call_variants() -> dict:
     """name -> (the call, the code alone or None, calls per block)."""
-    x, y = INPUTS["x50"], INPUTS["y3"]
+    x, y, x22 = INPUTS["x50"], INPUTS["y3"], INPUTS["x22"]
+    params, X, Y = W.make("small", "float64")
     trivial = {"1 array (identity)": (lambda a: a, (x,)),
                "2 arrays (a + b)": (lambda a, b: a + b, (x, x)),
                "3 arrays (a * b + c)": (lambda a, b, c: a * b + c, (x, x, x))}
+    programs = [("robertson jacobian", pj.jacrev(robertson), (y,)),
+                ("rosenbrock gradient n=50", pj.grad(rosen), (x,)),
+                ("seed small_batch_jacobian (2x2 f32)", _seed(square, True), (x22,)),
+                ("seed small_jacobian (2x2 f32)", _seed(cube, False), (x22,)),
+                ("per-example grad, MLP small f64, dict",
+                 pj.vmap(pj.grad(W.make_loss(pnp)), in_axes=(None, 0, 0)), (params, X, Y))]
     out = {}
     for backend in ("numpy", "numba"):
         for label, (fn, args) in trivial.items():
             f = pj.function(fn, backend=backend)
             out[f"call overhead, {label}: {backend} backend"] = \
                 (lambda f=f, args=args: f(*args), code_alone(f, args), None)
-        for label, fn, arg in [("robertson jacobian", pj.jacrev(robertson), y),
-                               ("rosenbrock gradient n=50", pj.grad(rosen), x)]:
+        for label, fn, args in programs:
             f = pj.function(fn, backend=backend)
-            out[f"{label}: {backend} backend"] = (lambda f=f, arg=arg: f(arg),
-                                                  code_alone(f, (arg,)), None)
+            n = 200 if "MLP" in label else None
+            out[f"{label}: {backend} backend"] = (lambda f=f, args=args: f(*args),
+                                                  code_alone(f, args), n)
+            if "MLP" not in label:
+                fast = f.specialize(*args, writable=True)
+                out[f"{label}: {backend}, specialize(writable=True)"] = \
+                    (lambda fast=fast, args=args: fast(*args), code_alone(f, args), n)
     for label, fn, arg in [("chain of 20, scalar", pj.grad(chain), INPUTS["s"]),
                            ("chain of 20, 4-vector", pj.grad(chain), INPUTS["x4"]),
                            ("rosenbrock gradient n=50", pj.grad(rosen), x)]:
@@ -186,7 +229,7 @@ def measure(rounds: int, calls: int) -> dict:
                 if alone is not None:
                     times.setdefault(name + " [code alone]", []).append(block(alone, n))
             for name in oracle.names:
-                n = EAGER_CALLS if name.startswith("eager") else calls
+                n = EAGER_CALLS if name.startswith("eager") else 200 if "MLP" in name else calls
                 times.setdefault(name, []).append(oracle.time(name, n))
     finally:
         oracle.close()
@@ -196,11 +239,11 @@ def measure(rounds: int, calls: int) -> dict:
 def report(times: dict) -> None:
     """One line per variant: wall | CPU medians (us), and for compiled calls the code alone
     and the overhead (the median over rounds of call minus code alone)."""
-    print(f"  {'':<58} {'wall us':>9} {'cpu us':>9}   {'code alone':>10} {'overhead':>9} "
+    print(f"  {'':<70} {'wall us':>9} {'cpu us':>9}   {'code alone':>10} {'overhead':>9} "
           f"(cpu)")
     for name in sorted(k for k in times if "[code alone]" not in k):
         wall, cpu = (statistics.median(t[j] for t in times[name]) for j in (0, 1))
-        line = f"  {name:<58} {wall * 1e6:9.2f} {cpu * 1e6:9.2f}"
+        line = f"  {name:<70} {wall * 1e6:9.2f} {cpu * 1e6:9.2f}"
         alone = times.get(name + " [code alone]")
         if alone is not None:
             overhead = statistics.median(a[1] - b[1] for a, b in zip(times[name], alone))

@@ -4,9 +4,10 @@ scipy's solvers make hundreds of times: Robertson's 3x3 Jacobian and the gradien
 chained Rosenbrock function (n=50). Medians of interleaved rounds (each round times every
 variant once, so a load spike on this shared machine hits all of them alike).
 
-Also: where a numba-backed call's time goes (signature lookup, the runner's argument
-preparation, the native function, wrapping the result), and first compile vs cached load
-in fresh processes. Run: python benchmarks/numba_backend.py [--rounds 7] [--calls 2000]
+Also: where a numba-backed call's time goes (the lean call against the general path, which
+its first call takes, and against the native function through numba's dispatcher and
+through its compiled entry point, which the lean path calls), and first compile vs cached
+load in fresh processes. Run: python benchmarks/numba_backend.py [--rounds 7] [--calls 2000]
 """
 from __future__ import annotations
 
@@ -131,12 +132,15 @@ def variants(name):
     native = runner.dispatcher
     native_args = [np.asarray(a)[()] if np.ndim(a) == 0 else np.ascontiguousarray(a)
                    for a in [x, *[consts[k] for k in runner.passed]]]
+    entry_point = native.overloads[native.signatures[0]].entry_point
+    fast = on_numba.specialize(x, writable=True)
     return {
         "pj.function numpy backend": lambda: on_numpy(x),
         "pj.function numba backend": lambda: on_numba(x),
-        "  of which: signature lookup": lambda: on_numba._compiled((x,), {}),
-        "  of which: compiled.run (runner)": lambda: compiled.run([x]),
-        "  of which: native function alone": lambda: native(*native_args),
+        "  .specialize(x, writable=True)": lambda: fast(x),
+        "  the general path (first call's way)": lambda: on_numba._general_call((x,), {}),
+        "  native function, numba's dispatcher": lambda: native(*native_args),
+        "  native function, its entry point": lambda: entry_point(*native_args),
         "hand-written numba": lambda: by_hand(x),
     }
 

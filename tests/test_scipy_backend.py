@@ -1,5 +1,5 @@
 """The scipy helpers honour the backend choice (`backend=`, else `pforjac.config.backend`),
-and after the first call run the compiled code directly (`pforjac.scipy._fixed_call`), with
+and after the first call run the compiled code directly (`Function.specialize`), with
 the results of the full `pforjac.function` call."""
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import pforjac as pj  # noqa: E402
 import pforjac.scipy.integrate as pi  # noqa: E402
 import pforjac.scipy.optimize as po  # noqa: E402
 from pforjac.config import config  # noqa: E402
-from pforjac.scipy._fixed_call import fixed_call, is_native  # noqa: E402
 from pforjac.scipy._solving import Derivatives  # noqa: E402
 
 
@@ -71,13 +70,14 @@ def test_the_direct_call_gives_the_full_calls_results_and_falls_back_on_another_
     f = pj.function(pj.value_and_grad(_wavy), backend="numpy")
     x = np.linspace(-1.0, 1.0, 5)
     f(x)
-    call = fixed_call(f, (x,))
+    call = f.specialize(x)
     for k in range(3):
         y = x + 0.1 * k
         value, g = call(y)
         want_value, want_g = f(y)
         assert value == want_value and np.array_equal(g, want_g)
         assert not g.flags.writeable          # as pforjac.function hands its results out
+        assert f.specialize(x, writable=True)(y)[1].flags.writeable      # (made afresh)
     wider = np.linspace(-1.0, 1.0, 7)
     value, g = call(wider)                    # another shape: the full call, a new trace
     assert g.shape == (7,) and np.array_equal(g, f(wider)[1])
@@ -94,23 +94,24 @@ def test_a_float_time_is_traced_once_as_an_input_not_once_per_value():
         np.testing.assert_allclose(jac(t, y), _robertson_jac(t, y), rtol=1e-14)
 
 
-def test_code_with_structure_guards_keeps_the_full_call():
+def test_code_with_structure_guards_gives_the_full_calls_results():
     f = pj.function(pj.jacrev(lambda x: np.sqrt(x) * 2.0), backend="numpy")
     x = np.array([1.0, 4.0])
     f(x)
-    compiled = f._compiled((x,), {})[0]
-    assert (fixed_call(f, (x,)) is None) == bool(compiled.n_guards)
+    call = f.specialize(x, writable=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for y in (x, np.array([0.0, 4.0]), np.array([-1.0, np.inf])):
+            np.testing.assert_array_equal(call(y), f(y))
 
 
 def test_the_helpers_call_the_direct_path_after_the_first_call(monkeypatch):
-    import pforjac.scipy._solving as solving
     made = []
-    real = solving.fixed_call
+    real = pj.compiled.Function.specialize
 
-    def spy(function, args):
-        made.append(real(function, args))
+    def spy(function, *args, **kwargs):
+        made.append(real(function, *args, **kwargs))
         return made[-1]
-    monkeypatch.setattr(solving, "fixed_call", spy)
+    monkeypatch.setattr(pj.compiled.Function, "specialize", spy)
     res = po.minimize(po.rosen, np.zeros(4), method="BFGS", backend="numpy")
     want = so.minimize(so.rosen, np.zeros(4), method="BFGS", jac=so.rosen_der)
     assert res.success and len(made) == 1 and made[0] is not None
@@ -123,8 +124,9 @@ def test_bfgs_on_numba_takes_value_and_gradient_from_one_native_call():
     f = pj.function(pj.value_and_grad(po.rosen), backend="numba")
     x = np.linspace(-1.0, 1.5, 6)
     f(x)
-    assert is_native(f._compiled((x,), {})[0])
-    value, g = fixed_call(f, (x,))(x + 0.25)
+    call = f.specialize(x, writable=True)
+    assert call.backend == "numba"
+    value, g = call(x + 0.25)
     np.testing.assert_allclose(g, so.rosen_der(x + 0.25), rtol=1e-13)
     assert value == pytest.approx(so.rosen(x + 0.25), rel=1e-14) and g.flags.writeable
     res = po.minimize(po.rosen, np.zeros(6), method="BFGS", backend="numba")

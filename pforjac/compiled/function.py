@@ -33,7 +33,7 @@ from ..config import config
 from ..pickling import picklable_function
 from .codegen import program_to_source
 from .compiled_trace import _Compiled, trace_compiled
-from .lean_call import lean_entry, lean_key
+from .lean_call import MISS, lean_entry, lean_key
 from .numba_backend import started, use_backend
 from .passes import pass_list
 from ..program import Program
@@ -81,6 +81,7 @@ class Function:
         self._quick: dict[Any, _Compiled] = {}    # by (backend, quick_key): the same traces
         self._lean: dict[tuple, Callable] = {}    # by lean_key: calls of numpy arrays alone
         self._lean_backend = None                 # the backend of the _lean entries
+        self._last: Callable = _no_entry          # the entry of the last lean call
         self._generation = core.rules_generation   # code traced under these rules
         self._lock = threading.RLock()     # (reentrant: f.source() inside f's own trace)
         self._bindings: dict[int, tuple] = {}  # id(object) -> (weak ref, its compiled method)
@@ -100,19 +101,25 @@ class Function:
         return self.trace_count
 
     def __call__(self, *args, **kwargs):
-        if _state.tapes or _state.traces:
+        state = _state.__dict__       # (one read of the thread-local, not two)
+        if state["tapes"] or state["traces"]:
             # A recording GradientTape must see every op (to differentiate through this call),
             # and an enclosing trace (another compiled function, a pfor body) records them
             # into its own Program: run the Python body itself, as a nested tf.function is,
             # on its array arguments as the Tensors its trace would have had
             args, kwargs = arrays_as_tensors((args, kwargs))
             return self._fn(*args, **kwargs)
-        if not kwargs and self._generation == core.rules_generation and \
-                (self._backend or config.backend) == self._lean_backend:
-            entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out: lean_call.py
-            if entry is not None:
-                return entry(args)
-        return self._general_call(args, kwargs)
+        if kwargs or self._generation != core.rules_generation or \
+                (self._backend or config.backend) != self._lean_backend:
+            return self._general_call(args, kwargs)
+        out = self._last(args)     # the last lean call's entry (lean_call.py): MISS for others
+        if out is not MISS:
+            return out
+        entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out
+        if entry is None:
+            return self._general_call(args, kwargs)
+        self._last = entry
+        return entry(args)
 
     def _general_call(self, args: tuple, kwargs: dict):
         traced, arrays, variables, lean = self._compiled(args, kwargs)
@@ -135,17 +142,24 @@ class Function:
         dicts, lists and tuples of them) that took the general path (lean_call.py), for
         the backend it ran on."""
         key = lean_key(args)
-        if key is None:
-            return
+        if key is None or (key in self._lean and compiled.key[-1] == self._lean_backend):
+            return                                # (no entry, or this one made already)
         entry = lean_entry(compiled, args, self._dense_twin)
         if entry is None:
             return
         backend = compiled.key[-1]
         if backend != self._lean_backend or len(self._lean) >= _MAX_LEAN:
-            self._lean = {}
+            self._drop_lean()
             self._lean_backend = backend
         entry.compiled = compiled
         self._lean[key] = entry
+        self._last = entry
+
+    def _drop_lean(self, compiled: _Compiled | None = None) -> None:
+        """Drops the lean entries (those running `compiled` alone, if given)."""
+        self._lean = {} if compiled is None else \
+            {q: e for q, e in self._lean.items() if e.compiled is not compiled}
+        self._last = _no_entry
 
     def __get__(self, instance, owner=None):
         """`@pforjac.function` on a method: each object (by identity, whatever the class's
@@ -154,6 +168,40 @@ class Function:
         if instance is None or self._static:
             return self
         return _method(_bound_function(self, instance), instance)
+
+    def specialize(self, *args, writable: bool = False) -> Callable:
+        """A callable for calls like `f(*args)`, with the least work around the compiled code.
+
+        For a caller that keeps one signature (a solver calling a derivative hundreds of
+        times): each call checks its arguments against the examples' signature (the same
+        shapes, dtypes and memory layouts, dict keys, float values) and runs the compiled
+        code directly; any other call goes through `f` itself, as does a call inside a
+        GradientTape or a trace. A 0-d float64 array among the examples may also be given
+        as a Python float or numpy float64 (an ODE's time), traced as an input, not a
+        value. Arguments
+        `f`'s lean path takes: positional numpy arrays and floats, in plain dicts, lists
+        and tuples; for any other, the callable is `f`'s own call.
+
+        Args:
+            *args: example arguments (they are traced, not run).
+            writable: hand out the outputs the code makes afresh (sharing no memory with
+                an input, a constant or another output) as they are, writable, instead of
+                as read-only views (a fraction of a microsecond each).
+
+        Returns:
+            The callable; its `backend` attribute names the backend its code runs on.
+
+        Example:
+            >>> import numpy as np, pforjac as pj
+            >>> grad = pj.function(pj.grad(lambda x: pj.numpy.sum(x ** 3)))
+            >>> fast = grad.specialize(np.zeros(3))
+            >>> fast(np.array([1.0, 2.0, 3.0])).tolist()
+            [3.0, 12.0, 27.0]
+            >>> fast(np.array([1.0, 2.0])).tolist()     # another shape: grad's own call
+            [3.0, 12.0]
+        """
+        from .specialized import specialize
+        return specialize(self, args, writable)
 
     def program(self, *args, **kwargs) -> Program:
         """The simplified Program that runs for these arguments' signature."""
@@ -172,7 +220,7 @@ class Function:
             with self._lock:                              # trace again under the new ones
                 self._cache.clear()
                 self._quick.clear()
-                self._lean = {}
+                self._drop_lean()
                 self._generation = core.rules_generation
         backend = self._backend or config.backend         # (part of every key: a changed
         quick = None if kwargs else quick_key(args)       # config traces again)
@@ -216,7 +264,7 @@ class Function:
             return
         _, old = self._cache.popitem(last=False)
         self._quick = {q: c for q, c in self._quick.items() if c is not old}
-        self._lean = {q: e for q, e in self._lean.items() if e.compiled is not old}
+        self._drop_lean(old)
         if not self._warned_dropping:
             self._warned_dropping = True
             from ..pfor import warn_at_user_line
@@ -388,6 +436,10 @@ def _call_method(ref, fn, *args, **kwargs):
         raise ReferenceError(f"the object whose compiled method "
                              f"'{getattr(fn, '__name__', fn)}' this is has been freed")
     return fn(instance, *args, **kwargs)
+
+
+def _no_entry(args: tuple):
+    return MISS
 
 
 _RETRACE_WARNING = 5    # traces differing only in Python argument values, before a warning

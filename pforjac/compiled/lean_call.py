@@ -1,24 +1,28 @@
 """The lean call path of `pforjac.function`: numpy arrays in, numpy arrays out, in about a
-microsecond on top of the generated code.
+microsecond on top of the compiled code.
 
 A call whose positional arguments are all plain `numpy.ndarray`s and Python floats, or
 plain dicts (str keys), lists and tuples of them, nested, made at top level (no tape
 recording, no trace open), is keyed by `lean_key`: each array's exact shape, strides and
-dtype, each float's value, each container's type, length and (a dict's) keys in order. The first such call goes the general way
-(binding the signature, flattening, the trace cache); it leaves a `lean_entry` under that
-key, which later calls with the same key run directly: the arrays straight into the
-compiled code, its outputs straight out as read-only arrays. Nothing else is looked at,
-so an entry is made only where nothing else could change the result:
+dtype, each float's value, each container's type, length and (a dict's) keys in order.
+The first such call goes the general way (binding the signature, flattening, the trace
+cache); it leaves a `lean_entry` under that key: one generated function (lean_source.py)
+that checks a call's arguments against that key itself (answering `MISS` for others),
+runs the compiled code on their arrays (numba's compiled entry point on that backend)
+and hands its outputs out as read-only arrays. The Function tries the entry of its last
+lean call first, then the entry under the call's key. Nothing else is looked at, so an
+entry is made only where nothing else could change the result:
 
 - a different dtype, shape or memory layout (strides), a dict's keys in another order or
   another set of them, a Tensor, an ndarray subclass, a namedtuple, a registered pytree
   node, a keyword argument or any other argument or leaf type gives another key, or none
   (the general path);
 - rules registered since, or a changed `pforjac.config.backend`, make the Function drop
-  its entries (it checks both on every call, before looking one up);
+  its entries (it checks both on every call, before trying one);
 - a call that filled in a default argument (read at every call) makes no entry;
-- code that has structure guards or reads Variables, or whose trace deferred warnings,
-  runs through its `_Compiled.run`, as the general path does.
+- code with structure guards checks them in the entry (the dense twin runs when one
+  refuses); code that reads Variables, or whose trace deferred warnings, runs through its
+  `_Compiled.run`, as the general path does.
 """
 from __future__ import annotations
 
@@ -26,9 +30,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..tree_util import _LEAF, _LeafKind, tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten, tree_unflatten
+from .lean_source import MISS, entry_source, result_source
 
-__all__ = ["lean_key", "lean_entry"]
+__all__ = ["lean_key", "lean_entry", "MISS"]
 
 
 def lean_key(args: tuple):
@@ -119,88 +124,89 @@ def _walk(node, out: list) -> bool:
     return True
 
 
-def lean_entry(compiled, args: tuple, dense: Callable) -> Callable | None:
+def lean_entry(compiled, args: tuple, dense: Callable, floats_at: tuple = (),
+               writable: bool = False, full: Callable | None = None) -> Callable | None:
     """`call(args) -> result` for calls whose `lean_key` is that of `args`, running
-    `compiled` (a `_Compiled`); `dense(compiled)` is its dense twin, for structure guards
-    that refuse a call's values. None if the arguments' input arrays, taken as the entry
-    would take them, are not those the general path flattened (then no entry)."""
-    if all(type(a) is np.ndarray or type(a) is float for a in args):
-        slots = [k for k, a in enumerate(args) if type(a) is np.ndarray]
-        copy = [not args[k].flags.c_contiguous for k in slots]
-        take = _taker(slots, copy, len(args))
-    else:
-        take = _tree_taker(args)
-        if take is None:
-            return None
-    finish = _finisher(compiled.program)
-    if compiled.n_guards or compiled._variables or compiled.warnings:
-        return _checked_entry(compiled, take, finish, dense)
-    code, tail = _code(compiled)
-    if take is not None:
-        return lambda args: finish(code(*take(args), *tail))
-    if finish is not _one_array:
-        return lambda args: finish(code(*args, *tail))
-
-    def call(args):         # the common case, written out: a frame less is 5% of a call
-        o = code(*args, *tail)[0]
-        if not o.flags.c_contiguous:
-            o = np.ascontiguousarray(o)
-        return np.asarray(memoryview(o).toreadonly())
-    return call
-
-
-def _code(compiled) -> tuple[Callable, tuple]:
-    """(code, the arguments after the inputs): a backend's runner that can skip its own
-    preparation (numba's dispatcher itself) gives a direct function of the inputs;
-    generated numpy code takes the constants last."""
-    direct = getattr(compiled.code, "direct", None)
-    if direct is not None:
-        return direct(compiled._consts), ()
-    return compiled.code, (compiled._consts,)
-
-
-def _checked_entry(compiled, take, finish, dense) -> Callable:
-    def call(args):
-        arrays = args if take is None else take(args)
-        outs = compiled.run(arrays)
-        if outs is None:                # a structure guard failed: NaN/Inf/zero present
-            twin = dense(compiled)
-            outs = twin.run(arrays)
-            twin.warn()
-        else:
-            compiled.warn()
-        return finish(outs)
-    return call
-
-
-def _taker(slots: list, copy: list, n_args: int) -> Callable | None:
-    """`take(args) -> input arrays` (C-ordered, as `pforjac.constant` makes them), or None
-    when the arguments are those arrays already."""
-    if len(slots) == n_args and not any(copy):
+    `compiled` (a `_Compiled`), that returns `MISS` for other arguments (lean_source.py);
+    `dense(compiled)` is its dense twin, for structure guards that refuse a call's values.
+    None if the arguments' input arrays, taken as the entry would take them, are not
+    those the general path flattened (then no entry). `floats_at`: positions of 0-d
+    float64 arguments that may be given as Python floats; `writable`: outputs the code
+    makes afresh (sharing no memory with an input, a constant or another output) handed
+    out as they are, writable; `full`: the entry is `call(*args)`, calling `full(*args)` for
+    the calls it was not made for (`Function.specialize`, lean_source.py)."""
+    paths = _input_paths(args)
+    if paths is None:
         return None
-    if not any(copy):
-        return lambda args: [args[k] for k in slots]
-    pairs = list(zip(slots, copy))
-    return lambda args: [np.ascontiguousarray(args[k]) if c else args[k] for k, c in pairs]
+    program = compiled.program
+    if compiled._variables or compiled.warnings:     # (read, shown at every call)
+        code, tail, c_ordered, guards = _checked_code(compiled, dense), (), False, []
+    else:
+        code, tail, c_ordered = _code(compiled)
+        guards = _guard_positions(compiled)
+    wraps = [_out_wrapper(v, c_ordered) for v in program.outputs]
+    if writable:
+        wraps = _writable_wraps(wraps, compiled, _probe(code, tail, args, paths))
+    space: dict = {"dense": (lambda *arrays: _dense_run(compiled, dense, arrays)),
+                   "F": _as_float64}
+    result = result_source(program.out_tree, wraps, _read_only_c, _read_only, space, _as_is)
+    if result is None:
+        space["finish"] = _finisher(program, wraps)
+        result = "finish(o)"
+    direct = not tail and code is not compiled.code and not compiled._variables and \
+        not compiled.warnings          # (numba's entry point: it takes a number for a 0-d)
+    floats = {k: "{}" if direct else "F({})" for k in floats_at}
+    return entry_source(args, paths, code, tail, result, guards, space, floats, full)
 
 
-def _tree_taker(args: tuple) -> Callable | None:
-    """`take(args) -> input arrays` for arguments of this tree key: one generated
-    expression per array leaf, in the general path's flattening order (plain dicts by
-    sorted keys), copied C-ordered where the leaf is not; checked once against
-    `tree_flatten` of `args` itself."""
+def _as_float64(x) -> np.ndarray:
+    return np.asarray(x, np.float64)
+
+
+def _as_is(o):
+    return o
+
+
+def _probe(code, tail: tuple, args: tuple, paths: list[str]) -> tuple:
+    """The code's outputs for the arrays of `args` (C-ordered, as an entry passes them)."""
+    arrays = [_c_ordered(eval(p, {"a": args})) for p in paths]
+    return tuple(code(*arrays, *tail)), arrays
+
+
+def _writable_wraps(wraps: list, compiled, probed: tuple) -> list:
+    """`wraps` with the array outputs that share no memory with an input, a constant or
+    another output handed out as they are (C-ordered)."""
+    outs, arrays = probed
+    held = [a for a in arrays if a.ndim] + [c for c in compiled._consts
+                                            if isinstance(c, np.ndarray) and c.ndim]
+    new = list(wraps)
+    for k, (w, o) in enumerate(zip(wraps, outs)):
+        if w is not _read_only and w is not _read_only_c:
+            continue
+        others = held + [p for j, p in enumerate(outs) if j != k and isinstance(p, np.ndarray)]
+        if not any(np.may_share_memory(o, h) for h in others):
+            new[k] = _as_is if w is _read_only_c else _c_ordered
+    return new
+
+
+def _c_ordered(o: np.ndarray) -> np.ndarray:
+    return o if o.flags.c_contiguous else np.ascontiguousarray(o)
+
+
+def _input_paths(args: tuple) -> list[str] | None:
+    """The paths (`a[0]['w']`) of the arguments' array leaves in the general path's
+    flattening order (plain dicts by sorted keys), checked once against `tree_flatten`
+    of `args` itself; None if they differ."""
     paths: list = []
     _paths(args, "a", paths)
-    exprs = [f"C({p})" if not leaf.flags.c_contiguous else p for p, leaf in paths]
-    take = eval(f"lambda a: [{', '.join(exprs)}]", {"C": np.ascontiguousarray})
     leaves = [x for x in tree_flatten(args)[0] if type(x) is np.ndarray]
     if len(leaves) != len(paths) or any(x is not leaf for x, (_, leaf) in zip(leaves, paths)):
         return None
-    return take
+    return [p for p, _ in paths]
 
 
 def _paths(node, path: str, out: list) -> None:
-    """(expression, array) of each array leaf under `node`, reached as `path`."""
+    """(path, array) of each array leaf under `node`, reached as `path`."""
     kind = type(node)
     if kind is np.ndarray:
         out.append((path, node))
@@ -212,58 +218,67 @@ def _paths(node, path: str, out: list) -> None:
             _paths(v, f"{path}[{i}]", out)
 
 
-def _finisher(program) -> Callable:
-    """`finish(outputs) -> result`: the program's output tree of read-only C-ordered arrays,
-    0-d outputs numpy scalars of their dtype (as `pforjac.boundary.numpy_result`)."""
-    wraps = [_out_wrapper(v) for v in program.outputs]
+def _guard_positions(compiled) -> list:
+    """The positions of the code's structure guards among its outputs (the last ones),
+    each guard once (a trace may return one guard twice)."""
+    outputs = compiled.program.outputs
+    first = len(outputs) - compiled.n_guards
+    seen: dict = {}
+    for k in range(first, len(outputs)):
+        seen.setdefault(id(outputs[k]), k)
+    return list(seen.values())
+
+
+def _code(compiled) -> tuple[Callable, tuple, bool]:
+    """(code, the arguments after the inputs, whether its array outputs are C-ordered
+    whatever the inputs): a backend's runner that can skip its own preparation (numba's
+    compiled entry point) gives a direct function of the inputs; generated numpy code
+    takes the constants last."""
+    direct = getattr(compiled.code, "direct", None)
+    if direct is not None:
+        code, c_ordered = direct(compiled._consts)
+        return code, (), c_ordered
+    return compiled.code, (compiled._consts,), False
+
+
+def _checked_code(compiled, dense: Callable) -> Callable:
+    """The code as `_Compiled.run` runs it (Variables read, the dense twin where a guard
+    refuses), its deferred warnings shown, as every call must."""
+    def code(*arrays):
+        outs = compiled.run(arrays)
+        if outs is None:                # a structure guard failed: NaN/Inf/zero present
+            return _dense_run(compiled, dense, arrays)
+        compiled.warn()
+        return outs
+    return code
+
+
+def _dense_run(compiled, dense: Callable, arrays) -> tuple:
+    """The dense twin's outputs (a number given for a 0-d input as the 0-d array it is)."""
+    twin = dense(compiled)
+    outs = twin.run([a if type(a) is np.ndarray else np.asarray(a, np.float64)
+                     for a in arrays])
+    twin.warn()
+    return outs
+
+
+def _finisher(program, wraps: list) -> Callable:
+    """`finish(outputs) -> result` for output trees of other node types than plain dicts,
+    lists and tuples (`tree_unflatten` builds them)."""
     tree = program.out_tree
-    if tree == _LEAF:
-        wrap = wraps[0]
-        return _one_array if wrap is _read_only else lambda outs: wrap(outs[0])
-    built = _builder(tree, wraps)
-    if built is not None:
-        return built
     return lambda outs: tree_unflatten(tree, [w(o) for w, o in zip(wraps, outs)])
 
 
-def _builder(tree, wraps: list) -> Callable | None:
-    """`finish(outputs)` as one generated expression building the output tree (`W3(o[3])`
-    for a leaf, dict/list/tuple displays for the containers), or None where the tree has
-    another node type (an OrderedDict, a namedtuple, a registered node): `tree_unflatten`
-    builds those. A plain dict's keys come in the order `tree_unflatten` inserts them."""
-    names: dict = {f"W{i}": w for i, w in enumerate(wraps)}
-    counter = iter(range(len(wraps)))
-
-    def build(node) -> str | None:
-        if node.kind is _LeafKind:
-            i = next(counter)
-            return f"W{i}(o[{i}])"
-        parts = [build(c) for c in node.children]
-        if any(p is None for p in parts):
-            return None
-        if node.kind is type(None):
-            return "None"
-        if node.kind is list:
-            return f"[{', '.join(parts)}]"
-        if node.kind is tuple:
-            return f"({''.join(p + ', ' for p in parts)})"
-        if node.kind is dict and len(node.aux) == 1:
-            keys = [f"K{len(names) + j}" for j in range(len(parts))]
-            names.update(zip(keys, node.aux[0]))
-            return "{" + ", ".join(f"{k}: {p}" for k, p in zip(keys, parts)) + "}"
-        return None
-    source = build(tree)
-    return None if source is None else eval(f"lambda o: {source}", names)
-
-
-def _out_wrapper(var) -> Callable:
+def _out_wrapper(var, c_ordered: bool = False) -> Callable:
+    """How an output is handed out: a read-only C-ordered array, 0-d outputs numpy scalars
+    of their dtype (as `pforjac.boundary.numpy_result`); `c_ordered`: the code's array
+    outputs are C-ordered already."""
     dtype = np.dtype(var.dtype)
     if len(var.shape) == 0:
-        scalar = dtype.type
-        return lambda o: scalar(o)
+        return dtype.type
     if dtype.kind in "OMm":       # (no buffer protocol for these: the array itself)
         return lambda o: o if o.flags.c_contiguous else np.ascontiguousarray(o)
-    return _read_only
+    return _read_only_c if c_ordered else _read_only
 
 
 def _read_only(o: np.ndarray) -> np.ndarray:
@@ -272,5 +287,5 @@ def _read_only(o: np.ndarray) -> np.ndarray:
     return np.asarray(memoryview(o).toreadonly())
 
 
-def _one_array(outs) -> np.ndarray:
-    return _read_only(outs[0])
+def _read_only_c(o: np.ndarray) -> np.ndarray:
+    return np.asarray(memoryview(o).toreadonly())

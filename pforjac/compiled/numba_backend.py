@@ -338,21 +338,44 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
     return run
 
 
-def _direct(dispatcher, program: Program, passed: list, consts) -> Callable:
-    """`fn(*C-ordered input arrays) -> outputs` with these constants fixed: the dispatcher
-    itself where nothing needs converting (pforjac.function's lean path; 0-d outputs come
-    back as Python scalars)."""
+def _direct(dispatcher, program: Program, passed: list, consts) -> tuple[Callable, bool]:
+    """(`fn(*C-ordered input arrays) -> outputs` with these constants fixed, whether numba
+    types every array output C-contiguous), for callers that give every call the argument
+    types of the compiled signature (pforjac.function's lean path keys its entries by exact
+    shape, strides and dtype): numba's compiled entry point itself, without the
+    dispatcher's type resolution (a fifth of a small call), else the dispatcher. A 0-d
+    input may be a 0-d array or a Python number; 0-d outputs come back as Python scalars."""
     fixed = [consts[k] for k in passed]
     fixed = [a[()] if a.ndim == 0 else np.ascontiguousarray(a) for a in fixed]
-    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0]
+    # (numba reads a real, integer or boolean number through float(), int() or bool(),
+    # which take a 0-d array or a Python number alike: only complex ones are converted)
+    native, c_ordered = _entry_point(dispatcher)
+    scalars = [k for k, v in enumerate(program.inputs) if v.ndim == 0 and (
+        np.dtype(v.dtype).kind == "c" or native is dispatcher)]
     if scalars:
+        kinds = [(k, np.dtype(program.inputs[k].dtype).type) for k in scalars]
+
         def call(*arrays):
             arrays = list(arrays)
-            for k in scalars:
-                arrays[k] = arrays[k][()]
-            return dispatcher(*arrays, *fixed)
-        return call
-    return dispatcher if not fixed else lambda *arrays: dispatcher(*arrays, *fixed)
+            for k, number in kinds:      # (a 0-d array or a Python number)
+                arrays[k] = number(arrays[k])
+            return native(*arrays, *fixed)
+        return call, c_ordered
+    return (native if not fixed else lambda *arrays: native(*arrays, *fixed)), c_ordered
+
+
+def _entry_point(dispatcher) -> tuple[Callable, bool]:
+    """(the compiled entry point of the dispatcher's one signature, or the dispatcher
+    itself; whether numba types every array in its results C-contiguous)."""
+    from numba import types
+    signatures = dispatcher.signatures
+    compiled = dispatcher.overloads.get(signatures[0]) if len(signatures) == 1 else None
+    native = getattr(compiled, "entry_point", None)
+    if native is None:
+        return dispatcher, False
+    result = compiled.signature.return_type
+    parts = result.types if isinstance(result, types.BaseTuple) else (result,)
+    return native, all(p.layout == "C" for p in parts if isinstance(p, types.Array))
 
 
 def use_backend(compiled, backend: str | None, function_name: str,

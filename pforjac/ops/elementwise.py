@@ -230,17 +230,37 @@ def _multiply_no_nan_impl(x, y):
     """x * y, and 0 wherever y is 0 (even where x is inf or NaN): tf.math.multiply_no_nan."""
     with np.errstate(invalid="ignore", over="ignore"):
         out = np.multiply(x, y)
-    zero = np.asarray(y) == 0
-    if np.count_nonzero(zero):          # (ndarray.any's Python wrapper costs 1 us more)
-        out = np.where(zero, out.dtype.type(0), out)
+    y = np.asarray(y)
+    if y.ndim == 0:                     # (a number: one comparison, no mask)
+        return out if y.item() != 0 else np.zeros_like(out)
+    if np.count_nonzero(y) < y.size:    # (ndarray.any's Python wrapper costs 1 us more)
+        out = np.where(y == 0, out.dtype.type(0), out)
     return out
 
 
 def _pow_dx(x, y):
     """y x**(y-1), 0 where y == 0. With the rule's zero cotangent (or tangent) giving zero
     (multiply_no_nan), the derivatives of x**k at 0 are finite to every order: x**-1 at 0
-    is inf, whose products with y = 0 and with a zero cotangent were NaN."""
+    is inf, whose products with y = 0 and with a zero cotangent were NaN. An exponent that
+    is a nonzero integer k known now, which no tape differentiates (`x ** 2` in eager
+    code), gives k x**(k-1) in fewer ops, with the same bits (k - 1 is exact; x**1 is x)."""
+    k = _known_integer(y)
+    if k is not None:
+        return x * float(k) if k == 2 else power(x, float(k - 1)) * float(k)
     return multiply_no_nan(power(x, y - 1.0), y)
+
+
+def _known_integer(y):
+    """`y`'s value, a nonzero integer, when `y` is a concrete number no active tape tracks
+    (its value may then stand in for it: nothing differentiates the rule through it)."""
+    if type(y) is not Tensor or y.ndim or core.current_state().traces:
+        return None
+    k = y._value.item()
+    if type(k) is not float or k != int(k) or k == 0 or not -2.0 ** 24 <= k <= 2.0 ** 24:
+        return None
+    if any(core._tracks(tape, y) for tape in core.current_state().tapes):
+        return None
+    return int(k)
 
 
 def _pow_dy(g, ans, x, y):
@@ -380,6 +400,9 @@ def _cast_impl(x, dtype):
 cast_p = core.new_primitive("cast", _cast_impl, lambda x, dtype: (x.shape, dtype),
                             elementwise=True, zero_preserving=True, layout="following",
                             may_alias=True)
+cast_p.plain_forward = lambda x, c_ordered, dtype: (
+    None if np.dtype(x.dtype).kind == "c" and np.dtype(dtype).kind != "c"
+    else f"x.astype(np.dtype({np.dtype(dtype).str!r}), copy=False)")
 defvjp(cast_p, lambda g, ans, x, dtype: cast(g, x.dtype) if is_float(x.dtype) else None)
 defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else None)
 

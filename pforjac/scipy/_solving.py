@@ -17,7 +17,6 @@ import numpy as np
 from ..config import checked_backend, config
 from ..tensor import Tensor
 from ..warn import warn_at_user_line
-from ._fixed_call import fixed_call, is_native
 
 __all__ = ["Derivatives", "as_numpy", "use_sparse", "SPARSE_MIN_SIZE", "SPARSE_MAX_DENSITY"]
 
@@ -67,7 +66,7 @@ class Derivatives:
     function of numpy arrays; compiled with `pforjac.function` on `backend` ("numpy" or
     "numba"; None: `pforjac.config.backend`) unless the user function cannot be traced
     (then every one runs eagerly, after one warning naming the cause). After its first call
-    each runs its compiled code directly (`_fixed_call`): scipy keeps the signature."""
+    each runs its compiled code directly (`Function.specialize`): scipy keeps the signature."""
 
     def __init__(self, who: str, backend: str | None = None):
         self.who = who
@@ -96,7 +95,7 @@ class Derivatives:
                 self._fall_back(e)
                 state["call"] = fn
                 return out
-            state["call"] = fixed_call(compiled, _arrays(args)) or full
+            state["call"] = compiled.specialize(*_arrays(args), writable=True)
             return out
 
         def call(*args):
@@ -117,11 +116,10 @@ class Derivatives:
             with warnings.catch_warnings():      # (numpy's own call is then the one used)
                 warnings.simplefilter("ignore")
                 compiled(*args)
-                if not is_native(compiled._compiled(args, {})[0]):
-                    return None
+                fast = compiled.specialize(*args, writable=True)
         except Exception:
             return None
-        return fixed_call(compiled, args)
+        return fast if fast.backend == "numba" else None
 
     def _fall_back(self, error: Exception) -> None:
         if self.eager:
