@@ -55,6 +55,10 @@ class Primitive:
     - `pure_rules`: its rules read nothing but their arguments and parameters, so code
       compiled from them once stays right (the loop cache compiles a repeated eager
       Jacobian's backward pass and reuses it); pforjac's own ops' are.
+    - `plain_forward`: None, or `plain_forward(x, c_ordered, **params)`, which for an input
+      of x's shape and dtype, a numpy value (C-ordered if `c_ordered`), gives the numpy
+      expression in `x` that the forward computes, `"np.add.reduce(x, 1)"`; None where it
+      does more (generated code runs the expression, without the forward's checks).
     """
 
     def __init__(self, name: str, multiple_results: bool = False, differentiable: bool = True,
@@ -78,6 +82,7 @@ class Primitive:
         self.examples = examples
         self.origin = "built-in"          # "extend" for ops declared by pforjac.extend.defop
         self.pure_rules = pure_rules
+        self.plain_forward: Callable | None = None     # set where the op is declared
 
     def __repr__(self) -> str:
         return self.name

@@ -54,11 +54,12 @@ def test_large_elementwise_loops_run_in_parallel_with_the_serial_results(setting
     assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
 
 
-def test_small_arrays_and_broadcasts_along_length_one_axes_stay_serial(settings):
+def test_small_arrays_stay_serial_and_any_broadcast_runs_in_parallel(settings):
     f = pj.function(_chain, backend="numpy")
     f(np.ones((40, 50)), np.ones((40, 1)))          # y stretched along an axis of length 1
     program = next(iter(f._cache.values())).program
-    assert parallel_helpers(numba_source(program, "p", None, 41)) == 0   # (y's 40 alone: too few)
+    assert parallel_helpers(numba_source(program, "p", None, 41)) == 2   # (z, and the sum of exp and cos)
+    assert parallel_helpers(numba_source(program, "p", None, 2001)) == 0
     f(np.ones((40, 50)), np.ones(50))               # y broadcast as a row: parallel loops
     program = f._cache[next(reversed(f._cache))].program
     assert parallel_helpers(numba_source(program, "p", None, 51)) == 2   # (not y's 50 alone)

@@ -221,7 +221,12 @@ def test_an_elementwise_result_a_broadcast_reads_is_computed_once_not_per_copy()
     f = pj.function(lambda a, b: pj.tanh(a + 1.0) * b, backend="numba")
     a, b = np.linspace(-1.0, 1.0, 4), np.arange(12.0).reshape(3, 4)
     np.testing.assert_allclose(f(a, b), np.tanh(a + 1.0) * b, rtol=1e-15)
-    lines = [line for line in numba_source(f.program(a, b)).splitlines() if "np.tanh" in line]
-    # tanh of the (4,) values is a statement of its own (fused with its add), not inlined
-    # into the (3, 4) product's loop, which would compute it once per row
-    assert len(lines) == 1 and "np.add" in lines[0] and "np.multiply" not in lines[0]
+    lines = numba_source(f.program(a, b)).splitlines()
+    tanh = [k for k, line in enumerate(lines) if "np.tanh" in line]
+    add = [k for k, line in enumerate(lines) if "np.add" in line]
+    product = [k for k, line in enumerate(lines) if "range(3)" in line]
+    # tanh of the (4,) values is computed in the loop of its add (fused with it), before
+    # the (3, 4) product's loops, not inside them (which would compute it once per row)
+    assert len(tanh) == 1 and len(add) == 1 and len(product) == 1
+    assert add[0] < tanh[0] < product[0]
+    assert "range(4)" in [line for line in lines[:tanh[0]] if "for " in line][-1]

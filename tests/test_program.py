@@ -166,7 +166,7 @@ def test_a_small_transposed_operand_broadcast_by_a_ufunc_is_made_contiguous_firs
     program = pj.make_program(f, [((2, 5, 64, 8), np.float64), ((8, 5), np.float64)])
     src = program_to_source(program)
     lines = [line.strip() for line in src.splitlines() if "ascontiguousarray" in line]
-    assert len(lines) == 1 and "transpose_impl(" in lines[0] and "perm=(1, 0)" in lines[0]
+    assert len(lines) == 1 and "np.ascontiguousarray(b.T)" in lines[0]
     # without an operand of the result's shape known to be C-ordered, the small operand's
     # layout decides the result's: eager's view is kept (a product may read the result)
     unknown = pj.make_program(lambda x, w: pj.reshape(

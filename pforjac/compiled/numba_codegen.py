@@ -11,13 +11,16 @@ named in one `NotLowered` error.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 import numpy as np
 
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
-from .numba_lowering import NotLowered, rule_for
+from .numba_context import LoweringContext
+from .numba_lowering import REDUCTIONS, NotLowered, rule_for
+from .numba_loops import LoopNest, view_maps
 
 __all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
            "parallel_helpers", "HEADER"]
@@ -48,7 +51,7 @@ def declined_equations(program: Program) -> dict[int, str]:
     """{index: op and cause} of the equations numba cannot lower: no rule, or a rule that
     declines the case (each rule tried on placeholder operands: whether it lowers depends
     on the equation, not on the code around it)."""
-    declined, ctx = {}, _Context()
+    declined, ctx = {}, LoweringContext()
     for k, eqn in enumerate(program.equations):
         rule = rule_for(eqn.prim)
         if rule is None:
@@ -61,40 +64,35 @@ def declined_equations(program: Program) -> dict[int, str]:
     return declined
 
 
-class _Context:
-    """What rules see while one program is lowered: statements so far, fresh names, which
-    variables may not be C-contiguous (views: transposes, slices, broadcasts)."""
-
-    def __init__(self):
-        self.lines: list[str] = []
-        self.strided: set[int] = set()
-        self._count = 0
-
-    def emit(self, line: str) -> None:
-        self.lines.append(line)
-
-    def fresh(self) -> str:
-        self._count += 1
-        return f"t_{self._count}"
-
-    def follow(self, out, x) -> None:
-        """`out` is `x` itself (an identity): laid out as it is."""
-        if id(x) in self.strided:
-            self.strided.add(id(out))
-
-    def contiguous(self, var, expr: str) -> str:
-        """`expr` as a C-contiguous array (reshape and BLAS need one)."""
-        return f"np.ascontiguousarray({expr})" if id(var) in self.strided else expr
-
-
 def _fusible(eqn, readers, results) -> bool:
-    """Whether the result of elementwise `eqn` is inlined into its one elementwise reader."""
+    """Whether the result of elementwise `eqn` is inlined into its one reader, whose
+    loops then compute it (`_reads_in_loops`)."""
     out = eqn.outputs[0]
     users = readers.get(id(out), [])
-    return (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
-            and len(users) == 1 and users[0].prim.elementwise
-            and sum(id(v) == id(out) for v in users[0].inputs) == 1
-            and out.shape == users[0].outputs[0].shape)
+    if not (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
+            and len(users) == 1 and sum(id(v) == id(out) for v in users[0].inputs) == 1):
+        return False
+    return _reads_in_loops(users[0], out, readers, results)
+
+
+def _reads_in_loops(user, value, readers, results) -> bool:
+    """Whether `user`, the one reader of `value`, reads each element of it once in a loop
+    nest: an elementwise equation of its shape, a reduction, or a transpose or reshape
+    (no element read twice) read once by such a reader or a product (copied by a loop)."""
+    while True:
+        if user.prim.name in REDUCTIONS:
+            return True
+        if user.prim.elementwise:
+            return value.shape == user.outputs[0].shape
+        view = user.outputs[0]
+        if user.prim.name not in ("transpose", "reshape") or id(view) in results:
+            return False
+        users = readers.get(id(view), [])
+        if len(users) != 1 or sum(id(v) == id(view) for v in users[0].inputs) != 1:
+            return False
+        if users[0].prim.name == "matmul":
+            return True
+        user, value = users[0], view
 
 
 def numba_source(program: Program, name: str = "program", baked: dict | None = None,
@@ -108,60 +106,155 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     missing = unlowered_ops(program)
     if missing:
         raise NotLowered(", ".join(missing))
-    ctx, names = _Context(), variable_names(program)
-    baked = baked or {}
-    globals_ = []
+    names, baked, globals_ = variable_names(program), baked or {}, []
     for k, (key, value) in enumerate(baked.items()):
         names[key], definition = _baked(k, value)
         globals_.extend(definition)
-    exprs: dict[int, str] = {}                  # inlined results: id -> their expression
-    leaves: dict[int, list] = {}                # inlined results: id -> the values they read
-    readers, results = _readers(program), {id(v) for v in program.outputs}
+    walk = _Walk(program, LoweringContext(names), parallel_min_size, globals_)
+    for var in program.consts:
+        if id(var) in baked:
+            _read_uniform_once(walk.ctx, var, np.asarray(baked[id(var)]))
     failed: list[str] = []
     for eqn in program.equations:
-        args = [exprs.get(id(v), names.get(id(v))) for v in eqn.inputs]
         try:
-            expr = rule_for(eqn.prim)(ctx, eqn, args)
+            walk.lower(eqn)
         except NotLowered as e:
             failed.append(f"{eqn.prim.name} ({e})")
-            continue
-        read = [u for v in eqn.inputs for u in leaves.get(id(v), [v])]
-        if _fusible(eqn, readers, results):
-            exprs[id(eqn.outputs[0])], leaves[id(eqn.outputs[0])] = f"({expr})", read
-        elif len(eqn.outputs) == 1:
-            if parallel_min_size is not None and _parallel_pays(eqn, expr, read, parallel_min_size):
-                expr = _parallel_call(ctx, expr, read, names, baked, globals_)
-            ctx.emit(f"{names[id(eqn.outputs[0])]} = {expr}")
-        else:
-            ctx.emit(f"{', '.join(names[id(v)] for v in eqn.outputs)} = {expr}")
     if failed:
         raise NotLowered(", ".join(dict.fromkeys(failed)))
-    return "".join(g + "\n" for g in globals_) + _function_source(program, name, ctx.lines, names, baked)
+    for v in program.outputs:                   # (views the program returns: made)
+        make = walk.ctx.pending.pop(names[id(v)], None)
+        if make is not None:
+            make()
+    return "".join(g + "\n" for g in globals_) + _function_source(program, name, walk.ctx.lines, names, baked)
 
 
-def _parallel_pays(eqn, expr: str, read: list, min_size: int) -> bool:
-    """Whether an elementwise expression runs split across threads: it has `min_size`
-    elements or more, computes something (not a copy of a name), and reads nothing numba's
-    parallel loops would broadcast along a length-1 axis (they refuse that at run time):
-    every value it reads has the result's shape or a tail of it, or is 0-d."""
-    out = eqn.outputs[0]
-    if not eqn.prim.elementwise or out.ndim == 0 or "(" not in expr \
-            or re.search(r"\bt_\d", expr):
-        return False
-    if int(np.prod(out.shape, dtype=np.int64)) < min_size:
-        return False
-    return all(v.ndim == 0 or tuple(v.shape) == tuple(out.shape[out.ndim - v.ndim:]) for v in read)
+def _read_uniform_once(ctx, var, value: np.ndarray) -> None:
+    """A constant whose values are the same along some axes (a seed of ones per example)
+    is read at index 0 there: loops see it as a broadcast, and what they compute from it
+    is computed once for all its copies."""
+    uniform = [k for k in range(value.ndim) if value.shape[k] > 1
+               and np.array_equal(value, np.take(value, [0] * value.shape[k], axis=k))]
+    if not uniform:
+        return
+    ctx.views[id(var)] = (ctx.stand_in(ctx.names[id(var)], tuple(value.shape), var.dtype),
+                          lambda index: ["0" if k in uniform else i for k, i in enumerate(index)])
 
 
-def _parallel_call(ctx, expr: str, read: list, names: dict, baked: dict, globals_: list) -> str:
-    """`expr` as a call of a new helper compiled with `parallel=True`: numba splits its
-    elementwise loop across threads, each element computed as the serial loop computes
-    it (the helper holds no reduction, so no sum is reordered)."""
-    params = list(dict.fromkeys(names[id(v)] for v in read if id(v) not in baked))
-    helper = f"parallel_{ctx.fresh()}"
-    globals_.append(f"@numba.njit(parallel=True, cache=True)\ndef {helper}({', '.join(params)}):\n"
-                    f"    return {expr}\n")
-    return f"{helper}({', '.join(params)})"
+class _Walk:
+    """The equations lowered in order: views deferred, elementwise results inlined into
+    their reader or computed by a loop nest, every other equation by its rule."""
+
+    def __init__(self, program, ctx, parallel_min_size, globals_):
+        self.ctx, self.names, self.min_size, self.globals_ = ctx, ctx.names, parallel_min_size, globals_
+        self.readers, self.results = _readers(program), {id(v) for v in program.outputs}
+        self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
+        self.done: set[int] = set()
+
+    def lower(self, eqn) -> None:
+        ctx, out = self.ctx, eqn.outputs[0]
+        if id(out) in self.done:                # (a result its operand's loops wrote)
+            return
+        args = [self.exprs.get(id(v), self.names.get(id(v))) for v in eqn.inputs]
+        index_maps = None if eqn.prim.elementwise or self.results & {id(v) for v in eqn.outputs} \
+            else view_maps(eqn, ctx, args)
+        if index_maps is not None:
+            rule, made = rule_for(eqn.prim), ", ".join(self.names[id(v)] for v in eqn.outputs)
+            ctx.defer(eqn, index_maps, lambda: ctx.emit(f"{made} = {rule(ctx, eqn, args)}"))
+            return
+        expr = rule_for(eqn.prim)(ctx, eqn, args)
+        if expr is None:                        # (the rule made the result a view)
+            return
+        if _fusible(eqn, self.readers, self.results):
+            self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
+        elif len(eqn.outputs) > 1:
+            ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
+        elif _TRANSPOSED.match(expr) and id(out) not in self.results:
+            self._transpose_of(out, *_TRANSPOSED.match(expr).groups())
+        elif not (eqn.prim.elementwise and out.ndim and self._loop(eqn)):
+            ctx.emit(f"{self.names[id(out)]} = {expr}")
+
+    def _loop(self, eqn) -> bool:
+        """Whether the elementwise `eqn` (with what is inlined into it) is now computed by
+        a loop nest (False: a rule declined to write one element; a whole-array expression).
+        A result that reads nothing varying along some axes (its operands broadcast there)
+        is computed without them and read through a broadcast."""
+        out = eqn.outputs[0]
+        try:
+            if self._transposed_result(eqn):
+                return True
+            nest, result = self._nest(eqn, tuple(out.shape))
+        except NotLowered:
+            return False
+        used = {int(k) for text in nest.loads for k in re.findall(r"\bi_(\d+)\b", text)}
+        small = tuple(d if k in used else 1 for k, d in enumerate(out.shape))
+        name = self.names[id(out)]
+        if small != tuple(out.shape) and id(out) not in self.results:
+            nest, result = self._nest(eqn, small)
+            name = self._broadcast_of(out, small, self.ctx.fresh())
+        lines = nest.render(name, out.dtype, result)
+        if self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
+                and any(d != 1 for d in nest.shape):
+            lines = self._parallel(name, lines)
+        for line in lines:
+            self.ctx.emit(line)
+        return True
+
+    def _transposed_result(self, eqn) -> bool:
+        """Whether `eqn`'s result, which the program returns transposed (and nothing else
+        reads), was computed by loops writing the transposed result in its own order (a
+        caller needing row-major values then copies nothing)."""
+        out, users = eqn.outputs[0], self.readers.get(id(eqn.outputs[0]), [])
+        if len(users) != 1 or users[0].prim.name != "transpose" or id(out) in self.results \
+                or id(users[0].outputs[0]) not in self.results:
+            return False
+        result, perm = users[0].outputs[0], tuple(users[0].params["perm"])
+        nest = LoopNest(tuple(result.shape), self.ctx.fresh)
+        value, _ = self.ctx.element(nest, eqn, [nest.index[perm.index(j)] for j in range(out.ndim)])
+        for line in nest.render(self.names[id(result)], result.dtype, value):
+            self.ctx.emit(line)
+        self.done.add(id(result))
+        return True
+
+    def _transpose_of(self, out, name: str, perm: str) -> None:
+        """`out`, which a rule computed as a transpose of the array `name`, becomes a view
+        of it (loops read through; a copy, if one is asked, is a loop nest)."""
+        perm = tuple(int(p) for p in perm.strip("()").split(",") if p.strip())
+        under = self.ctx.stand_in(name, tuple(out.shape[perm.index(k)] for k in range(out.ndim)), out.dtype)
+        self.ctx.views[id(out)] = (under, lambda index: [index[perm.index(k)] for k in range(len(perm))])
+        self.ctx.pending[self.names[id(out)]] = lambda: self.ctx.emit(
+            f"{self.names[id(out)]} = np.transpose({name}, {perm})")
+
+    def _nest(self, eqn, shape: tuple) -> tuple[LoopNest, str]:
+        nest = LoopNest(shape, self.ctx.fresh)
+        return nest, self.ctx.element(nest, eqn, nest.index)[0]
+
+    def _broadcast_of(self, out, small: tuple, name: str) -> str:
+        """`out` becomes a broadcast view of the array `name` of shape `small`."""
+        under = self.ctx.stand_in(name, small, out.dtype)
+        self.ctx.views[id(out)] = (under, lambda index: ["0" if d == 1 else i for i, d in zip(index, small)])
+        self.ctx.kinds[id(out)] = "broadcast"
+        self.ctx.strided.add(id(out))
+        self.ctx.pending[self.names[id(out)]] = lambda: self.ctx.emit(
+            f"{self.names[id(out)]} = np.broadcast_to({name}, {tuple(out.shape)})")
+        return name
+
+    def _parallel(self, name: str, lines: list[str]) -> list[str]:
+        """A loop nest's lines as a call of a new helper compiled with `parallel=True`, its
+        outer loop a `prange` (numba splits it across threads; each element is computed as
+        the serial loop computes it: no reduction is reordered)."""
+        params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - {name})
+        outer = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
+        lines = [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1),
+                 *lines[outer + 1:]]
+        helper = f"parallel_{self.ctx.fresh()}"
+        self.globals_.append(f"@numba.njit(parallel=True, cache=True)\ndef {helper}({', '.join(params)}):\n"
+                             + "".join(f"    {line}\n" for line in lines) + f"    return {name}\n")
+        return [f"{name} = {helper}({', '.join(params)})"]
+
+
+_TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
+_ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
 
 
 def parallel_helpers(source: str) -> int:

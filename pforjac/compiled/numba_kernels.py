@@ -14,7 +14,7 @@ from .numba_lowering import NonFiniteMatrix
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
 
-__all__ = ["multiply_no_nan", "select", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
+__all__ = ["multiply_no_nan", "select", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
 
 
@@ -39,20 +39,37 @@ def _position(k, n):
     return k
 
 
+def positions(indices, n):
+    """The 1-D `indices` as positions on an axis of length n (negative ones from the end),
+    or np.take's IndexError."""
+    out = np.empty(indices.size, np.int64)
+    for j in range(indices.size):
+        out[j] = _position(indices[j], n)
+    return out
+
+
 def take_axis(x, indices):
     """np.take(x, indices, axis=1) of a C-contiguous (pre, n, post) x and 1-D indices."""
+    positions_ = positions(indices, x.shape[1])
     out = np.empty((x.shape[0], indices.size, x.shape[2]), x.dtype)
-    for j in range(indices.size):
-        out[:, j, :] = x[:, _position(indices[j], x.shape[1]), :]
+    for i in range(x.shape[0]):
+        for j in range(indices.size):
+            p = positions_[j]
+            for k in range(x.shape[2]):
+                out[i, j, k] = x[i, p, k]
     return out
 
 
 def scatter_add_axis(g, indices, size):
     """Zeros of shape (pre, size, post) with the (pre, m, post) g added at `indices` along
     axis 1, in order (as np.add.at adds; 0 + g where they are distinct)."""
+    positions_ = positions(indices, size)
     out = np.zeros((g.shape[0], size, g.shape[2]), g.dtype)
-    for j in range(indices.size):
-        out[:, _position(indices[j], size), :] += g[:, j, :]
+    for i in range(g.shape[0]):
+        for j in range(indices.size):
+            p = positions_[j]
+            for k in range(g.shape[2]):
+                out[i, p, k] += g[i, j, k]
     return out
 
 
@@ -90,11 +107,12 @@ def min_axis(x):
 
 
 def batched_dot(a, b):
-    """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks: one BLAS product
-    per matrix."""
-    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
-    for i in range(a.shape[0]):
-        out[i] = np.dot(a[i], b[i])
+    """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks (either may hold
+    one matrix, shape (1, ...), for all): one BLAS product per matrix."""
+    count = b.shape[0] if a.shape[0] == 1 else a.shape[0]
+    out = np.empty((count, a.shape[1], b.shape[2]), a.dtype)
+    for i in range(count):                  # (written in place: no product copied)
+        np.dot(a[i if a.shape[0] > 1 else 0], b[i if b.shape[0] > 1 else 0], out[i])
     return out
 
 
@@ -307,6 +325,7 @@ if numba is not None:
     multiply_no_nan = numba.vectorize(cache=True)(multiply_no_nan)
     select = numba.vectorize(cache=True)(select)
     _position = numba.njit(cache=True)(_position)
+    positions = numba.njit(cache=True)(positions)
     take_axis = numba.njit(cache=True)(take_axis)
     scatter_add_axis = numba.njit(cache=True)(scatter_add_axis)
     prod_axis = numba.njit(cache=True)(prod_axis)

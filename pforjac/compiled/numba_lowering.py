@@ -245,14 +245,21 @@ def _setitem_zeros(ctx, eqn, args) -> str:
     out = eqn.outputs[0]
     name = ctx.fresh()
     ctx.emit(f"{name} = np.zeros({tuple(eqn.params['shape'])}, {numba_dtype(out.dtype)})")
-    ctx.emit(f"{name}[{_index_source(eqn.params['key'])}] = {args[0]}")
+    ctx.store(name, out.shape, eqn.params["key"], eqn.inputs[0], args[0], out.dtype)
     return name
 
 
 @lowers(_p("concat"))
 def _concat(ctx, eqn, args) -> str:
-    parts = _same_dtype(eqn, args)
-    return f"np.concatenate(({', '.join(parts)},), axis={int(eqn.params['axis'])})"
+    """A new array, each part stored into its span along the axis."""
+    out = eqn.outputs[0]
+    axis, name, start = int(eqn.params["axis"]) % out.ndim, ctx.fresh(), 0
+    ctx.emit(f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+    for x, arg in zip(eqn.inputs, args):
+        span = (slice(None),) * axis + (slice(start, start + x.shape[axis]),)
+        ctx.store(name, out.shape, span, x, arg, out.dtype)
+        start += x.shape[axis]
+    return name
 
 
 def _split_at(shape, axis: int, n_axes: int = 1) -> tuple:
@@ -281,17 +288,35 @@ def _scatter_add(ctx, eqn, args) -> str:
     axis, size = eqn.params["axis"], eqn.params["size"]
     if idx.dtype.kind not in "iu" or idx.ndim == 0 or g.dtype.kind not in "fc":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
-    g3 = f"{ctx.contiguous(g, args[0])}.reshape({_split_at(g.shape, axis, idx.ndim)})"
     flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
+        out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
+        ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
+        ctx.emit(f"{name} = np.zeros({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+        ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
+                     g, args[0], g.dtype, "+=")
+        return name
+    g3 = f"{ctx.contiguous(g, args[0])}.reshape({_split_at(g.shape, axis, idx.ndim)})"
     return f"K.scatter_add_axis({g3}, {flat}, {int(size)}).reshape({tuple(eqn.outputs[0].shape)})"
+
+
+def positioned(index: list, axis: int, idx_shape: tuple, positions: str) -> list:
+    """An index of a gather's or scatter's array from its index over the indices' axes
+    (those from `axis` on, one per axis of the indices): their flat position's entry of
+    the array `positions`, the axes around unchanged."""
+    k = len(idx_shape)
+    strides = [int(np.prod(idx_shape[j + 1:], dtype=np.int64)) for j in range(k)]
+    terms = [t if s == 1 else f"{t} * {s}" for t, s in zip(index[axis:axis + k], strides) if t != "0"]
+    return [*index[:axis], f"{positions}[{' + '.join(terms) or '0'}]", *index[axis + k:]]
 
 
 # -- reductions ------------------------------------------------------------------------------
 def _reduction(fn: str):
-    """A rule computing `np.<fn>` over `axes`: over all of them at once; over some, one
-    axis at a time (highest first), by numba's `np.sum(x, axis=a)` for sums and by the
-    kernel `K.<fn>_axis` of the operand seen as (before, axis, after) otherwise (numba
-    takes no axis there); kept axes restored by a reshape."""
+    """A rule computing `np.<fn>` over `axes`: by a loop nest where the context writes one
+    (`_loop_reduction`); else over all axes at once, or one axis at a time (highest
+    first), by numba's `np.sum(x, axis=a)` for sums and by the kernel `K.<fn>_axis` of the
+    operand seen as (before, axis, after) otherwise (numba takes no axis there); kept axes
+    restored by a reshape."""
     def rule(ctx, eqn, args) -> str:
         x, out = eqn.inputs[0], eqn.outputs[0]
         axes = eqn.params["axes"]
@@ -300,6 +325,8 @@ def _reduction(fn: str):
         integers = x.dtype.kind in "iub" and out.dtype.kind in "iu"     # (numpy's widening)
         if not (same or integers) or 0 in x.shape:
             raise NotLowered(f"a reduction of dtype {x.dtype} to {out.dtype}, shape {tuple(x.shape)}")
+        if x.ndim and axes and hasattr(ctx, "reduce") and (fn in ("sum", "prod") or x.dtype.kind == "f"):
+            return _loop_reduction(ctx, fn, x, args[0], axes, out)
         args = [as_dtype(args[0], x, out.dtype)]
         if x.ndim == 0:
             return args[0]
@@ -320,7 +347,21 @@ def _reduction(fn: str):
     return rule
 
 
-for _name in ("sum", "prod", "max", "min"):
+def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
+    """A sum or product in order, or a float maximum or minimum (NaN if any value is NaN,
+    else the first of equal values, as np.maximum's reduction), by the context's loops."""
+    dtype = numba_dtype(out.dtype)
+    if fn in ("sum", "prod"):
+        op = "+" if fn == "sum" else "*"
+        return ctx.reduce(x, expr, axes, out, f"{dtype}({int(fn == 'prod')})",
+                          lambda acc, v: f"{acc} = {acc} {op} {v}")
+    beyond, compare = ("-np.inf", ">") if fn == "max" else ("np.inf", "<")
+    return ctx.reduce(x, expr, axes, out, f"{dtype}({beyond})",
+                      lambda acc, v: f"if {v} {compare} {acc} or {v} != {v}: {acc} = {v}")
+
+
+REDUCTIONS = ("sum", "prod", "max", "min")
+for _name in REDUCTIONS:
     lowers(_p(_name))(_reduction(_name))
 
 
@@ -332,24 +373,55 @@ def _all_finite(ctx, eqn, args) -> str:
         raise NotLowered("all_finite over some of the axes")
     if x.dtype.kind not in "fc":
         return "True" if not eqn.params["nonzero"] else f"np.all({args[0]} != 0)"
+    if x.ndim and hasattr(ctx, "reduce"):
+        nonzero = eqn.params["nonzero"]
+        return ctx.reduce(x, args[0], tuple(range(x.ndim)), eqn.outputs[0], "True",
+                          lambda acc, v: f"{acc} = {acc} and np.isfinite({v})"
+                          + (f" and {v} != 0" if nonzero else ""), convert=False)
     check = f"np.isfinite({args[0]})" + (f" & ({args[0]} != 0)" if eqn.params["nonzero"] else "")
     return f"np.all({check})" if x.ndim else f"({check})"
 
 
 # -- products --------------------------------------------------------------------------------
+def _stack(ctx, v, arg: str, batch: tuple) -> str:
+    """Operand `v` of a batched product as a C-contiguous (count, m, k) stack: its own
+    matrices where its batch is the whole batch, (1, m, k) where it has one matrix (the
+    kernel reads it for every entry), else broadcast and copied."""
+    core, own = tuple(v.shape[-2:]), tuple(v.shape[:-2])
+    count = int(np.prod(own, dtype=np.int64))
+    if count == 1 or (1,) * (len(batch) - len(own)) + own == batch:
+        return f"{ctx.contiguous(v, arg)}.reshape({(count,) + core})"
+    return (f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + core}))"
+            f".reshape({(int(np.prod(batch, dtype=np.int64)),) + core})")
+
+
+
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
     """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
-    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`)."""
+    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`).
+    Rows that repeat (a broadcast, merged into the rows) are multiplied once: the result
+    is a view repeating their products (None: nothing to assign)."""
     a, b = eqn.inputs
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
+    rows = ctx.broadcast_rows(a) if hasattr(ctx, "broadcast_rows") and b.ndim == 2 else None
+    if rows is not None:                     # (rows repeated: their product, repeated)
+        small, wide = rows
+        count, name = int(np.prod(small.shape[:-1], dtype=np.int64)), ctx.fresh()
+        shape = tuple(small.shape[:-1]) + (b.shape[1],)
+        ctx.emit(f"{name} = np.dot({ctx.contiguous(small, ctx.names[id(small)])}.reshape({(count, a.shape[-1])}), "
+                 f"{ctx.contiguous(b, args[1])}).reshape({shape})")
+        ctx.product_view(eqn.outputs[0], name, shape, tuple(wide.shape[:-1]) + (b.shape[1],))
+        return None
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+    if b.ndim == 2:                          # (a stack times one matrix: one product)
+        rows = int(np.prod(a.shape[:-1], dtype=np.int64))
+        return (f"np.dot({ctx.contiguous(a, args[0])}.reshape({(rows, a.shape[-1])}), "
+                f"{ctx.contiguous(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-    count = int(np.prod(batch, dtype=np.int64))
-    stacks = [f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + tuple(v.shape[-2:])}))"
-              f".reshape({(count,) + tuple(v.shape[-2:])})" for arg, v in zip(args, (a, b))]
+    stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _index_source, _p, _split_at, as_dtype, lowers, numba_dtype
+from .numba_lowering import NotLowered, _p, _split_at, as_dtype, lowers, numba_dtype
 
 __all__: list = []
 
@@ -112,7 +112,7 @@ def _pad(ctx, eqn, args) -> str:
         ("np.nan" if fill != fill else ("np.inf" if fill > 0 else "-np.inf"))
     ctx.emit(f"{name} = np.full({tuple(out.shape)}, {numba_dtype(out.dtype)}({text}))")
     key = tuple(slice(a, a + d) for (a, _), d in zip(eqn.params["pad_width"], x.shape))
-    ctx.emit(f"{name}[{_index_source(key)}] = {args[0]}")
+    ctx.store(name, out.shape, key, x, args[0], out.dtype)
     return name
 
 
@@ -144,10 +144,9 @@ def _index_update(ctx, eqn, args) -> str:
     x, v = eqn.inputs
     if x.ndim == 0:
         raise NotLowered("a 0-d value")
-    source = _index_source(eqn.params["key"])
     name = ctx.fresh()
     ctx.emit(f"{name} = np.copy({args[0]})")
-    ctx.emit(f"{name}[{source}] = {args[1]}")
+    ctx.store(name, x.shape, eqn.params["key"], v, args[1], x.dtype)
     return name
 
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _p, as_dtype, lowers
+from .numba_lowering import NotLowered, _p, as_dtype, lowers, numba_dtype
 
 __all__: list = []
 
@@ -28,8 +28,8 @@ class _Operand:
     """An einsum operand while it is lowered: its source expression, its subscripts (one
     letter an axis), whether it may be strided (a transposed view)."""
 
-    def __init__(self, expr: str, letters: str, strided: bool):
-        self.expr, self.letters, self.strided = expr, letters, strided
+    def __init__(self, expr: str, letters: str, strided: bool, var=None, dtype=None):
+        self.expr, self.letters, self.strided, self.var, self.dtype = expr, letters, strided, var, dtype
 
     def contiguous(self) -> str:
         return f"np.ascontiguousarray({self.expr})" if self.strided else self.expr
@@ -44,42 +44,87 @@ def _sum_letters(ctx, x: _Operand, drop: set) -> _Operand:
         return x
     name = ctx.fresh()
     ctx.emit(f"{name} = {expr}" if letters else f"{name} = np.full((1,), {expr})")
-    return _Operand(name, letters, False)
+    return _Operand(name, letters, False, dtype=x.dtype)
 
 
-def _permuted(x: _Operand, letters: str, sizes: dict, grouped: tuple) -> str:
-    """x's axes in the order of `letters`, reshaped to the sizes of the letter `grouped`s."""
+def _permuted(ctx, x: _Operand, letters: str, sizes: dict, grouped: tuple) -> str:
+    """x's axes in the order of `letters`, reshaped to the sizes of the letter `grouped`s
+    (a loop nest copies it where it is not already C-contiguous in that order)."""
     perm = tuple(x.letters.index(c) for c in letters)
     shape = tuple(math.prod(sizes[c] for c in g) for g in grouped)
-    if perm == tuple(range(len(perm))):
-        return f"{x.contiguous()}.reshape({shape})"
+    if perm == tuple(range(len(perm))) and not x.strided:
+        return f"{x.expr}.reshape({shape})"
+    if hasattr(ctx, "loop"):
+        copy = ctx.loop(tuple(sizes[c] for c in letters), x.dtype, lambda nest: _read(
+            ctx, nest, x, [nest.index[letters.index(c)] for c in x.letters]))
+        return f"{copy}.reshape({shape})"
     return f"np.ascontiguousarray(np.transpose({x.expr}, {perm})).reshape({shape})"
 
 
-def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict) -> _Operand:
+def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = "") -> _Operand:
     """The contraction of two operands to the letters `keep` (in an order of its choosing):
     letters only one operand has and `keep` lacks are summed first; then the shared letters
     `keep` has are batch axes, the shared ones it lacks are contracted (a BLAS product per
-    matrix) or, if there are none, the product is a broadcast multiplication."""
+    matrix) or, if there are none, the product is a broadcast multiplication. Where the
+    context writes loops, a broadcast product and a contraction too small for BLAS to pay
+    for its call are one loop nest (`_loop_pair`)."""
     x = _sum_letters(ctx, x, set(x.letters) - set(y.letters) - set(keep))
     y = _sum_letters(ctx, y, set(y.letters) - set(x.letters) - set(keep))
     batch = "".join(c for c in x.letters if c in y.letters and c in keep)
     summed = "".join(c for c in x.letters if c in y.letters and c not in keep)
     left = "".join(c for c in x.letters if c not in y.letters)
     right = "".join(c for c in y.letters if c not in x.letters)
-    a = _permuted(x, batch + left + summed, sizes, (batch, left, summed))
-    b = _permuted(y, batch + summed + right, sizes, (batch, summed, right))
     letters = batch + left + right
+    m, n, k = (math.prod(sizes[c] for c in g) for g in (left, right, summed))
+    if hasattr(ctx, "reduce") and (not summed or m * n * k < _SMALL_PRODUCT) and x.letters and y.letters:
+        letters = order if sorted(order) == sorted(letters) else letters     # (any order: the asked one)
+        return _Operand(_loop_pair(ctx, x, y, letters, summed, sizes), letters, False, dtype=x.dtype)
+    a = _permuted(ctx, x, batch + left + summed, sizes, (batch, left, summed))
+    b = _permuted(ctx, y, batch + summed + right, sizes, (batch, summed, right))
     shape = tuple(sizes[c] for c in letters) or (1,)       # (no letters: one value)
     name = ctx.fresh()
-    if summed:
+    if summed and not batch:                # (one product: BLAS straight into the result)
+        ctx.emit(f"{name} = np.dot({a}.reshape({(m, k)}), {b}.reshape({(k, n)})).reshape({shape})")
+    elif summed:
         ctx.emit(f"{name} = K.batched_dot({a}, {b}).reshape({shape})")
     else:
         m, n = math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)
         batch_size = math.prod(sizes[c] for c in batch)
         ctx.emit(f"{name} = ({a}.reshape({(batch_size, m, 1)}) * {b}.reshape({(batch_size, 1, n)}))"
                  f".reshape({shape})")
-    return _Operand(name, letters, False)
+    return _Operand(name, letters, False, dtype=x.dtype)
+
+
+_SMALL_PRODUCT = 4096   # multiply-adds per matrix product under which loops beat a BLAS call
+
+
+def _loop_pair(ctx, x: _Operand, y: _Operand, letters: str, summed: str, sizes: dict) -> str:
+    """The contraction of x and y to `letters` by one loop nest: the result's letters
+    outside, the summed ones inside (in order), an accumulator per result element."""
+    from .numba_loops import LoopNest
+    nest = LoopNest(tuple(sizes[c] for c in letters + summed) or (1,), ctx.fresh)
+    at = dict(zip(letters + summed, nest.index))
+    (a, da), (b, db) = (_read(ctx, nest, o, [at[c] for c in o.letters]) for o in (x, y))
+    product, depth = nest.value(f"{a} * {b}", max(da, db))
+    name, shape = ctx.fresh(), tuple(sizes[c] for c in letters) or (1,)
+    if not summed:
+        lines = nest.render(name, x.dtype, product)
+    else:
+        acc = "s_" + ctx.fresh()
+        nest.levels[len(letters)].append(f"{acc} = {numba_dtype(x.dtype)}(0)")
+        nest.levels[len(letters) + len(summed)].append(f"{acc} = {acc} + {product}")
+        nest.after[len(letters)].append(f"{name}[{', '.join(nest.index[:len(letters)]) or '0'}] = {acc}")
+        lines = [f"{name} = np.empty({shape}, {numba_dtype(x.dtype)})", *nest.render_store(None, None)]
+    for line in lines:
+        ctx.emit(line)
+    return name
+
+
+def _read(ctx, nest, operand: _Operand, index: list) -> tuple[str, int]:
+    """An element of an einsum operand: through its variable's views where it has one."""
+    if operand.var is not None:
+        return ctx.read(nest, operand.var, index=index)
+    return nest.load(f"{operand.expr}[{', '.join(index)}]")
 
 
 def _einsum_steps(subscripts: str, ins: list, out: str, shapes: tuple, order) -> list:
@@ -108,13 +153,20 @@ def _einsum(ctx, eqn, args) -> str:
                          f"dtype {out.dtype}")
     sizes = {c: d for s, x in zip(ins, xs) for c, d in zip(s, x.shape)}
     subs = f"{','.join(ins)}->{result}"
-    operands = [_Operand(as_dtype(a, x, out.dtype), s, id(x) in ctx.strided)
+    operands = [_Operand(as_dtype(a, x, out.dtype), s, id(x) in ctx.strided,
+                         x if np.dtype(x.dtype) == np.dtype(out.dtype) else None)
                 for a, x, s in zip(args, xs, ins)]
+    for o in operands:
+        o.dtype = out.dtype
+        if o.var is None and not o.expr.isidentifier():     # (loops read it: made once)
+            name = ctx.fresh()
+            ctx.emit(f"{name} = {o.expr}")
+            o.expr = name
     names = tuple(ins)
     for step in _einsum_steps(subs, ins, result, tuple(tuple(x.shape) for x in xs),
                               eqn.params.get("order")):
         names = _remaining(names, step, result)
-        pair = _pair(ctx, operands[step[0]], operands[step[1]], names[-1], sizes)
+        pair = _pair(ctx, operands[step[0]], operands[step[1]], names[-1], sizes, result)
         operands = [o for k, o in enumerate(operands) if k not in step] + [pair]
         names = names[:-1] + (pair.letters,)
     last = _sum_letters(ctx, operands[0], set(operands[0].letters) - set(result))

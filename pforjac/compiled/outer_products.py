@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import core
 
-__all__ = ["outer_subscripts", "outer_einsum", "OUTER_MIN", "EINSUM"]
+__all__ = ["outer_subscripts", "outer_einsum", "outer_products", "OUTER_MIN", "EINSUM"]
 
 OUTER_MIN = 1024      # elements: below this np.einsum's own cost (about 1.5 us) is not won back
 
@@ -61,3 +61,41 @@ def outer_einsum(eqn, layouts) -> tuple[str, dict] | None:
     if spec is None or not (id(out) in layouts.c_ordered or id(out) in layouts.blind):
         return None
     return spec, ({} if all(id(v) in layouts.c_ordered for v in eqn.inputs) else {"order": "C"})
+
+
+def outer_products(program, layouts, skip: set) -> tuple[dict[int, tuple], set[int]]:
+    """({equation index: (subscripts, operands, keywords)} of the outer products generated
+    code computes by np.einsum (`outer_einsum`; none of the indices in `skip`), and the
+    indices of the reshapes they make needless. An operand that a reshape made by adding
+    unit axes, `v.reshape((64, 8, 1))`, is read as `v` (`'ab,ac->abc'`): the reshape then
+    costs nothing where nothing else reads it (0.3 us each, two per product)."""
+    producers = {id(e.outputs[0]): e for e in program.equations}
+    chosen, unfolded = {}, {}
+    for k, eqn in enumerate(program.equations):
+        found = None if k in skip else outer_einsum(eqn, layouts)
+        if found is not None:
+            chosen[k] = _unfolded(found[0], eqn, producers, layouts)
+            unfolded[id(eqn)] = {id(v) for v in eqn.inputs} - {id(v) for v in chosen[k][1]}
+    results = {id(v) for v in program.outputs}
+    needless = {j for j, e in enumerate(program.equations)
+                if e.prim.name == "reshape" and id(e.outputs[0]) not in results
+                and all(id(e.outputs[0]) in unfolded.get(id(r), ())
+                        for r in layouts.readers.get(id(e.outputs[0]), [None]))}
+    return chosen, needless
+
+
+def _unfolded(spec: str, eqn, producers: dict, layouts) -> tuple:
+    """(subscripts, operands, keywords) of outer product `eqn` (`spec`: outer_subscripts'),
+    reading through the reshapes that only add unit axes to an operand."""
+    ins, out = spec.split("->")
+    subs, operands = ins.split(","), list(eqn.inputs)
+    for i, v in enumerate(eqn.inputs):
+        made = producers.get(id(v))
+        if made is None or made.prim.name != "reshape" or \
+                tuple(made.inputs[0].shape) != tuple(d for d in v.shape if d != 1):
+            continue
+        trial = subs[:i] + ["".join(s for s, d in zip(subs[i], v.shape) if d != 1)] + subs[i + 1:]
+        if set(out) <= set("".join(trial)):          # (every result axis still named)
+            subs[i], operands[i] = trial[i], made.inputs[0]
+    keywords = {} if all(id(v) in layouts.c_ordered for v in operands) else {"order": "C"}
+    return ",".join(subs) + "->" + out, operands, keywords

@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-__all__ = ["short_rows", "row_items", "sum_short_axis", "axis_first", "extremum", "setitem",
+__all__ = ["short_rows", "row_items", "sum_short_axis", "sum_is_plain", "extremum_is_plain",
+           "axis_first", "extremum", "setitem",
            "rows_concatenable", "concat_rows", "add_at", "matmul_no_gemv", "by_last_axis",
            "BY_LAST_AXIS_UFUNCS"]
 
@@ -50,25 +51,34 @@ def sum_short_axis(x, axis=None, keepdims=False):
     that axis first (`axis_first`), summed over it, adds the same numbers in the same order
     in long rows ((1000, 50, 2) over axis 1: 0.73 -> 0.25 ms with numpy's copy, 0.05 with
     `axis_first`'s; (96, 32, 32, 3) over axis 2: 0.40 -> 0.20)."""
-    if x.dtype.kind == "f" and x.dtype.itemsize >= 4 and axis is not None and len(axis) == 1 \
-            and x.size >= _SMALL_SUM:
+    if not sum_is_plain(x.shape, x.dtype, axis):
         (a,) = axis
-        n, inner = x.shape[a], math.prod(x.shape[a + 1:])
-        if _short_last(x, a):
-            out = _fold_slices(np.add, x, a)
+        if _short_last(x.shape, a):
+            out = _fold_slices(np.add, x, a, keepdims)
             out += 0.0
-            return np.expand_dims(out, a) if keepdims else out
-        if n >= 2 and 2 <= inner <= 16 and a > 0 and x.size:
-            out = axis_first(x, a, inner).sum(axis=0)
-            return np.expand_dims(out, a) if keepdims else out
+            return out
+        out = axis_first(x, a, math.prod(x.shape[a + 1:])).sum(axis=0)
+        return out.reshape(x.shape[:a] + (1,) + x.shape[a + 1:]) if keepdims else out
     return np.add.reduce(x, axis=axis, keepdims=keepdims)    # (np.sum's own call, 2 us sooner)
 
 
-def _short_last(x, a: int, rows: int = 256) -> bool:
-    """Axis `a` of `x` is its last (but for unit axes) and has 2-7 elements, over `rows` rows:
-    numpy's reductions run a loop per row there."""
-    n = x.shape[a]
-    return 2 <= n < 8 and math.prod(x.shape[a + 1:]) == 1 and x.size // n >= rows
+def sum_is_plain(shape: tuple, dtype, axis) -> bool:
+    """Whether `sum_short_axis` sums C-ordered data of this shape and dtype over `axis` (a
+    tuple or None) by np.add.reduce, its last line (generated code then calls that itself)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f" or dtype.itemsize < 4 or axis is None or len(axis) != 1 \
+            or math.prod(shape) < _SMALL_SUM:
+        return True
+    (a,) = axis
+    inner = math.prod(shape[a + 1:])
+    return not (_short_last(shape, a) or shape[a] >= 2 and 2 <= inner <= 16 and a > 0)
+
+
+def _short_last(shape: tuple, a: int, rows: int = 256) -> bool:
+    """Axis `a` of an array of `shape` is its last (but for unit axes) and has 2-7 elements,
+    over `rows` rows: numpy's reductions run a loop per row there."""
+    n = shape[a]
+    return 2 <= n < 8 and math.prod(shape[a + 1:]) == 1 and math.prod(shape) // n >= rows
 
 
 # numpy's max of short rows costs more than the slices' maximum from 32 rows on ((64, 3):
@@ -77,14 +87,15 @@ _EXTREMUM_ROWS = 32
 _SMALL_SUM = 512       # elements: below this np.add.reduce beats every other path
 
 
-def _fold_slices(ufunc, x, a: int, **first):
+def _fold_slices(ufunc, x, a: int, keepdims: bool = False, **first):
     """ufunc(...ufunc(x[0], x[1]), ..., x[n-1]) over the slices of axis `a`, in place after the
-    first call (which gets `first`, e.g. order="C")."""
+    first call (which gets `first`, e.g. order="C"); with `keepdims` reshaped to keep axis `a`
+    (np.expand_dims would cost 1-2 us more; slices that keep it make numpy's loops slower)."""
     lead = (slice(None),) * a
     out = ufunc(x[lead + (0,)], x[lead + (1,)], **first)
     for k in range(2, x.shape[a]):
         ufunc(out, x[lead + (k,)], out=out)
-    return out
+    return out.reshape(x.shape[:a] + (1,) + x.shape[a + 1:]) if keepdims else out
 
 
 def axis_first(x, a: int, inner: int):
@@ -107,11 +118,15 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
     row of 2 to 7 elements drawn from +-0, +-1, +-inf and NaN, tests/test_reductions.py).
     The result is C-ordered."""
     x = np.asarray(x)
-    if x.dtype.kind == "f" and axis is not None and len(axis) == 1 and \
-            _short_last(x, axis[0], _EXTREMUM_ROWS):
-        out = _fold_slices(pairwise, x, axis[0], order="C")
-        return np.expand_dims(out, axis[0]) if keepdims else out
+    if not extremum_is_plain(x.shape, x.dtype, axis):
+        return _fold_slices(pairwise, x, axis[0], keepdims, order="C")
     return reduce(x, axis=axis, keepdims=keepdims)
+
+
+def extremum_is_plain(shape: tuple, dtype, axis) -> bool:
+    """Whether `extremum` reduces an array of this shape and dtype over `axis` by `reduce`."""
+    return not (np.dtype(dtype).kind == "f" and axis is not None and len(axis) == 1
+                and _short_last(shape, axis[0], _EXTREMUM_ROWS))
 
 
 # -- copies of short rows ---------------------------------------------------------------------

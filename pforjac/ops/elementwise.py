@@ -404,6 +404,9 @@ def _cast_impl(x, dtype):
 cast_p = core.new_primitive("cast", _cast_impl, lambda x, dtype: (x.shape, dtype),
                             elementwise=True, zero_preserving=True, layout="following",
                             may_alias=True)
+cast_p.plain_forward = lambda x, c_ordered, dtype: (
+    None if np.dtype(x.dtype).kind == "c" and np.dtype(dtype).kind != "c"
+    else f"x.astype(np.dtype({np.dtype(dtype).str!r}), copy=False)")
 defvjp(cast_p, lambda g, ans, x, dtype: cast(g, x.dtype) if is_float(x.dtype) else None)
 defjvp(cast_p, lambda t, ans, x, dtype: cast(t, dtype) if is_float(dtype) else None)
 

@@ -17,11 +17,11 @@ from ..warn import warn_wrong_result
 from .elementwise import (abs as abs_, cast, equal, exp, less, log, multiply_no_nan,
                           multiply_zero_safe, ones_like, sqrt, square, stop_gradient, where,
                           zeros, zeros_like)
-from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to,  # noqa: F401
+from .broadcasting import (REDUCTIONS, _in_c_order, _reduce, _reduction_shape, broadcast_to, reduce_source,  # noqa: F401
                            reduction, reshape, restore_reduced, sum, sum_p)     # (sum opens the family)
 from .shape import flip, pad, stack, transpose
 from ._family import axis_index, normalize_axes
-from ._kernels import extremum
+from ._kernels import extremum, extremum_is_plain
 from .complex_parts import abs_squared
 
 __all__ = ["max", "min", "prod", "mean", "logsumexp", "logaddexp", "var", "std", "cumsum",
@@ -50,6 +50,25 @@ def _extremum_jvp(ts, ans, x, axes, keepdims):
     return sum_p.bind(ts[0] * weights, axes=axes, keepdims=keepdims)
 
 
+def _plain_extremum(reduce: str, pairwise: str):
+    """`plain_forward` of max or min: numpy's reduce, or the slices' fold `extremum` makes."""
+    def plain(x, c_ordered, axes, keepdims):
+        if not x.ndim:
+            return None
+        if extremum_is_plain(x.shape, x.dtype, axes):
+            return reduce_source(reduce, axes, keepdims)
+        (a,) = axes
+        at = ("x[" + "slice(None), " * a + "{}]").format         # (no `:`: astunparse garbles it)
+        folded = f"{pairwise}({at(0)}, {at(1)}, order='C')"
+        for k in range(2, x.shape[a]):
+            folded = f"{pairwise}({folded}, {at(k)})"
+        kept = tuple(x.shape[:a]) + (1,) + tuple(x.shape[a + 1:])
+        return f"{folded}.reshape({kept!r})" if keepdims else folded
+    return plain
+
+
+max_p.plain_forward = _plain_extremum("np.maximum.reduce", "np.maximum")
+min_p.plain_forward = _plain_extremum("np.minimum.reduce", "np.minimum")
 for _p in (max_p, min_p):
     defvjp(_p, _extremum_vjp)
     defjvp_all(_p, _extremum_jvp)

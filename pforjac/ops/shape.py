@@ -33,6 +33,8 @@ def _transpose_impl(x, perm):
 
 transpose_p = core.new_primitive("transpose", _transpose_impl,
                                  _transpose_shape, layout="following", may_alias=True)
+transpose_p.plain_forward = lambda x, c_ordered, perm: (
+    "x.T" if tuple(perm) == (1, 0) else f"x.transpose({tuple(perm)!r})")
 defvjp(transpose_p, lambda g, ans, x, perm: transpose(g, tuple(np.argsort(perm))))
 defjvp(transpose_p, lambda t, ans, x, perm: transpose(t, perm))
 

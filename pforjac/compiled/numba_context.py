@@ -1,0 +1,195 @@
+"""What the numba lowering rules see while one program is lowered (`LoweringContext`):
+the statements so far, fresh names, which values may not be C-contiguous, the views not
+made yet (index maps, numba_loops.py), the elementwise results inlined into their
+readers, and the loop nests that read through both: an elementwise result, a copy, a
+store into part of an array, a reduction.
+"""
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+
+from .numba_lowering import NotLowered, _index_source, numba_dtype, rule_for
+from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar_equation
+
+__all__ = ["LoweringContext"]
+
+_NAME = re.compile(r"\bv_\w+")
+
+
+class LoweringContext:
+    """Statements, fresh names, strided values; views not made yet (`defer`: loops read
+    through them; one is made where a statement first names it); inlined results."""
+
+    def __init__(self, names: dict | None = None):
+        self.lines: list[str] = []
+        self.strided: set[int] = set()
+        self.names = names or {}
+        self.views: dict[int, tuple] = {}           # id(view) -> (its operand, index map)
+        self.pending: dict[str, Callable] = {}      # name of a view not made yet -> makes it
+        self.inlined: dict[int, object] = {}        # id(result) -> its elementwise equation
+        self.kinds: dict[int, str] = {}             # id(view) -> the op making it
+        self.kept: list = []                        # (stand-ins whose ids name arrays)
+        self._copies: dict[int, str] = {}
+        self._count = 0
+
+    def emit(self, line: str) -> None:
+        for token in _NAME.findall(line):
+            make = self.pending.pop(token, None)
+            if make is not None:
+                make()
+        self.lines.append(line)
+
+    def fresh(self) -> str:
+        self._count += 1
+        return f"t_{self._count}"
+
+    def follow(self, out, x) -> None:
+        """`out` is `x` itself (an identity): laid out as it is."""
+        if id(x) in self.strided:
+            self.strided.add(id(out))
+
+    def contiguous(self, var, expr: str) -> str:
+        """`expr` as a C-contiguous array (reshape and BLAS need one): a strided view not
+        made yet is copied by a loop nest reading the array under it."""
+        if id(var) not in self.strided:
+            return expr
+        if id(var) in self.views and var.ndim and expr == self.names.get(id(var)):
+            if id(var) not in self._copies:
+                self._copies[id(var)] = self.loop(var.shape, var.dtype, lambda nest: self.read(nest, var))
+            return self._copies[id(var)]
+        return f"np.ascontiguousarray({expr})"
+
+    def defer(self, eqn, index_maps: list, make: Callable) -> None:
+        """A view equation: read through `index_maps` by loops, made by `make` (once) where
+        a statement names one of its outputs."""
+        x, made = eqn.inputs[0], []
+
+        def once():
+            if not made:
+                made.append(True)
+                make()
+        for out, index_map in zip(eqn.outputs, index_maps):
+            self.views[id(out)] = (x, index_map)
+            self.kinds[id(out)] = eqn.prim.name
+            self.pending[self.names[id(out)]] = once
+            if eqn.prim.name == "reshape" and id(x) not in self.inlined:
+                self.follow(out, x)
+            else:
+                self.strided.add(id(out))
+
+    def stand_in(self, name: str, shape: tuple, dtype):
+        """A variable standing for the array `name` (of `shape`) in the views."""
+        var = SimpleNamespace(shape=tuple(shape), ndim=len(shape), dtype=dtype)
+        self.kept.append(var)
+        self.names[id(var)] = name
+        return var
+
+    def broadcast_rows(self, var):
+        """(the smaller array, the broadcast) where `var` (2-D) is a reshape merging the
+        leading axes of a broadcast along some of them (its last axis kept), else None."""
+        if var.ndim != 2 or self.kinds.get(id(var)) != "reshape":
+            return None
+        x = self.views[id(var)][0]
+        if x.ndim < 3 or x.shape[-1] != var.shape[-1] or self.kinds.get(id(x)) != "broadcast":
+            return None
+        small = self.views[id(x)][0]
+        if small.ndim != x.ndim or small.shape[-1] != x.shape[-1]:
+            return None
+        return small, x
+
+    def product_view(self, out, name: str, small: tuple, full: tuple) -> None:
+        """`out` becomes a reshape of the broadcast to `full` of the array `name` (`small`)."""
+        from .numba_loops import _reshape
+        under, wide = self.stand_in(name, small, out.dtype), self.stand_in("", full, out.dtype)
+        self.views[id(wide)] = (under, lambda index: ["0" if d == 1 else i for i, d in zip(index, small)])
+        self.views[id(out)] = (wide, _reshape(full, tuple(out.shape)))
+        self.kinds[id(out)] = "product"
+        self.strided.add(id(out))
+        self.pending[self.names[id(out)]] = lambda: self.emit(
+            f"{self.names[id(out)]} = {self.loop(out.shape, out.dtype, lambda nest: self.read(nest, out))}")
+
+    def read(self, nest: LoopNest, var, expr: str | None = None, index=None) -> tuple[str, int]:
+        """(a scalar holding `var`'s element at `index` (the nest's, broadcast), its depth):
+        computed where `var` is inlined, else read from the array under any views
+        (`expr`: `var`'s source, where it has no name)."""
+        index = broadcast(nest.index if index is None else index, tuple(var.shape))
+        inside: list[str] = []               # (a view of zeros outside a region: where it reads)
+        while id(var) in self.views or id(var) in self.inlined:
+            if id(var) in self.inlined:         # (under bijective views only: `_fusible`)
+                return self.element(nest, self.inlined[id(var)], index)
+            var, index_map = self.views[id(var)]
+            index = index_map(index)
+            if isinstance(index, tuple):
+                index, more = index
+                inside += more
+            expr = None
+        name = self.names.get(id(var), expr)
+        text = name if var.ndim == 0 else f"{name}[{', '.join(index)}]"
+        if inside:
+            text = f"({text} if {' and '.join(inside)} else {numba_dtype(var.dtype)}(0))"
+        return (name, 0) if text == name else nest.load(text)
+
+    def element(self, nest: LoopNest, eqn, index) -> tuple[str, int]:
+        """(a scalar holding elementwise `eqn`'s result at `index`, the loop depth it needs)."""
+        operands = [self.read(nest, v, index=index) for v in eqn.inputs]
+        expr = rule_for(eqn.prim)(ScalarContext(), scalar_equation(eqn), [o[0] for o in operands])
+        return nest.value(expr, max((o[1] for o in operands), default=0))
+
+    def store(self, target: str, shape: tuple, key, var, expr: str, dtype, op: str = "=") -> None:
+        """`target[key] = expr` (the value of `var`, converted to `dtype`) for a basic key,
+        by a loop nest (numba's assignment to a strided part of an array walks it slowly)."""
+        found = basic_index(key, tuple(shape))
+        if found is None:
+            self.emit(f"{target}[{_index_source(key)}] {op} {expr}")
+            return
+        index_map, region = found
+        self.store_at(target, region, index_map, var, expr, dtype, op)
+
+    def store_at(self, target: str, region: tuple, index_map, var, expr: str, dtype, op: str = "=") -> None:
+        """`target[index_map(i)] op value of var at i` for every index i of `region`."""
+        nest = LoopNest(region, self.fresh)
+        value, _ = self.read(nest, var, expr)
+        if np.dtype(var.dtype) != np.dtype(dtype):
+            value = f"{numba_dtype(dtype)}({value})"
+        for line in nest.render_store(f"{target}[{', '.join(index_map(nest.index))}]", value, op):
+            self.emit(line)
+
+    def loop(self, shape, dtype, element: Callable) -> str:
+        """A new array of `shape` whose every element is `element(nest)`'s; its name."""
+        nest, name = LoopNest(shape, self.fresh), self.fresh()
+        result, _ = element(nest)
+        for line in nest.render(name, dtype, result):
+            self.emit(line)
+        return name
+
+    def reduce(self, x, expr: str, axes: tuple, out, start: str, combine: Callable,
+               convert: bool = True) -> str:
+        """A reduction of `x` (source `expr`) over `axes` by a loop nest: the kept axes
+        outside, the reduced ones inside, one accumulator per result element (`start`;
+        `combine(acc, value)` is the statement adding a value, converted to the result's
+        dtype if `convert`). Its result's name."""
+        kept = [a for a in range(x.ndim) if a not in axes]
+        order = kept + list(axes)
+        nest, name, acc = LoopNest(tuple(x.shape[a] for a in order), self.fresh), self.fresh(), "s_" + self.fresh()
+        index = [None] * x.ndim
+        for position, a in enumerate(order):
+            index[a] = nest.index[position]
+        value, _ = self.read(nest, x, expr, index)
+        if convert and np.dtype(x.dtype) != np.dtype(out.dtype):
+            value = f"{numba_dtype(out.dtype)}({value})"
+        nest.levels[len(kept)].append(f"{acc} = {start}")
+        nest.levels[len(order)].append(combine(acc, value))
+        kept_index = iter(nest.index[:len(kept)])
+        target = [next(kept_index) if a not in axes else "0" for a in range(x.ndim)] \
+            if out.ndim == x.ndim else list(nest.index[:len(kept)])
+        nest.after[len(kept)].append(f"{name}[{', '.join(target)}] = {acc}" if out.ndim else f"{name} = {acc}")
+        lines = nest.render_store(None, None)
+        if out.ndim:
+            lines.insert(0, f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+        for line in lines:
+            self.emit(line)
+        return name
