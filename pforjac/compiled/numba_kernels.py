@@ -13,6 +13,7 @@ import numpy as np
 from .numba_lowering import NonFiniteMatrix
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
+from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 
 __all__ = ["multiply_no_nan", "select", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
