@@ -1,10 +1,11 @@
-"""The numba backend's vectorizable float32 exp, tanh and sigmoid (pforjac/compiled/
+"""The numba backend's vectorizable float32 exp, tanh, sigmoid and log (pforjac/compiled/
 numba_vecmath.py) on dense sweeps and at every edge: each within an ulp of the correctly
 rounded value (the float64 function rounded once to float32); tanh within an ulp of numpy's
 float32 tanh; sigmoid within an ulp of the float64 kernel it replaces for float32; exp no
 further from numpy's float32 exp than the correctly rounded value is, plus an ulp (numpy's
 own float32 exp is 2 ulps from it at about 0.8% of the points of the sweep, and so was the C
-library's expf that the backend called before). Then through `pj.function(...,
+library's expf that the backend called before); log likewise (numpy's float32 log is up to
+4 ulps from the correctly rounded value on [0.5, 2]). Then through `pj.function(...,
 backend="numba")`: float32 programs call the kernels, float64 ones the C library."""
 import numpy as np
 import pytest
@@ -24,12 +25,13 @@ def _apply(x, out):
         out[1, i] = K.tanh_f32(x[i])
         out[2, i] = K.sigmoid_f32(x[i])
         out[3, i] = K.sigmoid(x[i])
+        out[4, i] = K.log_f32(x[i])
 
 
 def _kernels(x):
-    out = np.empty((4, x.size), np.float32)
+    out = np.empty((5, x.size), np.float32)
     _apply(np.ascontiguousarray(x, np.float32), out)
-    return dict(zip(("exp", "tanh", "sigmoid", "sigmoid_f64"), out))
+    return dict(zip(("exp", "tanh", "sigmoid", "sigmoid_f64", "log"), out))
 
 
 def _ulps(a, b):
@@ -41,7 +43,7 @@ def _ulps(a, b):
 
 
 def _rounded(f, x):
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return f(np.asarray(x, np.float64)).astype(np.float32)
 
 
@@ -97,8 +99,22 @@ def test_sigmoid_is_within_an_ulp_of_the_float64_kernel_it_replaces():
     np.testing.assert_array_equal(_kernels(edges)["sigmoid"], _rounded(_sigmoid64, edges))
 
 
+@pytest.mark.parametrize("lo, hi, spacing", [(1e-38, 100.0, np.linspace),
+                                              (0.5, 2.0, np.linspace),
+                                              (1e-45, 3e38, np.geomspace)])
+def test_log_is_within_an_ulp_of_the_rounded_value_and_of_numpy_as_that_is(lo, hi, spacing):
+    x = np.concatenate([spacing(lo, hi, 1_000_001, dtype=np.float32), _edges(), -_edges()])
+    got, exact = _kernels(x)["log"], _rounded(np.log, x)
+    assert _ulps(got, exact).max() <= 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        numpy32 = np.log(x)
+    assert (_ulps(got, numpy32) <= _ulps(exact, numpy32) + 1).all()
+    edges = np.concatenate([_edges(), -_edges()])
+    np.testing.assert_array_equal(_kernels(edges)["log"], _rounded(np.log, edges))
+
+
 def _activations(x):
-    return pj.tanh(x) * pj.exp(-x * x) + pj.sigmoid(x)
+    return pj.tanh(x) * pj.exp(-x * x) + pj.sigmoid(x) + pj.log(x * x)
 
 
 def test_float32_programs_call_the_kernels_and_float64_ones_the_c_library():
@@ -106,15 +122,15 @@ def test_float32_programs_call_the_kernels_and_float64_ones_the_c_library():
     x32 = np.concatenate([np.linspace(-12.0, 12.0, 4001, dtype=np.float32), EDGES])
     x64 = x32.astype(np.float64)
     for x, dtype in ((x32, np.float32), (x64, np.float64)):
-        got = f(x)
-        with np.errstate(over="ignore", invalid="ignore"):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            got = f(x)
             want = pj.function(_activations, backend="numpy")(x)
         assert got.dtype == dtype
         eps = np.finfo(dtype).eps        # (terms of up to 1.5 cancel: an absolute tolerance)
         np.testing.assert_allclose(got, want, rtol=8 * eps, atol=4 * eps)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     source32, source64 = (numba_source(f.program(x)) for x in (x32, x64))
-    for name in ("exp", "tanh", "sigmoid"):
+    for name in ("exp", "tanh", "sigmoid", "log"):
         assert f"K.{name}_f32(" in source32 and f"K.{name}_f32(" not in source64
     assert "np.tanh(" in source64 and "np.exp(" in source64 and "np.tanh(" not in source32
 

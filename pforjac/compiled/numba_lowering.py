@@ -145,6 +145,7 @@ def _vectorized_float32(name: str):
 
 lowers(_p("tanh"))(_vectorized_float32("tanh"))
 lowers(_p("exp"))(_vectorized_float32("exp"))
+lowers(_p("log"))(_vectorized_float32("log"))
 lowers(_p("sigmoid"))(_kernel("sigmoid", float32="sigmoid_f32"))
 for _name in ("softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
               "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
