@@ -6,7 +6,11 @@ further from numpy's float32 exp than the correctly rounded value is, plus an ul
 own float32 exp is 2 ulps from it at about 0.8% of the points of the sweep, and so was the C
 library's expf that the backend called before); log likewise (numpy's float32 log is up to
 4 ulps from the correctly rounded value on [0.5, 2]). Then through `pj.function(...,
-backend="numba")`: float32 programs call the kernels, float64 ones the C library."""
+backend="numba")`: float32 programs call the kernels, float64 ones the C library. A loop of
+each kernel is vectorized (its LLVM IR holds vectors of doubles) and calls no C library
+function (no timing: a loop of np.tanh calls tanhf and holds no vector)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -144,3 +148,19 @@ def test_a_float32_gradient_through_the_kernels_agrees_with_numpy():
     want = pj.function(pj.grad(loss), backend="numpy")(w, x)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", ["exp_f32", "tanh_f32", "sigmoid_f32", "log_f32"])
+def test_a_loop_of_a_kernel_is_vectorized_and_calls_no_c_library_function(name):
+    namespace = {"K": K}
+    exec(f"def loop(x, out):\n    for i in range(x.size):\n        out[i] = K.{name}(x[i])\n",
+         namespace)
+    loop = numba.njit(namespace["loop"])
+    x = np.linspace(-3.0, 3.0, 64, dtype=np.float32)
+    out = np.empty_like(x)
+    loop(x, out)
+    np.testing.assert_array_equal(out, _kernels(x)[name[:-4]])
+    ir = loop.inspect_llvm(loop.signatures[0])
+    assert re.search(r"<\d+ x double>", ir), "the loop was not vectorized"
+    called = set(re.findall(r"call [^@]*@(\w+)", ir))
+    assert not called & {"expf", "tanhf", "logf", "exp", "tanh", "log"}, called

@@ -6,7 +6,8 @@ that needs statements first (a zeros array it fills) emits them with `ctx.emit` 
 returns a name. Rules are registered in `numba_rules` with `@lowers(prim)`; one family
 rule covers every elementwise primitive whose forward is a numpy ufunc numba compiles
 (read from the primitive: `elementwise`, its impl, numba's own ufunc table), so adding
-a ufunc-backed op needs no entry here. `rule_for(prim)` is the one lookup. The rules of
+a ufunc-backed op needs no entry here (float32 exp, tanh and log have their own rules:
+kernels that vectorize, numba_vecmath.py). `rule_for(prim)` is the one lookup. The rules of
 products and linear algebra (numba_lowering_linalg.py) and of scans, sorting and the other
 array ops (numba_lowering_arrays.py) are registered in the same table when the code
 generator (numba_codegen.py) imports them.
