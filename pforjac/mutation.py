@@ -48,6 +48,7 @@ def commit(t: Tensor, new: Tensor, key=views.ALL) -> None:
     if isinstance(t, Variable):
         t.assign(new)
     elif new is not t:
+        views.keep_layout(t)
         changed = views.followers(t, key)
         for w in changed:
             _refuse_watched(t, w)
