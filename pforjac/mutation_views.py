@@ -31,8 +31,8 @@ from .updates import updated
 from .view_positions import (Opaque, _plain, bounds, c_positions, index_value, linkable,
                              memory_order, new_proxy, offsets, owner, part_of)
 
-__all__ = ["ALL", "base_of", "keep_layout", "followers", "after_write", "check_writable",
-           "link_call", "install"]
+__all__ = ["ALL", "base_of", "followers", "after_write", "check_writable", "link_call",
+           "install"]
 
 ALL = "all"       # an assignment into every element
 
@@ -203,16 +203,6 @@ def check_writable(t: Tensor, what: str) -> None:
 
 
 # -- after an assignment ----------------------------------------------------------------------
-def keep_layout(t: Tensor) -> None:
-    """Before `t` is rebound by an assignment: the memory order of its array, if not C, kept
-    (a family of that order): numpy's assignment keeps an array's layout, which decides
-    whether later reshapes are views, while the new value's own order may differ."""
-    if _node(t) is None and t.ndim >= 2 and linkable(t):
-        order = view_layouts.order_of(t, _node)
-        if order is not None:
-            t._links = _family(t, order)
-
-
 def followers(t: Tensor, key=ALL) -> list:
     """The views an assignment `t[key] = ...` (ALL: into all of `t`) changes: those of its
     root that overlap the elements written, `t` itself excepted."""
