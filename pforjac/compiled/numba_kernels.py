@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .numba_lowering import NonFiniteMatrix
+from .numba_special import _like      # (r in x's float type: floor_divide, remainder)
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
-from .numba_special import _like
 
 __all__ = ["multiply_no_nan", "select", "floor_divide", "remainder", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
