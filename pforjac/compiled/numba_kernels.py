@@ -14,6 +14,7 @@ from .numba_lowering import NonFiniteMatrix
 from .numba_special import _like      # (r in x's float type: floor_divide, remainder)
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
+from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 
 __all__ = ["multiply_no_nan", "select", "floor_divide", "remainder", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
