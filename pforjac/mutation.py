@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import mutation_views as views
+from . import view_layouts
 from . import ops
 from .ops import indexing as ix
 from .rebinding import rebind
@@ -48,11 +49,22 @@ def commit(t: Tensor, new: Tensor, key=views.ALL) -> None:
     if isinstance(t, Variable):
         t.assign(new)
     elif new is not t:
+        _keep_layout(t)
         changed = views.followers(t, key)
         for w in changed:
             _refuse_watched(t, w)
         rebind(t, new)
         views.after_write(t, changed)
+
+
+def _keep_layout(t: Tensor) -> None:
+    """Before `t` is rebound: the memory order of its array, if not C, kept on a view family
+    of that order (numpy's assignment keeps an array's layout, which decides whether later
+    reshapes are views; the new value's own order may differ)."""
+    if views._node(t) is None and t.ndim >= 2 and views.linkable(t):
+        order = view_layouts.order_of(t, views._node)
+        if order is not None:
+            t._links = views._family(t, order)
 
 
 def _refuse_watched(t: Tensor, view: Tensor) -> None:

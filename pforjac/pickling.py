@@ -22,6 +22,8 @@ import sys
 import types
 from typing import Callable
 
+import numpy as np
+
 __all__ = ["picklable_function", "Transformed", "Remade"]
 
 _BY_VALUE_PICKLERS = ("cloudpickle", "dill", "joblib.externals.cloudpickle")
@@ -114,12 +116,14 @@ class Remade:
     pickled as that call (`fun` and the arguments pickled with it): a closure over a tape
     or a traced Program would not pickle at all, and the receiving process makes it again.
     The arguments must be concrete values (arrays, Tensors, numbers, pytrees of them):
-    one made inside a trace does not pickle."""
+    one made inside a trace does not pickle. They are kept as they are now (`call` was
+    made at them): an array the caller changes in place later (an optimizer's step), or
+    a Tensor assigned into, would otherwise remake another point's map."""
 
     def __init__(self, call: Callable, index: int, maker: Callable, fun, *args, **keywords):
         functools.update_wrapper(self, call)
         self._call = call
-        self._recipe = (maker, fun, args, keywords, index)
+        self._recipe = (maker, fun, _now(args), keywords, index)
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
@@ -137,3 +141,18 @@ class Remade:
 
 def _remake(maker: Callable, fun, args: tuple, keywords: dict, index: int):
     return maker(fun, *args, **keywords)[index]
+
+
+def _now(args: tuple) -> tuple:
+    """`args` with each numpy array copied and each Tensor's current value taken (a
+    Tensor's value is never changed in place: an assignment rebinds the object)."""
+    from .tensor import Tensor
+    from .tree_util import tree_map
+
+    def leaf(x):
+        if type(x) is np.ndarray:
+            return x.copy()
+        if type(x) is Tensor and x._trace is None:
+            return Tensor._from_array(x._value)
+        return x
+    return tree_map(leaf, args)

@@ -118,8 +118,11 @@ class Function:
         entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out
         if entry is None:
             return self._general_call(args, kwargs)
+        out = entry(args)
+        if out is MISS:     # (a key equal to the entry's, an argument not: an array whose
+            return self._general_call(args, kwargs)   # dtype equals, but is not, its own)
         self._last = entry
-        return entry(args)
+        return out
 
     def _general_call(self, args: tuple, kwargs: dict):
         traced, arrays, variables, lean = self._compiled(args, kwargs)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from .numba_lowering import NonFiniteMatrix
+from .numba_special import _like      # (r in x's float type: floor_divide, remainder)
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
 from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 
-__all__ = ["multiply_no_nan", "select", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
+__all__ = ["multiply_no_nan", "select", "floor_divide", "remainder", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot"]
 
 
@@ -29,6 +30,33 @@ def multiply_no_nan(x, y):
 def select(c, x, y):
     """np.where(c, x, y), elementwise."""
     return x if c else y
+
+
+def floor_divide(a, b):
+    """np.floor_divide of floats as numpy computes it, from fmod (numba's is floor(a / b):
+    1.0 // 0.1 is 9 in numpy, 10 there, and an infinite `a` gives NaN, not inf)."""
+    if b == 0:
+        return np.divide(a, b)
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0 and (b < 0) != (mod < 0):       # (NaN != 0: C's `if (mod)`)
+        div -= _like(1.0, a)
+    if div == 0:
+        return np.copysign(_like(0.0, a), np.divide(a, b))
+    floordiv = np.floor(div)
+    if div - floordiv > 0.5:
+        floordiv += _like(1.0, a)
+    return floordiv
+
+
+def remainder(a, b):
+    """np.remainder of floats as numpy computes it (a zero takes b's sign)."""
+    mod = np.fmod(a, b)
+    if b == 0:
+        return mod
+    if mod == 0:
+        return np.copysign(_like(0.0, a), b)
+    return mod + b if (b < 0) != (mod < 0) else mod
 
 
 def _position(k, n):
@@ -324,6 +352,8 @@ except ImportError:          # numba is optional: only generated code uses these
     numba = None
 if numba is not None:
     multiply_no_nan = numba.vectorize(cache=True)(multiply_no_nan)
+    floor_divide = numba.vectorize(cache=True)(floor_divide)
+    remainder = numba.vectorize(cache=True)(remainder)
     select = numba.vectorize(cache=True)(select)
     _position = numba.njit(cache=True)(_position)
     positions = numba.njit(cache=True)(positions)

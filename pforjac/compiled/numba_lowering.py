@@ -167,9 +167,21 @@ def _polygamma(ctx, eqn, args) -> str:
 
 @lowers(_p("relu"))
 def _relu(ctx, eqn, args) -> str:
-    """np.maximum(x, 0): NaN stays NaN."""
+    """np.maximum(x, 0): NaN stays NaN; + 0 makes -0.0 the 0.0 numpy gives (numba's
+    maximum keeps its first operand on a tie)."""
     x = eqn.inputs[0]
-    return f"np.maximum({args[0]}, {numba_dtype(x.dtype)}(0))"
+    zero = f"{numba_dtype(x.dtype)}(0)"
+    return f"(np.maximum({args[0]}, {zero}) + {zero})" if x.dtype.kind == "f" else \
+        f"np.maximum({args[0]}, {zero})"
+
+
+@lowers(_p("sign"))
+def _sign(ctx, eqn, args) -> str:
+    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives."""
+    x = eqn.inputs[0]
+    if x.dtype.kind != "f":
+        return _lower_ufunc(ctx, eqn, args)
+    return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
 
 
 @lowers(_p("copy"), _p("stop_gradient"))
@@ -198,6 +210,14 @@ def _cast(ctx, eqn, args) -> str:
 @lowers(_p("multiply_no_nan"))
 def _multiply_no_nan(ctx, eqn, args) -> str:
     return f"K.multiply_no_nan({', '.join(_same_dtype(eqn, args))})"
+
+
+@lowers(_p("floor_divide"), _p("remainder"))
+def _float_divmod(ctx, eqn, args) -> str:
+    """Floats: numpy's divmod-based kernels (numba's floor_divide is floor(a / b))."""
+    if eqn.outputs[0].dtype.kind != "f":
+        return _lower_ufunc(ctx, eqn, args)
+    return f"K.{eqn.prim.name}({', '.join(_same_dtype(eqn, args))})"
 
 
 @lowers(_p("where"))

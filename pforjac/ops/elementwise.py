@@ -245,7 +245,9 @@ def _pow_dx(x, y):
     is a nonzero integer k known now, which no tape differentiates (`x ** 2` in eager
     code), gives k x**(k-1) in fewer ops, with the same bits (k - 1 is exact; x**1 is x)."""
     k = _known_integer(y)
-    if k == 2:          # (y itself is the 2.0 that `x * 2.0` would make, in x's dtype)
+    if k == 2 and not _tracked(x):  # (y is the 2.0 `x * 2.0` would make, in x's dtype; a
+        # tape that tracks x would see 2 x**1 as constant in x, and a third derivative as
+        # unconnected, not 0: x**1.0 keeps it connected)
         return multiply_p.bind(x, y) if type(x) is Tensor and y.dtype == x.dtype else x * 2.0
     if k is not None:
         return power(x, float(k - 1)) * float(k)
@@ -258,13 +260,18 @@ def _known_integer(y):
     state = core.current_state()
     if type(y) is not Tensor or y._value.ndim or state.traces:
         return None
-    k = y._value.item()
-    if type(k) is not float or k != int(k) or k == 0 or not -2.0 ** 24 <= k <= 2.0 ** 24:
+    k = y._value.item()     # (the range first: int() of an inf or a NaN exponent raises)
+    if type(k) is not float or not -2.0 ** 24 <= k <= 2.0 ** 24 or k != int(k) or k == 0:
         return None
-    for tape in state.tapes:
-        if core._tracks(tape, y):
-            return None
-    return int(k)
+    return None if _tracked(y) else int(k)
+
+
+def _tracked(t) -> bool:
+    """Whether an active tape tracks `t` (it would differentiate what is computed from it)."""
+    for tape in core.current_state().tapes:
+        if core._tracks(tape, t):
+            return True
+    return False
 
 
 def _pow_dy(g, ans, x, y):

@@ -70,8 +70,9 @@ def _single_value(c, value, layouts: Layouts) -> np.ndarray | None:
 
 def negated_sums(program: Program) -> Program:
     """`x + (-1) * y` (a 0-d constant -1, the product read there only) as `x - y`: one
-    numpy call fewer. The same bits: -1 * y is -y exactly (a NaN keeps its sign in both),
-    and x - y is x + (-y) exactly."""
+    numpy call fewer. The same bits for real dtypes: -1 * y is -y exactly (a NaN keeps its
+    sign in both), and x - y is x + (-y) exactly. Not for complex ones: numpy's (-1+0j) *
+    (inf+0j) is -inf+nanj (0 * inf in the imaginary part), and a -0.0 part may differ."""
     values = constant_values(program)
     made, uses = producers(program), use_counts(program)
     kept, dropped = [], set()
@@ -96,8 +97,9 @@ def _negated_operand(eqn, made: dict, uses: dict, values: dict):
             continue
         for j, c in enumerate(product.inputs):
             y, value = product.inputs[1 - j], values.get(id(c))
-            if c.ndim == 0 and isinstance(value, Tensor) and not isinstance(
-                    value, (Variable, SymbolicTensor)) and np.asarray(value.numpy()) == -1 \
+            if c.ndim == 0 and c.dtype.kind != "c" and isinstance(value, Tensor) and \
+                    not isinstance(value, (Variable, SymbolicTensor)) and \
+                    np.asarray(value.numpy()) == -1 \
                     and c.dtype == y.dtype == eqn.outputs[0].dtype \
                     and tuple(y.shape) == tuple(v.shape):
                 return k, y, product
