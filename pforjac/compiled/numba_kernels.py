@@ -258,28 +258,16 @@ def triangular_solve_stack(t, b, lower, transpose, unit_diagonal):
     return out
 
 
-def cumsum_axis(x):
-    """Running sums along axis 1 of a (pre, n, post) array, in order (as np.cumsum)."""
+def scan_axis(x, product):
+    """Running sums (running products if `product`) along axis 1 of a (pre, n, post) array,
+    in order (as np.cumsum, np.cumprod)."""
     out = np.empty(x.shape, x.dtype)
     for i in range(x.shape[0]):
         for k in range(x.shape[2]):
             acc = x[i, 0, k]
             out[i, 0, k] = acc
             for j in range(1, x.shape[1]):
-                acc = acc + x[i, j, k]
-                out[i, j, k] = acc
-    return out
-
-
-def cumprod_axis(x):
-    """Running products along axis 1, in order (as np.cumprod)."""
-    out = np.empty(x.shape, x.dtype)
-    for i in range(x.shape[0]):
-        for k in range(x.shape[2]):
-            acc = x[i, 0, k]
-            out[i, 0, k] = acc
-            for j in range(1, x.shape[1]):
-                acc = acc * x[i, j, k]
+                acc = acc * x[i, j, k] if product else acc + x[i, j, k]
                 out[i, j, k] = acc
     return out
 
@@ -364,7 +352,7 @@ if numba is not None:
     min_axis = numba.njit(cache=True)(min_axis)
     batched_dot = numba.njit(cache=True)(batched_dot)
     _finite = numba.njit(cache=True)(_finite)
-    for _name in ("cumsum_axis", "cumprod_axis", "argmax_axis", "sort_axis", "argsort_axis",
+    for _name in ("scan_axis", "argmax_axis", "sort_axis", "argsort_axis",
                   "take_along_axis3",
                   "put_along_axis_add3", "check_index",
                   "solve_stack", "det_stack", "slogdet_stack", "cholesky_stack", "eigh_stack",

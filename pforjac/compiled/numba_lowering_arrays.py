@@ -1,7 +1,7 @@
 """numba lowering rules of scans, arg-reductions, sorting, gathers along an axis and the
 remaining shape ops (part of the one table, `numba_lowering.numba_rules`). An op along one
 axis sees its operand as a C-contiguous (before, axis, after) array and runs a loop kernel
-of numba_kernels.py (`K.cumsum_axis`, `K.sort_axis`, ...) in numpy's order.
+of numba_kernels.py (`K.scan_axis`, `K.sort_axis`, ...) in numpy's order.
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ def _along(kernel: str, extra: str = "", kinds: str = "fiub"):
     return rule
 
 
-lowers(_p("cumsum"))(_along("cumsum_axis"))
-lowers(_p("cumprod"))(_along("cumprod_axis"))
+lowers(_p("cumsum"))(_along("scan_axis", ", False"))
+lowers(_p("cumprod"))(_along("scan_axis", ", True"))
 
 
 def _arg_extremum(smallest: bool):
