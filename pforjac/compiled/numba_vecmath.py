@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .numba_special import HAVE_NUMBA, compile_kernels
+
 __all__ = ["exp_f32", "tanh_f32", "sigmoid_f32", "log_f32"]
 
 _LOG2E = 1.4426950408889634
@@ -154,14 +156,8 @@ def _compile():
     names["_f64_from_bits"], names["_bits_from_f64"] = bitcast_f64, bitcast_i64
     for name in ("_exp_core", "_clamp", "_log_core"):
         names[name] = numba.njit(inline="always")(names[name])
-    for name in __all__:
-        names[name] = numba.vectorize(cache=True)(names[name])
+    compile_kernels(names, [], __all__)
 
 
-try:
-    import numba as _numba  # noqa: F401
-except ImportError:          # numba is optional: only generated code uses these kernels
-    HAVE_NUMBA = False
-else:
-    HAVE_NUMBA = True
+if HAVE_NUMBA:               # numba is optional: only generated code uses these kernels
     _compile()
