@@ -39,7 +39,7 @@ def test_loops_read_through_views_and_agree_with_numpy():
     source = numba_source(numba_f.program(x, y, idx))
     assert "for i_0 in range(" in source and "K.positions(" in source
     assert "else np.float64(0))" in source        # (a slice's gradient: zeros around it, read)
-    for made in ("np.broadcast_to(", "np.transpose(", "np.concatenate(", "np.sum(", "np.dot("):
+    for made in ("np.broadcast_to(", "as_strided(", "np.concatenate(", "np.sum(", "K.dot("):
         assert made not in source, made     # (read through by the loops, never made)
 
 
@@ -55,7 +55,7 @@ def test_a_value_constant_along_an_axis_is_computed_once_not_per_row():
         np.testing.assert_allclose(got, want, rtol=1e-15)
     source = numba_source(f.program(a, b))
     exp = [k for k, line in enumerate(source.splitlines()) if "np.exp" in line]
-    assert len(exp) == 1 and "np.empty((1, 3)" in source
+    assert len(exp) == 1 and "K.empty((1, 3)" in source
 
 
 @pytest.mark.parametrize("shape, new", [((10, 64, 32, 4), (10, 64, 128)), ((640, 128), (64, 10, 128)),
@@ -85,4 +85,4 @@ def test_a_product_of_repeated_rows_multiplies_each_row_once():
         np.testing.assert_allclose(got, want, rtol=1e-14)
     program = f.program(x, w)
     source = numba_source(program, "p", numba_backend._baked_consts(program))
-    assert ".reshape((2, 3)), " in source and "np.dot(" in source      # (2 rows, not 8)
+    assert ".reshape((2, 3)), " in source and "K.dot(" in source      # (2 rows, not 8)

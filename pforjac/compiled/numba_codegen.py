@@ -21,6 +21,7 @@ from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (regis
 from .numba_context import LoweringContext
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
 from .numba_loops import LoopNest, view_maps
+from .numba_outline import outline
 
 __all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
            "parallel_helpers", "HEADER"]
@@ -248,11 +249,12 @@ class _Walk:
         lines = [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1),
                  *lines[outer + 1:]]
         helper = f"parallel_{self.ctx.fresh()}"
-        self.globals_.append(f"@numba.njit(parallel=True, cache=True)\ndef {helper}({', '.join(params)}):\n"
+        self.globals_.append(f"@numba.njit(parallel=True, {_HELPER})\ndef {helper}({', '.join(params)}):\n"
                              + "".join(f"    {line}\n" for line in lines) + f"    return {name}\n")
         return [f"{name} = {helper}({', '.join(params)})"]
 
 
+_HELPER = "cache=True, no_cpython_wrapper=True"     # (called from the generated code only)
 _TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
 
@@ -300,8 +302,10 @@ def _function_source(program: Program, name: str, lines: list[str], names: dict,
     params = [names[id(v)] for v in list(program.inputs) + list(program.consts)
               if id(v) not in baked]
     body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
-    return (f"@numba.njit(cache=True)\ndef {name}({', '.join(params)}):\n"
-            + "".join(f"    {line}\n" for line in body))
+    helpers, body = outline(body, params)
+    return "".join(h + "\n" for h in helpers) + (
+        f"@numba.njit(cache=True)\ndef {name}({', '.join(params)}):\n"
+        + "".join(f"    {line}\n" for line in body))
 
 
 def numba_type(shape, dtype):

@@ -18,6 +18,28 @@ from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar
 __all__ = ["LoweringContext"]
 
 _NAME = re.compile(r"\bv_\w+")
+_TRANSPOSE = re.compile(r"\bnp\.transpose\((\w+), \(([\d, ]*)\)\)")
+
+
+def _cheaper_calls(line: str) -> str:
+    """`line` with the numpy calls whose numba implementation is slow to compile made
+    through cheaper equivalents: transposes of named arrays by `as_strided`; products and
+    allocations by the kernels' `K.dot`, `K.empty`, `K.zeros`, cached on disk (numba
+    compiles them once per machine and types, not once per program)."""
+    return _KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line))
+
+
+_KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
+
+
+def _strided_transpose(found: re.Match) -> str:
+    """`np.transpose(x, perm)` of an array named `x` as the same view made by `as_strided`:
+    numba's transpose checks its axes with error messages whose formatting takes seconds
+    to compile (most of a small program's compile), `as_strided` a fraction of one."""
+    name, perm = found.group(1), [p.strip() for p in found.group(2).split(",") if p.strip()]
+    shape = "".join(f"{name}.shape[{p}], " for p in perm)
+    strides = "".join(f"{name}.strides[{p}], " for p in perm)
+    return f"np.lib.stride_tricks.as_strided({name}, ({shape.rstrip()}), ({strides.rstrip()}))"
 
 
 class LoweringContext:
@@ -41,7 +63,7 @@ class LoweringContext:
             make = self.pending.pop(token, None)
             if make is not None:
                 make()
-        self.lines.append(line)
+        self.lines.append(_cheaper_calls(line))
 
     def fresh(self) -> str:
         self._count += 1

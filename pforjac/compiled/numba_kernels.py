@@ -135,6 +135,25 @@ def min_axis(x):
     return out
 
 
+def dot(a, b, out=None):
+    """np.dot of 1-D and 2-D arrays. Generated code calls this, not np.dot: compiling
+    numba's np.dot for a new combination of types takes about half a second, which this
+    cached kernel pays once per machine instead of once per program."""
+    if out is None:
+        return np.dot(a, b)
+    return np.dot(a, b, out)
+
+
+def empty(shape, dtype=np.float64):
+    """np.empty, and `zeros` np.zeros, for generated code, cached as `dot` is (numba compiles
+    its allocation for each rank and dtype, a tenth to a third of a second each)."""
+    return np.empty(shape, dtype)
+
+
+def zeros(shape, dtype=np.float64):
+    return np.zeros(shape, dtype)
+
+
 def batched_dot(a, b):
     """np.matmul of (count, m, k) and (count, k, n) C-contiguous stacks (either may hold
     one matrix, shape (1, ...), for all): one BLAS product per matrix."""
@@ -351,6 +370,9 @@ if numba is not None:
     max_axis = numba.njit(cache=True)(max_axis)
     min_axis = numba.njit(cache=True)(min_axis)
     batched_dot = numba.njit(cache=True)(batched_dot)
+    dot = numba.njit(cache=True)(dot)
+    empty = numba.njit(cache=True)(empty)
+    zeros = numba.njit(cache=True)(zeros)
     _finite = numba.njit(cache=True)(_finite)
     for _name in ("scan_axis", "argmax_axis", "sort_axis", "argsort_axis",
                   "take_along_axis3",

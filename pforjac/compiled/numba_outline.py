@@ -1,0 +1,188 @@
+"""Repeated loop nests of a generated numba function as one helper, compiled once.
+
+numba pays for every loop it compiles (typing, lowering, LLVM's loop passes: tens of
+milliseconds a loop nest), and a program unrolled over the steps of a recurrence (an RNN
+over 16 steps, its gradient's 15 steps back) repeats the same nests over and over, each
+reading other arrays. A nest here is what `LoopNest` renders: its result's allocation,
+the statements before its loops, the loops, the statements after them. Each nest's text
+is made canonical (operands `a_0, a_1, ...` in order of first use, its own names `l_0,
+l_1, ...`, and the integers it indexes arrays with inside its loops set apart), and the
+nests whose canonical text occurs at least `MIN_REPEATS` times become calls of one
+helper, typed and compiled once per argument types. Indexing integers that differ
+between the nests of one text (the step a nest reads, `x[i_0, 5, i_1]`) become
+arguments of the helper; the others stay written in. A nest that occurs once stays in
+place: a helper of its own would cost a compile of its own.
+
+The rewriting works on the generated lines: the generator's names (`v_*`, `t_*`, `s_*`)
+are its only variables, each assigned before it is read, and each nest's statements are
+contiguous. A value crosses a helper's boundary as an argument (arrays by reference: a
+nest storing into an array made before it stores into the caller's array) or as a
+returned value, so the computation and its results are the same.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+__all__ = ["outline", "MIN_REPEATS"]
+
+_NAME = re.compile(r"(?<![.\w])(?:v_\w+|t_\d+|s_\w+)\b")
+_TARGETS = re.compile(r"^\s*((?:v_\w+|t_\d+|s_\w+)(?:\s*,\s*(?:v_\w+|t_\d+|s_\w+))*)\s*=(?!=)")
+_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:np|K)\.(?:empty|zeros)\(|s_\w+ = )")
+_AFTER = re.compile(r"^(?:v_\w+|t_\d+) = s_\w+$")
+_INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
+_LOOP_INDEX = re.compile(r"\bi_\d+\b")
+_HOLE = "\x00"
+
+MIN_REPEATS = 2
+# (helpers are called from the generated code only: no wrappers for calls from Python)
+HELPER_OPTIONS = "cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True"
+
+
+def outline(lines: list[str], params: list[str]) -> tuple[list[str], list[str]]:
+    """(the helpers' sources, the body with each repeated loop nest a call of its helper)
+    for the body `lines` of a function taking `params` (its last line the return)."""
+    groups = _groups(lines, _statements(lines))
+    last_use, defined, nests = _last_use(lines), set(params), []
+    for k, (start, end) in enumerate(groups):
+        before = lines[groups[k - 1][1] if k else 0:start]
+        defined.update(t for line in before for t in _targets(line))
+        nests.append(_Nest(lines[start:end], defined, {t for t, at in last_use.items() if at >= end}))
+        defined.update(t for line in lines[start:end] for t in _targets(line))
+    varying, body, helpers, position = _varying(nests), [], {}, 0
+    for (start, end), nest in zip(groups, nests):
+        if nest.abstract in varying:
+            name, source = nest.helper(varying[nest.abstract])
+            helpers.setdefault(name, source)
+            body += lines[position:start] + [nest.call(name, varying[nest.abstract])]
+            position = end
+    return list(helpers.values()), body + lines[position:]
+
+
+def _statements(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, past the last) line of each top-level statement (a line and the lines
+    indented under it)."""
+    starts = [k for k, line in enumerate(lines) if not line.startswith(" ")]
+    return list(zip(starts, starts[1:] + [len(lines)]))
+
+
+def _groups(lines: list[str], statements: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(first, past the last) line of each loop nest: a top-level `for` with the one-line
+    statements before it that allocate its result or set its scalars, and the ones after
+    it that name a scalar it computed."""
+    groups: list[tuple[int, int]] = []
+    taken = 0           # (statements before this index belong to an earlier group)
+    for k, (start, _) in enumerate(statements):
+        if k < taken or not lines[start].startswith("for "):
+            continue
+        first, last = k, k
+        while first - 1 >= taken and _one_line(statements[first - 1]) \
+                and _BEFORE.match(lines[statements[first - 1][0]]):
+            first -= 1
+        while last + 1 < len(statements) and _one_line(statements[last + 1]) \
+                and _AFTER.match(lines[statements[last + 1][0]]):
+            last += 1
+        groups.append((statements[first][0], statements[last][1]))
+        taken = last + 1
+    return groups
+
+
+def _one_line(statement: tuple[int, int]) -> bool:
+    return statement[1] - statement[0] == 1
+
+
+def _targets(line: str) -> list[str]:
+    found = _TARGETS.match(line)
+    return [] if found is None else [t.strip() for t in found.group(1).split(",")]
+
+
+def _last_use(lines: list[str]) -> dict[str, int]:
+    """{name: the last line naming it}."""
+    return {token: k for k, line in enumerate(lines) for token in _NAME.findall(line)}
+
+
+class _Nest:
+    """One loop nest as a helper: the names made before it are its arguments, the names it
+    makes that later lines read its results; its text with canonical names (`a_k` for
+    arguments, `l_k` for its own) and its indexing integers set apart (`abstract`,
+    `literals`)."""
+
+    def __init__(self, lines: list[str], defined: set, used_after: set):
+        order = list(dict.fromkeys(t for line in lines for t in _NAME.findall(line)))
+        made = {t for line in lines for t in _targets(line)}
+        self.args = [t for t in order if t in defined]
+        self.results = [t for t in order if t in made and t in used_after]
+        rename = {t: f"a_{k}" for k, t in enumerate(self.args)}
+        rename.update((t, f"l_{k}") for k, t in enumerate(t for t in order if t not in rename))
+        text = [_NAME.sub(lambda m: rename[m.group(0)], line) for line in lines]
+        if self.results:
+            returned = ", ".join(rename[t] for t in self.results)
+            text.append(f"return {returned}" if len(self.results) == 1 else f"return ({returned})")
+        self.params = [rename[t] for t in self.args]
+        self.abstract, self.literals = _abstracted(text)
+
+    def helper(self, varying: list[int]) -> tuple[str, str]:
+        """(name, source) of the helper taking the integers at positions `varying` as
+        arguments (`n_k`), the others written in."""
+        parts, numbered = self.abstract.split(_HOLE), iter(range(len(varying)))
+        text = parts[0] + "".join((f"n_{next(numbered)}" if k in varying else self.literals[k]) + part
+                                  for k, part in enumerate(parts[1:]))
+        params = self.params + [f"n_{k}" for k in range(len(varying))]
+        name = "nest_" + hashlib.sha256(f"{params}\n{text}".encode()).hexdigest()[:12]
+        return name, (f"@numba.njit({HELPER_OPTIONS})\ndef {name}({', '.join(params)}):\n"
+                      + "".join(f"    {line}\n" for line in text.split("\n")))
+
+    def call(self, name: str, varying: list[int]) -> str:
+        # (np.intp: a literal argument would be typed as its value, one compile per value)
+        args = self.args + [f"np.intp({self.literals[k]})" for k in varying]
+        call = f"{name}({', '.join(args)})"
+        return f"{', '.join(self.results)} = {call}" if self.results else call
+
+
+def _abstracted(text: list[str]) -> tuple[str, list[str]]:
+    """(the lines joined, each integer that is a whole index of an array read or written
+    in a loop (`x[i_0, 5, i_1]`) a hole; those integers, in order)."""
+    literals, out = [], []
+    for line in text:
+        pieces, at = [], 0
+        for m in _INTEGER.finditer(line):
+            if _loop_subscript_item(line, m.start(), m.end()):
+                pieces += [line[at:m.start()], _HOLE]
+                literals.append(m.group(0))
+                at = m.end()
+        out.append("".join(pieces) + line[at:])
+    return "\n".join(out), literals
+
+
+def _loop_subscript_item(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] is one whole item of a subscript `x[...]` whose items
+    include a loop index (an array's element: never a tuple's, whose items may differ in
+    type)."""
+    before, after = line[:start].rstrip(), line[end:].lstrip()
+    if not (before.endswith(("[", ",")) and after.startswith(("]", ","))):
+        return False
+    opened = []
+    for k, c in enumerate(line[:start]):
+        if c in "([":
+            opened.append((c, k))
+        elif c in ")]" and opened:
+            opened.pop()
+    if not opened or opened[-1][0] != "[":
+        return False
+    close, depth = opened[-1][1], 0
+    for k in range(opened[-1][1], len(line)):
+        depth += {"[": 1, "]": -1}.get(line[k], 0)
+        if depth == 0:
+            close = k
+            break
+    return bool(_LOOP_INDEX.search(line[opened[-1][1]:close]))
+
+
+def _varying(nests: list[_Nest]) -> dict[str, list[int]]:
+    """{canonical text occurring at least `MIN_REPEATS` times: the positions of its
+    integers that differ between its nests}."""
+    seen: dict[str, list] = {}
+    for nest in nests:
+        seen.setdefault(nest.abstract, []).append(nest.literals)
+    return {text: [k for k in range(len(found[0])) if len({v[k] for v in found}) > 1]
+            for text, found in seen.items() if len(found) >= MIN_REPEATS}
