@@ -18,7 +18,7 @@ import numpy as np
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
-from .numba_context import LoweringContext
+from .numba_context import LoweringContext, cheaper_calls
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
 from .numba_loops import LoopNest, view_maps
 from .numba_outline import outline
@@ -246,8 +246,8 @@ class _Walk:
         the serial loop computes it: no reduction is reordered)."""
         params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - {name})
         outer = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
-        lines = [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1),
-                 *lines[outer + 1:]]
+        lines = [cheaper_calls(line) for line in
+                 [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1), *lines[outer + 1:]]]
         helper = f"parallel_{self.ctx.fresh()}"
         self.globals_.append(f"@numba.njit(parallel=True, {_HELPER})\ndef {helper}({', '.join(params)}):\n"
                              + "".join(f"    {line}\n" for line in lines) + f"    return {name}\n")

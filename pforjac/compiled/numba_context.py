@@ -15,13 +15,13 @@ import numpy as np
 from .numba_lowering import NotLowered, _index_source, numba_dtype, rule_for
 from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar_equation
 
-__all__ = ["LoweringContext"]
+__all__ = ["LoweringContext", "cheaper_calls"]
 
 _NAME = re.compile(r"\bv_\w+")
 _TRANSPOSE = re.compile(r"\bnp\.transpose\((\w+), \(([\d, ]*)\)\)")
 
 
-def _cheaper_calls(line: str) -> str:
+def cheaper_calls(line: str) -> str:
     """`line` with the numpy calls whose numba implementation is slow to compile made
     through cheaper equivalents: transposes of named arrays by `as_strided`; products and
     allocations by the kernels' `K.dot`, `K.empty`, `K.zeros`, cached on disk (numba
@@ -63,7 +63,7 @@ class LoweringContext:
             make = self.pending.pop(token, None)
             if make is not None:
                 make()
-        self.lines.append(_cheaper_calls(line))
+        self.lines.append(cheaper_calls(line))
 
     def fresh(self) -> str:
         self._count += 1
