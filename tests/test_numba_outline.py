@@ -75,17 +75,18 @@ class _PlainKernels:
 
 
 def test_outlining_keeps_every_value_bit_for_bit(monkeypatch):
-    """The generated source of an unrolled gradient, without and with its helpers, run as
-    plain Python."""
+    """The generated source of an unrolled gradient, without and with its helpers (of loop
+    nests, and of runs of steps calling those), run as plain Python."""
     pytest.importorskip("numba")
     from pforjac.compiled import numba_codegen
     rng = np.random.default_rng(1)
-    x, wx, wh = rng.normal(size=(3, 5, 2)), rng.normal(size=(2, 4)), 0.5 * rng.normal(size=(4, 4))
+    x, wx, wh = rng.normal(size=(3, 8, 2)), rng.normal(size=(2, 4)), 0.5 * rng.normal(size=(4, 4))
     program = pj.function(pj.grad(_rnn, argnums=(1, 2))).program(x, wx, wh)
     monkeypatch.setattr(numba_codegen, "outline", lambda lines, params: ([], lines))
     params, lines = _body(numba_source(program))
     helpers, outlined = outline(lines, params)
     assert len(helpers) >= 2 and len(outlined) < len(lines) - 20
+    assert any("= nest_" in h for h in helpers)         # (a run of steps: a helper of helpers)
     args = [x, wx, wh] + [c.numpy() for c in program.const_values]
     inline, called = (_run(h, body, params, args, _PlainKernels())
                       for h, body in (([], lines), (helpers, outlined)))

@@ -35,14 +35,24 @@ _LOOP_INDEX = re.compile(r"\bi_\d+\b")
 _HOLE = "\x00"
 
 MIN_REPEATS = 2
+MAX_RUN = 8         # statements in a repeated run made one helper
+MIN_SAVED = 20      # lines a helper of repeated runs must save (a helper is a compile)
 # (helpers are called from the generated code only: no wrappers for calls from Python)
 HELPER_OPTIONS = "cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True"
 
 
 def outline(lines: list[str], params: list[str]) -> tuple[list[str], list[str]]:
-    """(the helpers' sources, the body with each repeated loop nest a call of its helper)
-    for the body `lines` of a function taking `params` (its last line the return)."""
-    groups = _groups(lines, _statements(lines))
+    """(the helpers' sources, the body with each repeated loop nest, then each repeated run
+    of statements, a call of its helper) for the body `lines` of a function taking
+    `params` (its last line the return)."""
+    nest_helpers, lines = _outlined(lines, params, _groups(lines, _statements(lines)))
+    run_helpers, lines = _outlined(lines, params, _runs(lines))
+    return nest_helpers + run_helpers, lines
+
+
+def _outlined(lines: list[str], params: list[str], groups: list[tuple[int, int]]):
+    """(helpers, body) with the `groups` of lines (in order, not overlapping) whose
+    canonical text occurs `MIN_REPEATS` times or more made calls of one helper."""
     last_use, defined, nests = _last_use(lines), set(params), []
     for k, (start, end) in enumerate(groups):
         before = lines[groups[k - 1][1] if k else 0:start]
@@ -57,6 +67,45 @@ def outline(lines: list[str], params: list[str]) -> tuple[list[str], list[str]]:
             body += lines[position:start] + [nest.call(name, varying[nest.abstract])]
             position = end
     return list(helpers.values()), body + lines[position:]
+
+
+def _runs(lines: list[str]) -> list[tuple[int, int]]:
+    """(first, past the last) line of the runs of consecutive top-level statements that
+    repeat (the steps of an unrolled loop, once their nests are calls): again and again,
+    the runs of one canonical text (of 2 to `MAX_RUN` statements, taken left to right
+    where none taken before overlaps) whose helper saves the most lines, while it saves
+    `MIN_SAVED` lines or more."""
+    statements = _statements(lines)[:-1]            # (the return stays)
+    names = {t for line in lines for t in _NAME.findall(line)}
+    taken, found, texts = [False] * len(statements), [], {}
+    while True:
+        best, best_saved = [], MIN_SAVED - 1
+        for length in range(2, min(MAX_RUN, len(statements) // 2) + 1):
+            for starts in _repeats(lines, statements, taken, length, names, texts).values():
+                size = statements[starts[0] + length - 1][1] - statements[starts[0]][0]
+                if (len(starts) - 1) * size > best_saved:
+                    best, best_saved = [(k, length) for k in starts], (len(starts) - 1) * size
+        if not best:
+            return sorted(found)
+        for k, length in best:
+            taken[k:k + length] = [True] * length
+            found.append((statements[k][0], statements[k + length - 1][1]))
+
+
+def _repeats(lines, statements, taken, length: int, names: set, texts: dict) -> dict[str, list[int]]:
+    """{canonical text: the first statements of its runs of `length` statements, none
+    overlapping another or one taken}, for the texts with `MIN_REPEATS` runs or more
+    (`texts`: the canonical texts by (first statement, length), made once)."""
+    keys: dict[str, list[int]] = {}
+    for k in range(len(statements) - length + 1):
+        if not any(taken[k:k + length]):
+            if (k, length) not in texts:
+                texts[k, length] = _Nest(lines[statements[k][0]:statements[k + length - 1][1]],
+                                         names, set()).abstract
+            starts = keys.setdefault(texts[k, length], [])
+            if not starts or k >= starts[-1] + length:
+                starts.append(k)
+    return {text: starts for text, starts in keys.items() if len(starts) >= MIN_REPEATS}
 
 
 def _statements(lines: list[str]) -> list[tuple[int, int]]:
@@ -146,12 +195,17 @@ def _abstracted(text: list[str]) -> tuple[str, list[str]]:
     for line in text:
         pieces, at = [], 0
         for m in _INTEGER.finditer(line):
-            if _loop_subscript_item(line, m.start(), m.end()):
+            if _loop_subscript_item(line, m.start(), m.end()) or _step_argument(line, m.start(), m.end()):
                 pieces += [line[at:m.start()], _HOLE]
                 literals.append(m.group(0))
                 at = m.end()
         out.append("".join(pieces) + line[at:])
     return "\n".join(out), literals
+
+
+def _step_argument(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] is the integer a call passes a helper (`np.intp(5)`)."""
+    return line[:start].endswith("np.intp(") and line[end:].startswith(")")
 
 
 def _loop_subscript_item(line: str, start: int, end: int) -> bool:
