@@ -21,7 +21,7 @@ from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 from .outer_products import EINSUM, outer_products
-from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
+from .lines import number_lines, place_function, equation_at_line  # noqa: F401  (re-exported)
 from .plain_calls import plain_call_ast, plain_calls
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
@@ -65,8 +65,18 @@ def _literal(value: Any) -> ast.expr:
 
 
 def _call(func: str, args, keywords=None) -> ast.Call:
-    return ast.Call(func=ast.parse(func, mode="eval").body, args=list(args),
+    return ast.Call(func=_dotted(func), args=list(args),
                     keywords=[ast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()])
+
+
+def _dotted(name: str) -> ast.expr:
+    """The expression of a dotted name (`np.asarray`), built directly (ast.parse of each
+    call's name took a tenth of codegen's time)."""
+    head, *attrs = name.split(".")
+    node: ast.expr = _load(head)
+    for attr in attrs:
+        node = ast.Attribute(value=node, attr=attr, ctx=ast.Load())
+    return node
 
 
 def _load(name: str) -> ast.Name:
@@ -105,8 +115,9 @@ def program_to_ast(program: Program, name: str = "program", exact: bool = True) 
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
     number_lines(body)
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                         type_params=[], lineno=1)
-    return ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+                         type_params=[])
+    place_function(fn)
+    return ast.Module(body=[fn], type_ignores=[])
 
 
 class _Plan:
@@ -131,7 +142,7 @@ class _Plan:
         keywords = self.keywords(k, eqn)
         outer = self.outer.get(k)
         if _by_last_axis(eqn, self.layouts, self.broadcasts):
-            call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
+            call = _call("by_last_axis", [_dotted(_impl_name(eqn.prim))] + inputs,
                          keywords)
         elif outer is not None:
             call = _call("outer_product", [ast.Constant(value=outer[0])] + [
@@ -171,22 +182,39 @@ def _reshaped(program: Program) -> set[int]:
 def _fresh_result(eqn) -> bool:
     """The impl is a numpy ufunc, or says it behaves like one (`impl.elementwise_out =
     True`): its result is a new array (or the `out=` buffer it was given), never a view."""
-    impl = core.impl_rules[eqn.prim]
-    return (isinstance(impl, np.ufunc) or getattr(impl, "elementwise_out", False)) \
-        and not eqn.prim.multiple_results
+    return _impl_facts(eqn.prim)[0]
 
 
 def _elementwise(eqn) -> bool:
     """A fresh-result impl that works elementwise and takes `out=`: no parameters (but
     `order='C'`, which a C-ordered `out=` buffer honours), and for a ufunc no core signature."""
-    impl = core.impl_rules[eqn.prim]
-    return _fresh_result(eqn) and set(eqn.params) <= {"order"} \
-        and getattr(impl, "signature", None) is None
+    return _impl_facts(eqn.prim)[1] and (not eqn.params or eqn.params.keys() <= {"order"})
 
 
 def plain_ufunc(eqn) -> bool:
-    """An elementwise numpy ufunc (it takes `order=` as well as `out=`)."""
-    return _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc)
+    """An elementwise numpy ufunc (it takes `out=` as well as `order=`)."""
+    return _impl_facts(eqn.prim)[2] and _elementwise(eqn)
+
+
+# The layout analyses ask these of every reader of every value, in every pass: read from the
+# impl once per primitive and rules generation (a registration may replace an impl).
+_IMPL_FACTS: dict = {}
+_FACTS_OF = [-1]                 # the rules generation _IMPL_FACTS holds
+
+
+def _impl_facts(prim: core.Primitive) -> tuple[bool, bool, bool]:
+    """(fresh result, fresh with values elementwise: no core signature, a numpy ufunc)."""
+    if _FACTS_OF[0] != core.rules_generation:
+        _IMPL_FACTS.clear()
+        _FACTS_OF[0] = core.rules_generation
+    facts = _IMPL_FACTS.get(prim)
+    if facts is None:
+        impl = core.impl_rules[prim]
+        ufunc = isinstance(impl, np.ufunc)
+        fresh = (ufunc or bool(getattr(impl, "elementwise_out", False))) and not prim.multiple_results
+        elementwise = fresh and getattr(impl, "signature", None) is None
+        facts = _IMPL_FACTS[prim] = (fresh, elementwise, ufunc and elementwise)
+    return facts
 
 
 # -- results are fresh arrays ------------------------------------------------------------
@@ -261,15 +289,20 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
     makes layout-blind results. A result of the program is blind (its values are what they
     are)."""
     blind: set[int] = set()
-    for eqn in reversed(program.equations):
+    reads_blindly: dict[int, bool] = {}     # id(eqn) -> its results' layouts don't matter to it
+    for eqn in reversed(program.equations):  # (every reader comes later: already decided)
         for v in eqn.outputs:
-            if all(r.prim.layout == "free"
-                   or plain_ufunc(r) and r.params.get("order") == "C"
-                   or (r.prim.layout == "following" or _ufunc(r))
-                   and all(id(o) in blind for o in r.outputs)
-                   for r in readers.get(id(v), ())):
+            if all(reads_blindly[id(r)] for r in readers.get(id(v), ())):
                 blind.add(id(v))
+        reads_blindly[id(eqn)] = _reads_blindly(eqn, blind)
     return blind
+
+
+def _reads_blindly(r, blind: set) -> bool:
+    """Whether reader `r`'s values and layout are the same whatever its operands' layouts."""
+    if r.prim.layout == "free" or plain_ufunc(r) and r.params.get("order") == "C":
+        return True
+    return (r.prim.layout == "following" or _ufunc(r)) and all(id(o) in blind for o in r.outputs)
 
 
 def surely_c_ordered(program: Program) -> set[int]:
@@ -340,7 +373,7 @@ class Layouts:
 def _ufunc(eqn) -> bool:
     """A ufunc, or an impl that works as one (`elementwise_out`): values elementwise (not
     np.matmul, a ufunc with a core signature)."""
-    return _fresh_result(eqn) and getattr(core.impl_rules[eqn.prim], "signature", None) is None
+    return _impl_facts(eqn.prim)[1]
 
 
 # -- buffer reuse ---------------------------------------------------------------------------

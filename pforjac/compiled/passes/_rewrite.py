@@ -15,8 +15,11 @@ def resolve(v, alias: dict):
 
 
 def rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
-    """A copy of `program` with `equations`, every use of an aliased var replaced."""
-    eqns = [replace(e, inputs=[resolve(v, alias) for v in e.inputs]) for e in equations]
+    """A copy of `program` with `equations`, every use of an aliased var replaced (an
+    equation that reads none is kept as it is: equations are never changed in place)."""
+    eqns = [replace(e, inputs=[resolve(v, alias) for v in e.inputs])
+            if any(id(v) in alias for v in e.inputs) else e for e in equations] \
+        if alias else list(equations)
     return replace(program, equations=eqns, outputs=[resolve(v, alias) for v in program.outputs])
 
 

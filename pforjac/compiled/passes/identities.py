@@ -72,8 +72,7 @@ def drop_identities(program: Program) -> Program:
     readers = layouts.readers
     kept, zeros, c_ordered = [], {}, set()
     for original in program.equations:
-        eqn = _plain_product(replace(original, inputs=[resolve(v, alias)
-                                                       for v in original.inputs]), values)
+        eqn = _plain_product(_renamed(original, alias), values)
         if id(original) in c_ordered:
             eqn = replace(eqn, params={**eqn.params, "order": "C"})
         out = eqn.outputs[0]
@@ -97,6 +96,13 @@ def drop_identities(program: Program) -> Program:
     program = replace(program, consts=program.consts + [z for z, _ in zeros.values()],
                       const_values=program.const_values + [v for _, v in zeros.values()])
     return eliminate_dead_code(program)
+
+
+def _renamed(eqn: Equation, alias: dict) -> Equation:
+    """`eqn` reading the values `alias` gives for its inputs (itself where none is aliased)."""
+    if not any(id(v) in alias for v in eqn.inputs):
+        return eqn
+    return replace(eqn, inputs=[resolve(v, alias) for v in eqn.inputs])
 
 
 def _plain_product(eqn: Equation, values: dict) -> Equation:
