@@ -23,6 +23,7 @@ from ..program import Program
 from .outer_products import EINSUM, outer_products
 from .lines import number_lines, place_function, equation_at_line  # noqa: F401  (re-exported)
 from .plain_calls import plain_call_ast, plain_calls
+from .scatter_sums import add_at, scatter_sums
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -127,6 +128,7 @@ class _Plan:
     def __init__(self, program: Program, exact: bool = True):
         self.exact = exact
         self.layouts = layouts = Layouts(program)
+        self.scatters, scattered = scatter_sums(program)
         self.in_place = in_place_outputs(program, layouts)
         self.reshaped = _reshaped(program)
         self.contiguous = broadcast_transposes(program, layouts)
@@ -135,13 +137,18 @@ class _Plan:
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
+        self.needless = self.needless | scattered
 
     def call(self, k: int, eqn) -> ast.expr:
         """The call computing equation `k`."""
         inputs = [_load(_py_name(v)) for v in eqn.inputs]
         keywords = self.keywords(k, eqn)
         outer = self.outer.get(k)
-        if _by_last_axis(eqn, self.layouts, self.broadcasts):
+        if k in self.scatters:
+            total, g, key, fix = self.scatters[k]
+            call = _call("add_at", [_load(_py_name(total)), _load(_py_name(g)), _literal(key)]
+                         + ([] if fix is None else [_literal(fix)]))
+        elif _by_last_axis(eqn, self.layouts, self.broadcasts):
             call = _call("by_last_axis", [_dotted(_impl_name(eqn.prim))] + inputs,
                          keywords)
         elif outer is not None:
@@ -492,7 +499,7 @@ _WARNING_REGISTRY: dict = {}
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
-                          "outer_product": EINSUM}
+                          "outer_product": EINSUM, "add_at": add_at}
     for eqn in program.equations:
         impl = ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
         if isinstance(impl, np.ufunc):
