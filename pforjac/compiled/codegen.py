@@ -399,6 +399,9 @@ def in_place_outputs(program: Program, layouts: Layouts | None = None) -> dict[i
     numpy computes in that dtype exactly as without `out=`). Each fresh allocation of a
     large temporary costs page faults; reusing one costs nothing.
     """
+    if all(math.prod(e.outputs[0].shape) < _IN_PLACE_MIN for e in program.equations
+           if e.outputs):
+        return {}                       # (no result is large enough: no buffer analysis)
     buffers = _Buffers(program, layouts or Layouts(program))
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):

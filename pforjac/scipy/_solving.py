@@ -81,21 +81,19 @@ class Derivatives:
         compiled = function(fn, backend=self.backend)
         fn = fn if eager is None else eager
 
-        def full(*args):                 # a float (an ODE's time) is traced as an input
-            return compiled(*_arrays(args))
-
         def first(*args):
             if self.eager:
                 state["call"] = fn
                 return fn(*args)
-            try:
-                out = full(*args)
+            try:      # (specialize traces; a float, an ODE's time, is traced as an input)
+                run = compiled.specialize(*_arrays(args), writable=True)
+                out = run(*args)
             except Exception as e:      # not traceable: the eager call raises a user's own error
                 out = fn(*args)
                 self._fall_back(e)
                 state["call"] = fn
                 return out
-            state["call"] = compiled.specialize(*_arrays(args), writable=True)
+            state["call"] = run
             return out
 
         def call(*args):
