@@ -103,3 +103,41 @@ def test_rename_keeps_the_equations_it_does_not_change():
     assert all(_reads(e, old) for e in readers)          # (the input program is unchanged)
     kept = rename(program, program.equations, {})
     assert all(a is b for a, b in zip(kept.equations, program.equations))
+
+
+def test_dead_code_elimination_keeps_a_program_with_nothing_dead():
+    from pforjac.program import eliminate_dead_code
+    def f(x):
+        pj.sin(x)                                   # (dead)
+        return x * 2.0
+    program = make_program(f, [((3,), np.dtype(float))])
+    clean = eliminate_dead_code(program)
+    assert clean is not program and [e.prim.name for e in clean.equations] == ["multiply"]
+    assert len(program.equations) == 2               # (its input is left as it was)
+    assert eliminate_dead_code(clean) is clean
+
+
+def test_broadcast_shapes_as_numpys():
+    from pforjac.ops._family import broadcast_shapes
+    for shapes in [((3,), ()), ((), ()), ((),), ((2, 3), (2, 3), ()), ((1, 3), (3,)),
+                   ((2, 1), (1, 2)), ((4,), (4,), (4,)), ((0,), ()), ((5, 1), (5, 1))]:
+        assert broadcast_shapes(*shapes) == tuple(np.broadcast_shapes(*shapes))
+    try:
+        broadcast_shapes((2,), (3,))
+    except ValueError as e:
+        assert "(2,) and (3,)" in str(e)
+    else:
+        raise AssertionError("incompatible shapes were accepted")
+
+
+def test_passes_with_nothing_to_rewrite_work_out_no_layouts(monkeypatch):
+    from pforjac.compiled.passes import (broadcasts_into_ufuncs, cancel_reshapes,
+                                         compact_constants, fold_constants)
+    program = _rosenbrock_gradient_program()
+    made = []
+    real = codegen.Layouts
+    monkeypatch.setattr(codegen, "Layouts", lambda p: made.append(p) or real(p))
+    for p in (fold_constants, cancel_reshapes, compact_constants, broadcasts_into_ufuncs):
+        program = p(program)
+    assert made == []
+    assert not any(e.prim.name in ("ones_like", "reshape") for e in program.equations)

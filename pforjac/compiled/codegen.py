@@ -24,6 +24,7 @@ from .outer_products import EINSUM, outer_products
 from .lines import number_lines, place_function, equation_at_line  # noqa: F401  (re-exported)
 from .plain_calls import plain_call_ast, plain_calls
 from .scatter_sums import add_at, scatter_sums
+from .impl_facts import _elementwise, _fresh_result, _ufunc, plain_ufunc  # noqa: F401 (re-exported)
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -186,44 +187,6 @@ def _reshaped(program: Program) -> set[int]:
     return {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
 
 
-def _fresh_result(eqn) -> bool:
-    """The impl is a numpy ufunc, or says it behaves like one (`impl.elementwise_out =
-    True`): its result is a new array (or the `out=` buffer it was given), never a view."""
-    return _impl_facts(eqn.prim)[0]
-
-
-def _elementwise(eqn) -> bool:
-    """A fresh-result impl that works elementwise and takes `out=`: no parameters (but
-    `order='C'`, which a C-ordered `out=` buffer honours), and for a ufunc no core signature."""
-    return _impl_facts(eqn.prim)[1] and (not eqn.params or eqn.params.keys() <= {"order"})
-
-
-def plain_ufunc(eqn) -> bool:
-    """An elementwise numpy ufunc (it takes `out=` as well as `order=`)."""
-    return _impl_facts(eqn.prim)[2] and _elementwise(eqn)
-
-
-# The layout analyses ask these of every reader of every value, in every pass: read from the
-# impl once per primitive and rules generation (a registration may replace an impl).
-_IMPL_FACTS: dict = {}
-_FACTS_OF = [-1]                 # the rules generation _IMPL_FACTS holds
-
-
-def _impl_facts(prim: core.Primitive) -> tuple[bool, bool, bool]:
-    """(fresh result, fresh with values elementwise: no core signature, a numpy ufunc)."""
-    if _FACTS_OF[0] != core.rules_generation:
-        _IMPL_FACTS.clear()
-        _FACTS_OF[0] = core.rules_generation
-    facts = _IMPL_FACTS.get(prim)
-    if facts is None:
-        impl = core.impl_rules[prim]
-        ufunc = isinstance(impl, np.ufunc)
-        fresh = (ufunc or bool(getattr(impl, "elementwise_out", False))) and not prim.multiple_results
-        elementwise = fresh and getattr(impl, "signature", None) is None
-        facts = _IMPL_FACTS[prim] = (fresh, elementwise, ufunc and elementwise)
-    return facts
-
-
 # -- results are fresh arrays ------------------------------------------------------------
 def borrowed_outputs(program: Program) -> set[int]:
     """Positions of outputs that may be an input or a constant, or a view of one (the caller
@@ -375,12 +338,6 @@ class Layouts:
                             and math.prod(i.shape) == math.prod(out.shape) for i in eqn.inputs))):
                     return False
         return not seen & self.results
-
-
-def _ufunc(eqn) -> bool:
-    """A ufunc, or an impl that works as one (`elementwise_out`): values elementwise (not
-    np.matmul, a ufunc with a core signature)."""
-    return _impl_facts(eqn.prim)[1]
 
 
 # -- buffer reuse ---------------------------------------------------------------------------
