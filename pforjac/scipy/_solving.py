@@ -99,7 +99,18 @@ class Derivatives:
         def call(*args):
             run = state["call"]
             return first(*args) if run is None else run(*args)
+        call.settled = lambda: state["call"]
         return call
+
+    def ready(self, fn: Callable, *example) -> Callable:
+        """`compiled(fn)` after its first call, on `example` (the solver's starting point):
+        the specialized entry of the compiled code itself, with no layer of its own around
+        it (each costs a solver a few percent of a small problem's gradient), or, where `fn`
+        cannot be traced, `fn` run eagerly with numpy results."""
+        call = self.compiled(fn)
+        call(*example)
+        settled = call.settled()
+        return (lambda *args: as_numpy(fn(*args))) if settled is fn else settled
 
     def native(self, fn: Callable, args: tuple) -> Callable | None:
         """`fn` itself compiled, called directly, when the backend is numba and its native
