@@ -26,12 +26,13 @@ entry is made only where nothing else could change the result:
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Container
 
 import numpy as np
 
 from ..tree_util import tree_flatten, tree_unflatten
 from .lean_source import MISS, entry_source, result_source
+from .output_layouts import c_ordered_outputs
 
 __all__ = ["lean_key", "lean_entry", "MISS"]
 
@@ -140,11 +141,11 @@ def lean_entry(compiled, args: tuple, dense: Callable, floats_at: tuple = (),
         return None
     program = compiled.program
     if compiled._variables or compiled.warnings:     # (read, shown at every call)
-        code, tail, c_ordered, guards = _checked_code(compiled, dense), (), False, []
+        code, tail, c_ordered, guards = _checked_code(compiled, dense), (), (), []
     else:
         code, tail, c_ordered = _code(compiled)
         guards = _guard_positions(compiled)
-    wraps = [_out_wrapper(v, c_ordered) for v in program.outputs]
+    wraps = [_out_wrapper(v, k in c_ordered) for k, v in enumerate(program.outputs)]
     if writable:
         wraps = _writable_wraps(wraps, compiled, _probe(code, tail, args, paths))
     space: dict = {"dense": (lambda *arrays: _dense_run(compiled, dense, arrays)),
@@ -229,16 +230,18 @@ def _guard_positions(compiled) -> list:
     return list(seen.values())
 
 
-def _code(compiled) -> tuple[Callable, tuple, bool]:
-    """(code, the arguments after the inputs, whether its array outputs are C-ordered
-    whatever the inputs): a backend's runner that can skip its own preparation (numba's
-    compiled entry point) gives a direct function of the inputs; generated numpy code
-    takes the constants last."""
+def _code(compiled) -> tuple[Callable, tuple, Container[int]]:
+    """(code, the arguments after the inputs, the positions of the array outputs it returns
+    C-ordered whatever the inputs): a backend's runner that can skip its own preparation
+    (numba's compiled entry point) gives a direct function of the inputs; generated numpy
+    code takes the constants last (its C-ordered outputs: output_layouts.py)."""
     direct = getattr(compiled.code, "direct", None)
     if direct is not None:
         code, c_ordered = direct(compiled._consts)
-        return code, (), c_ordered
-    return compiled.code, (compiled._consts,), False
+        return code, (), range(len(compiled.program.outputs)) if c_ordered else ()
+    if compiled.backend != "numpy":
+        return compiled.code, (compiled._consts,), ()
+    return compiled.code, (compiled._consts,), c_ordered_outputs(compiled.program, compiled.exact)
 
 
 def _checked_code(compiled, dense: Callable) -> Callable:
