@@ -20,6 +20,7 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
+from .count_sums import count_sums
 from .outer_products import EINSUM, outer_products
 from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
 from .plain_calls import plain_call_ast, plain_calls
@@ -121,6 +122,7 @@ class _Plan:
         self.contiguous = broadcast_transposes(program, layouts)
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
         self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
+        self.plain.update(count_sums(program))
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
@@ -459,7 +461,7 @@ _WARNING_REGISTRY: dict = {}
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
-                          "outer_product": EINSUM}
+                          "outer_product": EINSUM, "c_einsum": EINSUM}
     for eqn in program.equations:
         impl = ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
         if isinstance(impl, np.ufunc):
