@@ -21,6 +21,7 @@ from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
 from .count_sums import count_sums
+from .dot_products import dot_products
 from .outer_products import EINSUM, outer_products
 from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
 from .plain_calls import plain_call_ast, plain_calls
@@ -87,14 +88,16 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
             and any(v.ndim and (v.shape[-1] == 1 or id(v) in broadcasts) for v in eqn.inputs))
 
 
-def program_to_ast(program: Program, name: str = "program", exact: bool = True) -> ast.Module:
+def program_to_ast(program: Program, name: str = "program", exact: bool = True,
+                   c_inputs: bool = False) -> ast.Module:
     """`def name(inputs..., consts): ...` returning the outputs as a tuple. With `exact` False
-    its results may differ from eager code's in an exact zero's sign (`outer_products`)."""
+    its results may differ from eager code's in an exact zero's sign (`outer_products`); with
+    `c_inputs` it may only be called with C-contiguous, aligned input arrays (`dot_products`)."""
     body: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
         for k, var in enumerate(program.consts)]
-    plan = _Plan(program, exact)
+    plan = _Plan(program, exact, c_inputs)
     body += [ast.Pass() if k in plan.needless else ast.Assign(targets=[_targets(eqn)],
                                                               value=plan.call(k, eqn))
              for k, eqn in enumerate(program.equations)]
@@ -114,7 +117,7 @@ class _Plan:
     """What codegen decided for a program's equations: results written into dead buffers,
     asked for C order, computed by the last axis, or copied C-contiguous."""
 
-    def __init__(self, program: Program, exact: bool = True):
+    def __init__(self, program: Program, exact: bool = True, c_inputs: bool = False):
         self.exact = exact
         self.layouts = layouts = Layouts(program)
         self.in_place = in_place_outputs(program, layouts)
@@ -123,6 +126,7 @@ class _Plan:
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
         self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
         self.plain.update(count_sums(program))
+        self.dots = dot_products(program, layouts, self.in_place, c_inputs)
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
@@ -138,6 +142,8 @@ class _Plan:
         elif outer is not None:
             call = _call("outer_product", [ast.Constant(value=outer[0])] + [
                 _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
+        elif k in self.dots:
+            call = _call("np_dot", inputs)
         elif k in self.plain:
             call = plain_call_ast(self.plain[k], inputs[0])
         else:
@@ -461,7 +467,7 @@ _WARNING_REGISTRY: dict = {}
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
-                          "outer_product": EINSUM, "c_einsum": EINSUM}
+                          "outer_product": EINSUM, "c_einsum": EINSUM, "np_dot": np.dot}
     for eqn in program.equations:
         impl = ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
         if isinstance(impl, np.ufunc):
@@ -469,13 +475,14 @@ def namespace_of(program: Program) -> dict:
     return ns
 
 
-def compile_program(program: Program, name: str = "program", exact: bool = True) -> Callable:
+def compile_program(program: Program, name: str = "program", exact: bool = True,
+                    c_inputs: bool = False) -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`
-    (`exact`: see `program_to_ast`)."""
+    (`exact`, `c_inputs`: see `program_to_ast`)."""
     ns = namespace_of(program)
     name = _free_name(name, ns)
     try:
-        code = compile(program_to_ast(program, name, exact), f"<pforjac {name}>", "exec")
+        code = compile(program_to_ast(program, name, exact, c_inputs), f"<pforjac {name}>", "exec")
     except (SyntaxError, ValueError, TypeError) as e:     # (what compile raises on a bad AST)
         raise CodegenError(f"pforjac generated code for '{name}' that does not compile ({e}); "
                            f"this is a bug in pforjac.codegen, please report it with the "

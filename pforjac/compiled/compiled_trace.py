@@ -32,6 +32,7 @@ class _Compiled:
         self.program, self.n_guards, self.name = program, n_guards, name
         self.exact = exact                # (codegen's: False lets an exact zero's sign differ)
         self.code = compile_program(program, name, exact)
+        self._lean_code: Callable | None = None
         self.dense: "_Compiled | None" = None
         self.traced: tuple | None = None   # (raw trace, its structured pfor regions, passes)
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
@@ -46,6 +47,14 @@ class _Compiled:
         self.prims: frozenset = frozenset()   # the primitives its trace bound
         self.backend = "numpy"            # the backend whose code `code` is
         self.key = None                   # its signature in its Function's cache
+
+    def lean_code(self) -> Callable:
+        """The code a lean entry runs (lean_call.py), which passes every input array
+        C-contiguous: its 2-D products may be np.dot's where operands are inputs
+        (dot_products.py); the same results as `code`'s."""
+        if self._lean_code is None:
+            self._lean_code = compile_program(self.program, self.name, self.exact, c_inputs=True)
+        return self._lean_code
 
     def dense_twin(self) -> "_Compiled":
         """The code of this trace with its structured vectorizations done densely, for

@@ -234,14 +234,16 @@ def _code(compiled) -> tuple[Callable, tuple, Container[int]]:
     """(code, the arguments after the inputs, the positions of the array outputs it returns
     C-ordered whatever the inputs): a backend's runner that can skip its own preparation
     (numba's compiled entry point) gives a direct function of the inputs; generated numpy
-    code takes the constants last (its C-ordered outputs: output_layouts.py)."""
+    code (made for C-contiguous inputs, as the entry passes them) takes the constants last
+    (its C-ordered outputs: output_layouts.py)."""
     direct = getattr(compiled.code, "direct", None)
     if direct is not None:
         code, c_ordered = direct(compiled._consts)
         return code, (), range(len(compiled.program.outputs)) if c_ordered else ()
     if compiled.backend != "numpy":
         return compiled.code, (compiled._consts,), ()
-    return compiled.code, (compiled._consts,), c_ordered_outputs(compiled.program, compiled.exact)
+    return (compiled.lean_code(), (compiled._consts,),
+            c_ordered_outputs(compiled.program, compiled.exact))
 
 
 def _checked_code(compiled, dense: Callable) -> Callable:
