@@ -2,12 +2,11 @@
 operands are known contiguous, np.dot makes np.matmul's bits; the lean entry's code (inputs
 C-contiguous) takes inputs as known, the general code does not; strided operands, unit
 dimensions and other dtypes keep np.matmul."""
-import astunparse
 import numpy as np
 import pytest
 
 import pforjac as pj
-from pforjac.compiled.codegen import program_to_ast
+from pforjac.compiled.codegen import program_to_source
 
 pnp = pj.numpy
 RNG = np.random.default_rng(7)
@@ -41,8 +40,7 @@ def _net(x, w, v):
 def _sources(f, *args):
     """The general code's source and the lean entry's (`c_inputs`)."""
     compiled = f._compiled(args, {})[0]
-    return (astunparse.unparse(program_to_ast(compiled.program, "f", compiled.exact, c))
-            for c in (False, True))
+    return (program_to_source(compiled.program, "f", compiled.exact, c) for c in (False, True))
 
 
 def test_which_products_are_np_dot():

@@ -20,8 +20,7 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
-from .count_sums import count_sums
-from .dot_products import dot_products
+from .cheap_calls import cheap_calls
 from .outer_products import EINSUM, outer_products
 from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
 from .plain_calls import plain_call_ast, plain_calls
@@ -90,9 +89,8 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
 
 def program_to_ast(program: Program, name: str = "program", exact: bool = True,
                    c_inputs: bool = False) -> ast.Module:
-    """`def name(inputs..., consts): ...` returning the outputs as a tuple. With `exact` False
-    its results may differ from eager code's in an exact zero's sign (`outer_products`); with
-    `c_inputs` it may only be called with C-contiguous, aligned input arrays (`dot_products`)."""
+    """`def name(inputs..., consts): ...` returning the outputs as a tuple; `exact` False: an exact
+    zero's sign may differ from eager code's (`outer_products`); `c_inputs`: see cheap_calls.py."""
     body: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
@@ -125,8 +123,7 @@ class _Plan:
         self.contiguous = broadcast_transposes(program, layouts)
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
         self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
-        self.plain.update(count_sums(program))
-        self.dots = dot_products(program, layouts, self.in_place, c_inputs)
+        self.dots = cheap_calls(program, layouts, self.in_place, self.plain, c_inputs)
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
@@ -142,12 +139,10 @@ class _Plan:
         elif outer is not None:
             call = _call("outer_product", [ast.Constant(value=outer[0])] + [
                 _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
-        elif k in self.dots:
-            call = _call("np_dot", inputs)
         elif k in self.plain:
             call = plain_call_ast(self.plain[k], inputs[0])
-        else:
-            call = _call(_impl_name(eqn.prim), inputs, keywords)
+        else:                                   # (np.dot: cheap_calls)
+            call = _call("np_dot" if k in self.dots else _impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
 
     def keywords(self, k: int, eqn) -> dict[str, ast.expr]:
@@ -452,10 +447,11 @@ class _Buffers:
             self.owned.add(id(out))
 
 
-def program_to_source(program: Program, name: str = "program", exact: bool = True) -> str:
+def program_to_source(program: Program, name: str = "program", exact: bool = True,
+                      c_inputs: bool = False) -> str:
     import astunparse
     name = _free_name(name, namespace_of(program))
-    return astunparse.unparse(program_to_ast(program, name, exact)).strip() + "\n"
+    return astunparse.unparse(program_to_ast(program, name, exact, c_inputs)).strip() + "\n"
 
 
 # Python's warning filters show a warning once per (message, line) of the module whose code
