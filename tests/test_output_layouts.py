@@ -79,3 +79,43 @@ def test_per_example_gradients_are_all_claimed(order):
         assert again[k].tobytes() == first[k].tobytes() and not again[k].flags.writeable
         with pytest.raises(ValueError):
             again[k].flags.writeable = True
+
+
+def _gram(x):
+    return pnp.tanh(x @ x.T)        # (C-ordered: its outputs are claimed, made afresh)
+
+
+ALIASING = {   # name: function of x (40, 30) whose outputs share memory or are borrowed
+    "an output twice": lambda x: (lambda y: (y, y))(_gram(x)),
+    "an output and its reshape": lambda x: (lambda y: (y, y.reshape(-1)))(_gram(x)),
+    "an output and its transpose": lambda x: (lambda y: (y, y.T))(_gram(x)),
+    "an input and a constant": lambda x: (x, pnp.ones(3), _gram(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(ALIASING))
+def test_lean_outputs_stay_read_only_when_they_share_memory(name):
+    f = pj.function(ALIASING[name])
+    x = RNG.normal(size=(40, 30))
+    keep = x.copy()
+    want = [np.array(o) for o in f(x)]
+    compiled = f._compiled((x,), {})[0]
+    assert len(c_ordered_outputs(compiled.program, compiled.exact)) >= 1
+    for _ in range(2):
+        got = f(x)
+        assert f._lean
+        for g, w in zip(got, want):
+            assert g.tobytes() == w.tobytes() and not g.flags.writeable
+            with pytest.raises(ValueError):
+                g.flags.writeable = True
+            with pytest.raises(ValueError):
+                g[...] = 0.0
+    assert x.flags.writeable and x.tobytes() == keep.tobytes()   # (the caller's array)
+
+
+def test_fresh_outputs_are_views_of_read_only_owners():
+    f = pj.function(pj.vmap(pj.grad(_mlp_loss), in_axes=(None, 0, 0)))
+    args = _mlp_args("C")
+    f(*args)
+    for g in f(*args).values():
+        assert type(g.base) is np.ndarray and g.base.flags.owndata and not g.base.flags.writeable
