@@ -76,3 +76,13 @@ def test_strided_and_integer_products_stay_matmul():
     f(a, b)
     general, lean = _sources(f, a, b)
     assert "np_dot(" not in general and "np_dot(" not in lean
+
+
+def test_lean_code_is_compiled_again_only_where_a_product_reads_an_input():
+    x = RNG.normal(size=(16, 5))
+    for fn, again in [(lambda a: pnp.tanh(a) * 2.0, False), (lambda a: pnp.tanh(a @ a.T), True)]:
+        f = pj.function(fn)
+        f(x)
+        f(x)                                          # (the lean entry made, and run)
+        compiled = f._compiled((x,), {})[0]
+        assert (compiled.lean_code() is not compiled.numpy_code()) is again

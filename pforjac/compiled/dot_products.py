@@ -25,7 +25,7 @@ import numpy as np
 from ..program import Program
 from .plain_calls import _laid_out_by_buffers
 
-__all__ = ["dot_products"]
+__all__ = ["dot_products", "reads_inputs"]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -51,6 +51,19 @@ def dot_products(program: Program, layouts, in_place: dict, c_inputs: bool = Fal
                 all(id(v) in c_known or id(v) in f_known for v in eqn.inputs):
             chosen.add(k)
     return chosen
+
+
+def reads_inputs(program: Program) -> bool:
+    """Whether some 2-D product `dot_products` may choose reads an input (or a reshape or
+    transpose of one): only then does code made with `c_inputs` differ from code without."""
+    derived = {id(v) for v in program.inputs}
+    for eqn in program.equations:
+        if eqn.prim.name in ("reshape", "transpose") and id(eqn.inputs[0]) in derived:
+            derived.add(id(eqn.outputs[0]))
+        elif eqn.prim.name == "matmul" and _plain_2d(eqn) and \
+                any(id(v) in derived for v in eqn.inputs):
+            return True
+    return False
 
 
 def _plain_2d(eqn) -> bool:
