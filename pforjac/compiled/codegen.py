@@ -20,6 +20,7 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
+from .cheap_calls import cheap_calls
 from .outer_products import EINSUM, outer_products
 from .lines import number_lines, place_function, equation_at_line  # noqa: F401  (re-exported)
 from .plain_calls import plain_call_ast, plain_calls
@@ -72,8 +73,7 @@ def _call(func: str, args, keywords=None) -> ast.Call:
 
 
 def _dotted(name: str) -> ast.expr:
-    """The expression of a dotted name (`np.asarray`), built directly (ast.parse of each
-    call's name took a tenth of codegen's time)."""
+    """The expression of a dotted name (`np.asarray`): ast.parse of each took 1/10 of codegen."""
     head, *attrs = name.split(".")
     node: ast.expr = _load(head)
     for attr in attrs:
@@ -98,14 +98,15 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
             and any(v.ndim and (v.shape[-1] == 1 or id(v) in broadcasts) for v in eqn.inputs))
 
 
-def program_to_ast(program: Program, name: str = "program", exact: bool = True) -> ast.Module:
-    """`def name(inputs..., consts): ...` returning the outputs as a tuple. With `exact` False
-    its results may differ from eager code's in an exact zero's sign (`outer_products`)."""
+def program_to_ast(program: Program, name: str = "program", exact: bool = True,
+                   c_inputs: bool = False) -> ast.Module:
+    """`def name(inputs..., consts): ...` returning the outputs as a tuple; `exact` False: an exact
+    zero's sign may differ from eager code's (`outer_products`); `c_inputs`: see cheap_calls.py."""
     body: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
         for k, var in enumerate(program.consts)]
-    plan = _Plan(program, exact)
+    plan = _Plan(program, exact, c_inputs)
     body += [ast.Pass() if k in plan.needless else ast.Assign(targets=[_targets(eqn)],
                                                               value=plan.call(k, eqn))
              for k, eqn in enumerate(program.equations)]
@@ -126,7 +127,7 @@ class _Plan:
     """What codegen decided for a program's equations: results written into dead buffers,
     asked for C order, computed by the last axis, or copied C-contiguous."""
 
-    def __init__(self, program: Program, exact: bool = True):
+    def __init__(self, program: Program, exact: bool = True, c_inputs: bool = False):
         self.exact = exact
         self.layouts = layouts = Layouts(program)
         self.scatters, scattered = scatter_sums(program)
@@ -135,6 +136,7 @@ class _Plan:
         self.contiguous = broadcast_transposes(program, layouts)
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
         self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
+        self.dots = cheap_calls(program, layouts, self.in_place, self.plain, c_inputs)
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
@@ -157,8 +159,8 @@ class _Plan:
                 _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
         elif k in self.plain:
             call = plain_call_ast(self.plain[k], inputs[0])
-        else:
-            call = _call(_impl_name(eqn.prim), inputs, keywords)
+        else:                                   # (np.dot: cheap_calls)
+            call = _call("np_dot" if k in self.dots else _impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
 
     def keywords(self, k: int, eqn) -> dict[str, ast.expr]:
@@ -444,10 +446,11 @@ class _Buffers:
             self.owned.add(id(out))
 
 
-def program_to_source(program: Program, name: str = "program", exact: bool = True) -> str:
+def program_to_source(program: Program, name: str = "program", exact: bool = True,
+                      c_inputs: bool = False) -> str:
     import astunparse
     name = _free_name(name, namespace_of(program))
-    return astunparse.unparse(program_to_ast(program, name, exact)).strip() + "\n"
+    return astunparse.unparse(program_to_ast(program, name, exact, c_inputs)).strip() + "\n"
 
 
 # Python's warning filters show a warning once per (message, line) of the module whose code
@@ -459,7 +462,8 @@ _WARNING_REGISTRY: dict = {}
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
-                          "outer_product": EINSUM, "add_at": add_at}
+                          "outer_product": EINSUM, "c_einsum": EINSUM, "np_dot": np.dot,
+                          "add_at": add_at}
     for eqn in program.equations:
         impl = ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
         if isinstance(impl, np.ufunc):
@@ -467,13 +471,14 @@ def namespace_of(program: Program) -> dict:
     return ns
 
 
-def compile_program(program: Program, name: str = "program", exact: bool = True) -> Callable:
+def compile_program(program: Program, name: str = "program", exact: bool = True,
+                    c_inputs: bool = False) -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`
-    (`exact`: see `program_to_ast`)."""
+    (`exact`, `c_inputs`: see `program_to_ast`)."""
     ns = namespace_of(program)
     name = _free_name(name, ns)
     try:
-        code = compile(program_to_ast(program, name, exact), f"<pforjac {name}>", "exec")
+        code = compile(program_to_ast(program, name, exact, c_inputs), f"<pforjac {name}>", "exec")
     except (SyntaxError, ValueError, TypeError) as e:     # (what compile raises on a bad AST)
         raise CodegenError(f"pforjac generated code for '{name}' that does not compile ({e}); "
                            f"this is a bug in pforjac.codegen, please report it with the "
