@@ -2,7 +2,8 @@
 
     python benchmarks/per_example_lines.py [small|medium] [float32|float64]
 
-Prints `f.source(...)` of `pj.function(pj.vmap(pj.grad(loss), in_axes=(None, 0, 0)))` on a
+Prints the generated source that a call of `pj.function(pj.vmap(pj.grad(loss), in_axes=(None,
+0, 0)))` runs through its lean entry (`_Compiled.lean_code`: inputs C-contiguous) on a
 workload of `_per_example_workloads.py`, each line with its median time in microseconds (the
 line run by `exec` on the values the lines before it made; a line that writes into a buffer,
 `out=`, gets that buffer's old contents back before each run), and the whole code's time.
@@ -22,7 +23,7 @@ import numpy as np  # noqa: E402
 
 import _per_example_workloads as w  # noqa: E402
 import pforjac as pj  # noqa: E402
-from pforjac.compiled.codegen import namespace_of  # noqa: E402
+from pforjac.compiled.codegen import namespace_of, program_to_source  # noqa: E402
 from pforjac.tree_util import tree_leaves  # noqa: E402
 
 
@@ -48,9 +49,11 @@ def main(size: str = "small", dtype: str = "float32") -> None:
     f(*args)
     compiled = f._compiled(args, {})[0]
     inputs = tree_leaves(args)
-    whole = min(timeit.repeat(lambda: compiled.code(*inputs, compiled._consts), number=20,
+    code = compiled.lean_code()
+    whole = min(timeit.repeat(lambda: code(*inputs, compiled._consts), number=20,
                               repeat=100)) / 20
-    lines = f.source(*args).splitlines()
+    lines = program_to_source(compiled.program, compiled.name, compiled.exact,
+                              c_inputs=True).splitlines()
     names = re.match(r"def \w+\((.*)\):", lines[0]).group(1).split(", ")
     ns = dict(namespace_of(compiled.program))
     ns.update(zip(names, inputs + [compiled._consts]))

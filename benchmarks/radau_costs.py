@@ -1,6 +1,7 @@
 """Where a Radau solve of Robertson's problem spends its time, per source of the right-hand
 side and the Jacobian: scipy's finite differences, a hand-written numpy Jacobian, both
-functions hand-written with `@numba.njit`, and the `pforjac.scipy.integrate.solve_ivp`
+functions hand-written with `@numba.njit` (with scipy's Radau, and with the helper's Radau,
+whose dense LU calls go straight to LAPACK), and the `pforjac.scipy.integrate.solve_ivp`
 helper on each backend.
 
     python benchmarks/radau_costs.py [--rounds 5] [--rtol 1e-8] [--atol 1e-12] [--t-end 1e5]
@@ -9,7 +10,8 @@ Each round solves every variant twice, interleaved: once as it is (the CPU time 
 whole solve, compile included: the table's CPU column, a median), once with CPU timers
 around the right-hand side, the Jacobian (for finite differences: scipy's `num_jac` with
 the right-hand side calls it makes), and the dense LU factorizations and solves Radau
-makes (`scipy.linalg.lu_factor`, `lu_solve`); what is left is scipy's own Python (the
+makes (`scipy.linalg.lu_factor`, `lu_solve`, or LAPACK's `getrf`/`getrs` called directly
+in the helper's Radau); what is left is scipy's own Python (the
 step logic, its array handling) plus the timers' own cost (about half a microsecond a
 call). For the helper, "setup" is its time before scipy's solver starts and its first
 Jacobian call (the traces and compiles). Parts are medians too, in ms, with call counts.
@@ -31,6 +33,7 @@ import scipy.integrate._ivp.radau as radau
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+import pforjac.scipy._lapack_lu as lapack_lu  # noqa: E402
 import pforjac.scipy.integrate as pi  # noqa: E402
 import _scipy_solvers_problems as p  # noqa: E402
 
@@ -67,13 +70,13 @@ def variants(tol: dict, span: tuple) -> dict:
     """name -> solve(timers or None): timers given, the parts are timed."""
     rhs, jac, y0 = p.robertson, p.robertson_jac, p.ROBERTSON_Y0
 
-    def scipy_solve(fun, jac_):
+    def scipy_solve(fun, jac_, method="Radau"):
         def solve(t: Timers | None):
             if t is not None:
                 fun_ = t.wrap("rhs", fun)
                 jac_t = None if jac_ is None else t.wrap("jac", jac_)
-                return si.solve_ivp(fun_, span, y0, method="Radau", jac=jac_t, **tol)
-            return si.solve_ivp(fun, span, y0, method="Radau", jac=jac_, **tol)
+                return si.solve_ivp(fun_, span, y0, method=method, jac=jac_t, **tol)
+            return si.solve_ivp(fun, span, y0, method=method, jac=jac_, **tol)
         return solve
 
     def helper(backend: str):
@@ -88,6 +91,8 @@ def variants(tol: dict, span: tuple) -> dict:
     if native is not None:
         out["@njit rhs, finite differences"] = scipy_solve(native[0], None)
         out["@njit rhs and jac (the floor)"] = scipy_solve(*native)
+        out["@njit rhs and jac, LAPACK LU"] = scipy_solve(
+            *native, method=lapack_lu.lapack_lu_method("Radau"))
     out["pforjac helper, numpy backend"] = helper("numpy")
     if native is not None:
         out["pforjac helper, numba backend"] = helper("numba")
@@ -113,18 +118,25 @@ def _timed_helper(t: Timers, backend: str, span, tol):
 
 
 def timed_run(solve) -> tuple[float, Timers, object]:
-    """One solve with the parts timed (LU through Radau's module-level lu_factor/lu_solve)."""
+    """One solve with the parts timed (LU through Radau's module-level lu_factor/lu_solve,
+    or the direct LAPACK calls of the helper's Radau)."""
     t = Timers()
     factor, backsolve = radau.lu_factor, radau.lu_solve
-    real_num_jac = radau.num_jac
+    real_num_jac, real_dense = radau.num_jac, lapack_lu._dense_lu
     radau.lu_factor, radau.lu_solve = t.wrap("LU factor", factor), t.wrap("LU solve", backsolve)
     radau.num_jac = t.wrap("jac", real_num_jac)
+
+    def dense_lu(solver):
+        lu, solve_lu = real_dense(solver)
+        return t.wrap("LU factor", lu), t.wrap("LU solve", solve_lu)
+    lapack_lu._dense_lu = dense_lu
     try:
         start = time.process_time()
         res = solve(t)
         total = time.process_time() - start
     finally:
         radau.lu_factor, radau.lu_solve, radau.num_jac = factor, backsolve, real_num_jac
+        lapack_lu._dense_lu = real_dense
     return total, t, res
 
 

@@ -215,6 +215,8 @@ def eliminate_dead_code(program: Program) -> Program:
             kept.append(eqn)
             live.update(id(v) for v in eqn.inputs)
     used = [(c, v) for c, v in zip(program.consts, program.const_values) if id(c) in live]
+    if len(kept) == len(program.equations) and len(used) == len(program.consts):
+        return program                  # (nothing dead: programs are never changed in place)
     return dataclasses.replace(program, equations=kept[::-1], consts=[c for c, _ in used],
                    const_values=[v for _, v in used])
 

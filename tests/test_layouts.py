@@ -331,3 +331,13 @@ def test_numpy_lays_a_ufunc_out_in_c_order_where_operands_layouts_conflict():
               np.broadcast_to(np.ones((6, 1, 4)).transpose(2, 1, 0), (4, 5, 6))]
     for other in others:
         assert np.add(other, c).flags.c_contiguous and np.multiply(c, other).flags.c_contiguous
+
+
+def test_a_scatter_into_zeros_is_c_ordered_whatever_its_operand():
+    from pforjac.ops.indexing import setitem_zeros_p
+
+    def f(x):                       # a transposed (F-ordered) operand, its result read by a product
+        t = pj.transpose(pj.exp(x)) * 1.0
+        s = setitem_zeros_p.bind(t, key=(slice(1, 7),), shape=(8, 5))
+        return s @ x
+    _compiled_equals_eager(f, RNG.standard_normal((5, 6)))

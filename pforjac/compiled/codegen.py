@@ -20,9 +20,12 @@ import numpy as np
 from .. import core
 from ..ops._kernels import BY_LAST_AXIS_UFUNCS, by_last_axis
 from ..program import Program
+from .cheap_calls import cheap_calls
 from .outer_products import EINSUM, outer_products
-from .lines import number_lines, equation_at_line  # noqa: F401  (equation_at_line: re-exported)
+from .lines import number_lines, place_function, equation_at_line  # noqa: F401  (re-exported)
 from .plain_calls import plain_call_ast, plain_calls
+from .scatter_sums import add_at, scatter_sums
+from .impl_facts import _elementwise, _fresh_result, _ufunc, plain_ufunc  # noqa: F401 (re-exported)
 
 __all__ = ["program_to_ast", "program_to_source", "compile_program", "namespace_of", "CodegenError"]
 
@@ -65,8 +68,17 @@ def _literal(value: Any) -> ast.expr:
 
 
 def _call(func: str, args, keywords=None) -> ast.Call:
-    return ast.Call(func=ast.parse(func, mode="eval").body, args=list(args),
+    return ast.Call(func=_dotted(func), args=list(args),
                     keywords=[ast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()])
+
+
+def _dotted(name: str) -> ast.expr:
+    """The expression of a dotted name (`np.asarray`): ast.parse of each took 1/10 of codegen."""
+    head, *attrs = name.split(".")
+    node: ast.expr = _load(head)
+    for attr in attrs:
+        node = ast.Attribute(value=node, attr=attr, ctx=ast.Load())
+    return node
 
 
 def _load(name: str) -> ast.Name:
@@ -86,14 +98,15 @@ def _by_last_axis(eqn, layouts: "Layouts", broadcasts: set) -> bool:
             and any(v.ndim and (v.shape[-1] == 1 or id(v) in broadcasts) for v in eqn.inputs))
 
 
-def program_to_ast(program: Program, name: str = "program", exact: bool = True) -> ast.Module:
-    """`def name(inputs..., consts): ...` returning the outputs as a tuple. With `exact` False
-    its results may differ from eager code's in an exact zero's sign (`outer_products`)."""
+def program_to_ast(program: Program, name: str = "program", exact: bool = True,
+                   c_inputs: bool = False) -> ast.Module:
+    """`def name(inputs..., consts): ...` returning the outputs as a tuple; `exact` False: an exact
+    zero's sign may differ from eager code's (`outer_products`); `c_inputs`: see cheap_calls.py."""
     body: list[ast.stmt] = [
         ast.Assign(targets=[ast.Name(id=_py_name(var), ctx=ast.Store())],
                    value=ast.Subscript(value=_load("consts"), slice=ast.Constant(value=k), ctx=ast.Load()))
         for k, var in enumerate(program.consts)]
-    plan = _Plan(program, exact)
+    plan = _Plan(program, exact, c_inputs)
     body += [ast.Pass() if k in plan.needless else ast.Assign(targets=[_targets(eqn)],
                                                               value=plan.call(k, eqn))
              for k, eqn in enumerate(program.equations)]
@@ -105,41 +118,49 @@ def program_to_ast(program: Program, name: str = "program", exact: bool = True) 
                          + [ast.arg(arg="consts")], kwonlyargs=[], kw_defaults=[], defaults=[])
     number_lines(body)
     fn = ast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                         type_params=[], lineno=1)
-    return ast.fix_missing_locations(ast.Module(body=[fn], type_ignores=[]))
+                         type_params=[])
+    place_function(fn)
+    return ast.Module(body=[fn], type_ignores=[])
 
 
 class _Plan:
     """What codegen decided for a program's equations: results written into dead buffers,
     asked for C order, computed by the last axis, or copied C-contiguous."""
 
-    def __init__(self, program: Program, exact: bool = True):
+    def __init__(self, program: Program, exact: bool = True, c_inputs: bool = False):
         self.exact = exact
         self.layouts = layouts = Layouts(program)
+        self.scatters, scattered = scatter_sums(program)
         self.in_place = in_place_outputs(program, layouts)
         self.reshaped = _reshaped(program)
         self.contiguous = broadcast_transposes(program, layouts)
         self.broadcasts = {id(e.outputs[0]) for e in program.equations if e.prim.name == "broadcast_to"}
         self.plain = plain_calls(program, layouts.c_ordered, self.in_place)
+        self.dots = cheap_calls(program, layouts, self.in_place, self.plain, c_inputs)
         by_last = {k for k, e in enumerate(program.equations) if _by_last_axis(e, layouts, self.broadcasts)}
         self.outer, self.needless = ({}, set()) if exact else \
             outer_products(program, layouts, set(self.in_place) | by_last)
+        self.needless = self.needless | scattered
 
     def call(self, k: int, eqn) -> ast.expr:
         """The call computing equation `k`."""
         inputs = [_load(_py_name(v)) for v in eqn.inputs]
         keywords = self.keywords(k, eqn)
         outer = self.outer.get(k)
-        if _by_last_axis(eqn, self.layouts, self.broadcasts):
-            call = _call("by_last_axis", [ast.parse(_impl_name(eqn.prim), mode="eval").body] + inputs,
+        if k in self.scatters:
+            total, g, key, fix = self.scatters[k]
+            call = _call("add_at", [_load(_py_name(total)), _load(_py_name(g)), _literal(key)]
+                         + ([] if fix is None else [_literal(fix)]))
+        elif _by_last_axis(eqn, self.layouts, self.broadcasts):
+            call = _call("by_last_axis", [_dotted(_impl_name(eqn.prim))] + inputs,
                          keywords)
         elif outer is not None:
             call = _call("outer_product", [ast.Constant(value=outer[0])] + [
                 _load(_py_name(v)) for v in outer[1]], {key: _literal(v) for key, v in outer[2].items()})
         elif k in self.plain:
             call = plain_call_ast(self.plain[k], inputs[0])
-        else:
-            call = _call(_impl_name(eqn.prim), inputs, keywords)
+        else:                                   # (np.dot: cheap_calls)
+            call = _call("np_dot" if k in self.dots else _impl_name(eqn.prim), inputs, keywords)
         return _call("np.ascontiguousarray", [call]) if k in self.contiguous else call
 
     def keywords(self, k: int, eqn) -> dict[str, ast.expr]:
@@ -166,27 +187,6 @@ def _targets(eqn) -> ast.expr:
 def _reshaped(program: Program) -> set[int]:
     """The variables some reshape reads (a non-C-ordered one would be copied by it)."""
     return {id(e.inputs[0]) for e in program.equations if e.prim.name == "reshape"}
-
-
-def _fresh_result(eqn) -> bool:
-    """The impl is a numpy ufunc, or says it behaves like one (`impl.elementwise_out =
-    True`): its result is a new array (or the `out=` buffer it was given), never a view."""
-    impl = core.impl_rules[eqn.prim]
-    return (isinstance(impl, np.ufunc) or getattr(impl, "elementwise_out", False)) \
-        and not eqn.prim.multiple_results
-
-
-def _elementwise(eqn) -> bool:
-    """A fresh-result impl that works elementwise and takes `out=`: no parameters (but
-    `order='C'`, which a C-ordered `out=` buffer honours), and for a ufunc no core signature."""
-    impl = core.impl_rules[eqn.prim]
-    return _fresh_result(eqn) and set(eqn.params) <= {"order"} \
-        and getattr(impl, "signature", None) is None
-
-
-def plain_ufunc(eqn) -> bool:
-    """An elementwise numpy ufunc (it takes `order=` as well as `out=`)."""
-    return _elementwise(eqn) and isinstance(core.impl_rules[eqn.prim], np.ufunc)
 
 
 # -- results are fresh arrays ------------------------------------------------------------
@@ -261,15 +261,20 @@ def layout_blind(program: Program, readers: dict) -> set[int]:
     makes layout-blind results. A result of the program is blind (its values are what they
     are)."""
     blind: set[int] = set()
-    for eqn in reversed(program.equations):
+    reads_blindly: dict[int, bool] = {}     # id(eqn) -> its results' layouts don't matter to it
+    for eqn in reversed(program.equations):  # (every reader comes later: already decided)
         for v in eqn.outputs:
-            if all(r.prim.layout == "free"
-                   or plain_ufunc(r) and r.params.get("order") == "C"
-                   or (r.prim.layout == "following" or _ufunc(r))
-                   and all(id(o) in blind for o in r.outputs)
-                   for r in readers.get(id(v), ())):
+            if all(reads_blindly[id(r)] for r in readers.get(id(v), ())):
                 blind.add(id(v))
+        reads_blindly[id(eqn)] = _reads_blindly(eqn, blind)
     return blind
+
+
+def _reads_blindly(r, blind: set) -> bool:
+    """Whether reader `r`'s values and layout are the same whatever its operands' layouts."""
+    if r.prim.layout == "free" or plain_ufunc(r) and r.params.get("order") == "C":
+        return True
+    return (r.prim.layout == "following" or _ufunc(r)) and all(id(o) in blind for o in r.outputs)
 
 
 def surely_c_ordered(program: Program) -> set[int]:
@@ -337,12 +342,6 @@ class Layouts:
         return not seen & self.results
 
 
-def _ufunc(eqn) -> bool:
-    """A ufunc, or an impl that works as one (`elementwise_out`): values elementwise (not
-    np.matmul, a ufunc with a core signature)."""
-    return _fresh_result(eqn) and getattr(core.impl_rules[eqn.prim], "signature", None) is None
-
-
 # -- buffer reuse ---------------------------------------------------------------------------
 _IN_PLACE_MIN = 1024             # elements: below this a fresh array is as cheap as reuse
 _VIEWS = ("reshape", "transpose")
@@ -359,6 +358,9 @@ def in_place_outputs(program: Program, layouts: Layouts | None = None) -> dict[i
     numpy computes in that dtype exactly as without `out=`). Each fresh allocation of a
     large temporary costs page faults; reusing one costs nothing.
     """
+    if all(math.prod(e.outputs[0].shape) < _IN_PLACE_MIN for e in program.equations
+           if e.outputs):
+        return {}                       # (no result is large enough: no buffer analysis)
     buffers = _Buffers(program, layouts or Layouts(program))
     chosen: dict[int, int] = {}
     for k, eqn in enumerate(program.equations):
@@ -444,10 +446,11 @@ class _Buffers:
             self.owned.add(id(out))
 
 
-def program_to_source(program: Program, name: str = "program", exact: bool = True) -> str:
+def program_to_source(program: Program, name: str = "program", exact: bool = True,
+                      c_inputs: bool = False) -> str:
     import astunparse
     name = _free_name(name, namespace_of(program))
-    return astunparse.unparse(program_to_ast(program, name, exact)).strip() + "\n"
+    return astunparse.unparse(program_to_ast(program, name, exact, c_inputs)).strip() + "\n"
 
 
 # Python's warning filters show a warning once per (message, line) of the module whose code
@@ -459,7 +462,8 @@ _WARNING_REGISTRY: dict = {}
 def namespace_of(program: Program) -> dict:
     """The globals generated code reads: numpy, the primitives' forwards by name."""
     ns: dict[str, Any] = {"np": np, "__warningregistry__": _WARNING_REGISTRY, "by_last_axis": by_last_axis,
-                          "outer_product": EINSUM}
+                          "outer_product": EINSUM, "c_einsum": EINSUM, "np_dot": np.dot,
+                          "add_at": add_at}
     for eqn in program.equations:
         impl = ns[f"{eqn.prim.name}_impl"] = core.impl_rules[eqn.prim]
         if isinstance(impl, np.ufunc):
@@ -467,13 +471,14 @@ def namespace_of(program: Program) -> dict:
     return ns
 
 
-def compile_program(program: Program, name: str = "program", exact: bool = True) -> Callable:
+def compile_program(program: Program, name: str = "program", exact: bool = True,
+                    c_inputs: bool = False) -> Callable:
     """A plain function of numpy arrays: `fn(*input_arrays, consts) -> tuple of arrays`
-    (`exact`: see `program_to_ast`)."""
+    (`exact`, `c_inputs`: see `program_to_ast`)."""
     ns = namespace_of(program)
     name = _free_name(name, ns)
     try:
-        code = compile(program_to_ast(program, name, exact), f"<pforjac {name}>", "exec")
+        code = compile(program_to_ast(program, name, exact, c_inputs), f"<pforjac {name}>", "exec")
     except (SyntaxError, ValueError, TypeError) as e:     # (what compile raises on a bad AST)
         raise CodegenError(f"pforjac generated code for '{name}' that does not compile ({e}); "
                            f"this is a bug in pforjac.codegen, please report it with the "

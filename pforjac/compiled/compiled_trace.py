@@ -19,6 +19,7 @@ from ..structure import structure_tracking
 from ..tensor import Variable
 from .codegen import compile_program, equation_at_line
 from .dense_twin import dense_program
+from .dot_products import reads_inputs
 from .passes import PASSES, batch_major_products, simplify
 
 __all__ = ["trace_compiled"]
@@ -31,7 +32,9 @@ class _Compiled:
     def __init__(self, program: Program, n_guards: int, name: str, stand_ins=(), exact=True):
         self.program, self.n_guards, self.name = program, n_guards, name
         self.exact = exact                # (codegen's: False lets an exact zero's sign differ)
-        self.code = compile_program(program, name, exact)
+        self._code: Callable | None = None    # what runs: made on first use (numba's replaces it)
+        self._numpy_code: Callable | None = None
+        self._lean_code: Callable | None = None
         self.dense: "_Compiled | None" = None
         self.traced: tuple | None = None   # (raw trace, its structured pfor regions, passes)
         self.warnings: list[str] = []     # wrong-result warnings: shown whenever the code runs
@@ -46,6 +49,31 @@ class _Compiled:
         self.prims: frozenset = frozenset()   # the primitives its trace bound
         self.backend = "numpy"            # the backend whose code `code` is
         self.key = None                   # its signature in its Function's cache
+
+    @property
+    def code(self) -> Callable:
+        """The code that runs: the generated numpy code unless a backend set its own."""
+        return self.numpy_code() if self._code is None else self._code
+
+    @code.setter
+    def code(self, value: Callable) -> None:
+        self._code = value
+
+    def numpy_code(self) -> Callable:
+        """The generated numpy code, made on first use: a program the numba backend runs
+        whole needs it only as a fallback, and generating it is a good part of a trace."""
+        if self._numpy_code is None:
+            self._numpy_code = compile_program(self.program, self.name, self.exact)
+        return self._numpy_code
+
+    def lean_code(self) -> Callable:
+        """The numpy code a lean entry runs (lean_call.py), which passes every input array
+        C-contiguous: its 2-D products of inputs may be np.dot's (dot_products.py), with
+        the same results as `numpy_code`'s; that code itself where no product reads one."""
+        if self._lean_code is None:
+            self._lean_code = compile_program(self.program, self.name, self.exact, c_inputs=True) \
+                if reads_inputs(self.program) else self.numpy_code()
+        return self._lean_code
 
     def dense_twin(self) -> "_Compiled":
         """The code of this trace with its structured vectorizations done densely, for

@@ -26,12 +26,13 @@ entry is made only where nothing else could change the result:
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Container
 
 import numpy as np
 
 from ..tree_util import tree_flatten, tree_unflatten
 from .lean_source import MISS, entry_source, result_source
+from .output_layouts import c_ordered_outputs
 
 __all__ = ["lean_key", "lean_entry", "MISS"]
 
@@ -140,16 +141,19 @@ def lean_entry(compiled, args: tuple, dense: Callable, floats_at: tuple = (),
         return None
     program = compiled.program
     if compiled._variables or compiled.warnings:     # (read, shown at every call)
-        code, tail, c_ordered, guards = _checked_code(compiled, dense), (), False, []
+        code, tail, c_ordered, guards = _checked_code(compiled, dense), (), (), []
     else:
         code, tail, c_ordered = _code(compiled)
         guards = _guard_positions(compiled)
-    wraps = [_out_wrapper(v, c_ordered) for v in program.outputs]
+    wraps = [_out_wrapper(v, k in c_ordered) for k, v in enumerate(program.outputs)]
+    if compiled.backend == "numpy":     # (generated numpy code: fresh arrays of its own)
+        wraps = [_read_only_fresh if w is _read_only_c else w for w in wraps]
     if writable:
         wraps = _writable_wraps(wraps, compiled, _probe(code, tail, args, paths))
     space: dict = {"dense": (lambda *arrays: _dense_run(compiled, dense, arrays)),
                    "F": _as_float64}
-    result = result_source(program.out_tree, wraps, _read_only_c, _read_only, space, _as_is)
+    result = result_source(program.out_tree, wraps, _read_only_c, _read_only, space, _as_is,
+                           _read_only_fresh)
     if result is None:
         space["finish"] = _finisher(program, wraps)
         result = "finish(o)"
@@ -181,11 +185,11 @@ def _writable_wraps(wraps: list, compiled, probed: tuple) -> list:
                                             if isinstance(c, np.ndarray) and c.ndim]
     new = list(wraps)
     for k, (w, o) in enumerate(zip(wraps, outs)):
-        if w is not _read_only and w is not _read_only_c:
+        if w is not _read_only and w is not _read_only_c and w is not _read_only_fresh:
             continue
         others = held + [p for j, p in enumerate(outs) if j != k and isinstance(p, np.ndarray)]
         if not any(np.may_share_memory(o, h) for h in others):
-            new[k] = _as_is if w is _read_only_c else _c_ordered
+            new[k] = _c_ordered if w is _read_only else _as_is
     return new
 
 
@@ -229,16 +233,20 @@ def _guard_positions(compiled) -> list:
     return list(seen.values())
 
 
-def _code(compiled) -> tuple[Callable, tuple, bool]:
-    """(code, the arguments after the inputs, whether its array outputs are C-ordered
-    whatever the inputs): a backend's runner that can skip its own preparation (numba's
-    compiled entry point) gives a direct function of the inputs; generated numpy code
-    takes the constants last."""
+def _code(compiled) -> tuple[Callable, tuple, Container[int]]:
+    """(code, the arguments after the inputs, the positions of the array outputs it returns
+    C-ordered whatever the inputs): a backend's runner that can skip its own preparation
+    (numba's compiled entry point) gives a direct function of the inputs; generated numpy
+    code (made for C-contiguous inputs, as the entry passes them) takes the constants last
+    (its C-ordered outputs: output_layouts.py)."""
     direct = getattr(compiled.code, "direct", None)
     if direct is not None:
         code, c_ordered = direct(compiled._consts)
-        return code, (), c_ordered
-    return compiled.code, (compiled._consts,), False
+        return code, (), range(len(compiled.program.outputs)) if c_ordered else ()
+    if compiled.backend != "numpy":
+        return compiled.code, (compiled._consts,), ()
+    return (compiled.lean_code(), (compiled._consts,),
+            c_ordered_outputs(compiled.program, compiled.exact))
 
 
 def _checked_code(compiled, dense: Callable) -> Callable:
@@ -288,4 +296,15 @@ def _read_only(o: np.ndarray) -> np.ndarray:
 
 
 def _read_only_c(o: np.ndarray) -> np.ndarray:
+    return np.asarray(memoryview(o).toreadonly())
+
+
+def _read_only_fresh(o: np.ndarray) -> np.ndarray:
+    """A read-only view of C-ordered `o`, an array the code made for this call: where `o`
+    owns its data, `o` itself is made read-only and a view of it handed out (numpy refuses
+    to make that view writable again, as it refuses a view of a read-only memoryview; 0.14
+    us less an output), else the read-only memoryview's view. Nothing else holds `o`."""
+    if o.flags.owndata:
+        o.setflags(write=False)
+        return o.view()
     return np.asarray(memoryview(o).toreadonly())

@@ -102,7 +102,8 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.lines += ["    if args:", f"        return {src.miss}"]
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
-    src.lines.append(f"    o = code({inputs}{', *tail' if tail else ''})")
+    after = "".join(f", {src.name('A', t)}" for t in tail)   # (no tuple unpacked a call)
+    src.lines.append(f"    o = code({inputs}{after})")
     if guards:
         src.lines.append(f"    if not ({' and '.join(f'o[{k}]' for k in guards)}):")
         src.lines.append(f"        o = dense({inputs})")
@@ -181,10 +182,12 @@ def _unpack(src: _Source, node, name: str, path: str) -> None:
 
 
 def result_source(tree, wraps: list, c_wrap: Callable, plain_wrap: Callable,
-                  space: dict, as_is: Callable | None = None) -> str | None:
+                  space: dict, as_is: Callable | None = None,
+                  fresh_wrap: Callable | None = None) -> str | None:
     """The expression building the program's output tree from its outputs `o`: a C-ordered
-    array leaf (`c_wrap`) written out, `plain_wrap` as `R(o[i])`, `as_is` as `o[i]`, other
-    leaves `Wi(o[i])`;
+    array leaf (`c_wrap`) written out, one the code made afresh (`fresh_wrap`, lean_call's
+    `_read_only_fresh`) too, `plain_wrap` as `R(o[i])`, `as_is` as `o[i]`, other leaves
+    `Wi(o[i])`;
     dict/list/tuple displays for the containers (a plain dict's keys in the order
     `tree_unflatten` inserts them). None where the tree has another node type (an
     OrderedDict, a namedtuple, a registered node): `tree_unflatten` builds those."""
@@ -196,6 +199,9 @@ def result_source(tree, wraps: list, c_wrap: Callable, plain_wrap: Callable,
             return f"o[{i}]"
         if w is c_wrap:
             return f"asarray(memoryview(o[{i}]).toreadonly())"
+        if w is fresh_wrap:
+            return (f"(x{i}.setflags(write=False) or x{i}.view()) if (x{i} := o[{i}]).flags.owndata"
+                    f" else asarray(memoryview(x{i}).toreadonly())")
         if w is plain_wrap:
             return f"R(o[{i}])"
         space[f"W{i}"] = w

@@ -321,7 +321,7 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
             outs = dispatcher(*args)
         except NonFiniteMatrix:     # numba's LAPACK bindings refuse NaN and inf: numpy's take them
             if run.fallback is None:
-                run.fallback = compile_program(program, name)
+                run.fallback = run.make_fallback()
             return run.fallback(*arrays_and_consts)
         if scalar_out:
             outs = list(outs)
@@ -331,7 +331,8 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
 
     run.__name__ = run.__qualname__ = name
     run.dispatcher, run.passed = dispatcher, passed      # (which constants are passed)
-    run.fallback = None       # (the numpy code: use_backend sets it, else made when needed)
+    run.fallback = None       # (the numpy code, made when needed; use_backend says how)
+    run.make_fallback = lambda: compile_program(program, name)
     run.parallel = parallel
     # (the dispatcher itself, for the lean path; not where the runner sets the threads)
     run.direct = None if parallel else lambda consts: _direct(dispatcher, program, passed, consts)
@@ -395,8 +396,8 @@ def use_backend(compiled, backend: str | None, function_name: str,
         _warn(owner, (what, function_name), str(e), f"{what} '{function_name}' runs on the "
               f"numpy backend, not numba: {e}. Its results are the numpy backend's")
         return
-    if getattr(code, "fallback", False) is None:      # (a whole program's runner)
-        code.fallback = compiled.code
+    if getattr(code, "fallback", False) is None:      # (a whole program's runner: its
+        code.make_fallback = compiled.numpy_code      # numpy code, made when it is needed)
     compiled.code = code
     compiled.backend = backend
     declined = getattr(code, "declined", None)

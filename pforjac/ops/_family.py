@@ -13,6 +13,11 @@ __all__ = ["broadcast_shapes", "elementwise_dtype", "declare_elementwise", "norm
 
 
 def broadcast_shapes(*shapes) -> tuple:
+    full = [s for s in shapes if len(s)]
+    if full and all(s == full[0] for s in full[1:]) and type(full[0]) is tuple:
+        return full[0]              # (one shape and scalars: what a trace mostly meets)
+    if not full:
+        return ()
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

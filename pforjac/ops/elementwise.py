@@ -228,14 +228,30 @@ def _fit(t: Tensor, shape: tuple) -> Tensor:
 
 def _multiply_no_nan_impl(x, y):
     """x * y, and 0 wherever y is 0 (even where x is inf or NaN): tf.math.multiply_no_nan."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = np.multiply(x, y)
+    out = _quiet_product(x, y)
     y = np.asarray(y)
     if y.ndim == 0:                     # (a number: one comparison, no mask)
         return out if y.item() != 0 else np.zeros_like(out)
     if np.count_nonzero(y) < y.size:    # (ndarray.any's Python wrapper costs 1 us more)
         out = np.where(y == 0, out.dtype.type(0), out)
     return out
+
+
+def _multiply(x, y):
+    return np.multiply(x, y)
+
+
+def _quiet_multiply(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.multiply(x, y)
+
+
+# x * y without numpy's warnings of inf * 0 and overflow. np.errstate as a decorator sets the
+# error state for each call without an errstate object to make, enter and leave: it costs
+# about half as much (a gradient's multiply_no_nan on 49 elements: 3.1 -> 2.3 us). Only on
+# numpy 2, where it is thread-safe; numpy 1.x re-enters one errstate object.
+_quiet_product = np.errstate(invalid="ignore", over="ignore")(_multiply) \
+    if int(np.__version__.split(".")[0]) >= 2 else _quiet_multiply
 
 
 def _pow_dx(x, y):

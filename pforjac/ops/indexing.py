@@ -40,7 +40,8 @@ def _setitem_zeros_impl(g, key, shape):
 
 
 setitem_zeros_p = core.new_primitive("setitem_zeros", _setitem_zeros_impl,
-                                     lambda g, key, shape: (tuple(shape), g.dtype))
+                                     lambda g, key, shape: (tuple(shape), g.dtype),
+                                     layout="free")     # (fresh C-ordered zeros, g copied in)
 defvjp(getitem_p, lambda g, ans, x, key: setitem_zeros_p.bind(g, key=key, shape=tuple(x.shape)))
 defjvp(getitem_p, lambda t, ans, x, key: getitem_p.bind(t, key=key))
 defvjp(setitem_zeros_p, lambda g, ans, x, key, shape: getitem_p.bind(g, key=key))

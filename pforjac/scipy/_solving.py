@@ -81,27 +81,36 @@ class Derivatives:
         compiled = function(fn, backend=self.backend)
         fn = fn if eager is None else eager
 
-        def full(*args):                 # a float (an ODE's time) is traced as an input
-            return compiled(*_arrays(args))
-
         def first(*args):
             if self.eager:
                 state["call"] = fn
                 return fn(*args)
-            try:
-                out = full(*args)
+            try:      # (specialize traces; a float, an ODE's time, is traced as an input)
+                run = compiled.specialize(*_arrays(args), writable=True)
+                out = run(*args)
             except Exception as e:      # not traceable: the eager call raises a user's own error
                 out = fn(*args)
                 self._fall_back(e)
                 state["call"] = fn
                 return out
-            state["call"] = compiled.specialize(*_arrays(args), writable=True)
+            state["call"] = run
             return out
 
         def call(*args):
             run = state["call"]
             return first(*args) if run is None else run(*args)
+        call.settled = lambda: state["call"]
         return call
+
+    def ready(self, fn: Callable, *example) -> Callable:
+        """`compiled(fn)` after its first call, on `example` (the solver's starting point):
+        the specialized entry of the compiled code itself, with no layer of its own around
+        it (each costs a solver a few percent of a small problem's gradient), or, where `fn`
+        cannot be traced, `fn` run eagerly with numpy results."""
+        call = self.compiled(fn)
+        call(*example)
+        settled = call.settled()
+        return (lambda *args: as_numpy(fn(*args))) if settled is fn else settled
 
     def native(self, fn: Callable, args: tuple) -> Callable | None:
         """`fn` itself compiled, called directly, when the backend is numba and its native

@@ -6,7 +6,9 @@ The Jacobian of `fun(t, y, *args)` with respect to y is compiled once with
 as scipy calls `jac(t, y, *args)`; with `sparse` (True, or "auto" for 100 or more
 unknowns and a pattern at most 10% full; Radau and BDF only, whose sparse LU it feeds)
 the pattern is detected from the traced right-hand side and coloured, so no pattern is
-written by hand. A `jac` given is used as it is. Importing this module does not import
+written by hand. A `jac` given is used as it is. Radau and BDF are scipy's classes with
+their dense LU calls made straight to LAPACK (`_lapack_lu.py`: the same steps and values,
+less Python a call). Importing this module does not import
 scipy; calling `solve_ivp` does (the `pforjac[scipy]` extra).
 
 Example:
@@ -27,6 +29,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from ..transforms import jacfwd, jacrev
+from ._lapack_lu import lapack_lu_method
 from ._solving import Derivatives, as_numpy, use_sparse
 
 __all__ = ["solve_ivp"]
@@ -43,15 +46,16 @@ def solve_ivp(fun, t_span, y0, method="RK45", t_eval=None, dense_output=False, e
     on numba the right-hand side itself is compiled too (the same values, about a
     microsecond a call). Returns scipy's OdeResult."""
     import scipy.integrate
-    y0 = np.asarray(y0, dtype=float)
+    y0 = np.asarray(y0)     # float64, or complex128 as scipy keeps a complex y0
+    y0 = y0.astype(complex if np.iscomplexobj(y0) else float, copy=False)
     extra = tuple(args) if args is not None else ()
     t0 = float(t_span[0])
     d = Derivatives(f"pforjac.scipy.integrate.solve_ivp({method})", backend)
     rhs = _rhs(fun, t0, y0, extra, d)
     if options.get("jac") is None and isinstance(method, str) and method in _IMPLICIT:
         options["jac"] = _jacobian(fun, t0, y0, extra, method, sparse, d)
-    return scipy.integrate.solve_ivp(rhs, t_span, y0, method, t_eval, dense_output, events,
-                                     vectorized, args, **options)
+    return scipy.integrate.solve_ivp(rhs, t_span, y0, lapack_lu_method(method), t_eval,
+                                     dense_output, events, vectorized, args, **options)
 
 
 def _sparse():
@@ -77,7 +81,10 @@ def _rhs(fun, t0: float, y0: np.ndarray, args: tuple, d: Derivatives):
 def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
               d: Derivatives):
     who = d.who
-    if method in _SPARSE_LU:
+    # a complex y: the complex derivative, as scipy's finite differences along the real
+    # axis give it for a holomorphic right-hand side; dense (the sparse path is real)
+    complex_y = np.iscomplexobj(y0)
+    if method in _SPARSE_LU and not complex_y:
         pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
             lambda y: fun(t0, y, *args), y0), y0.size, who)
         if pattern is not None:
@@ -87,8 +94,9 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
     # a 0-d array: traced as an input, not compiled in as a value per time step
     # forward mode compiled; reverse mode eagerly (forward mode traces the function, which
     # a Python `if` on its values refuses; a tape records it)
-    compiled = d.compiled(lambda y, t: jacfwd(lambda z: fun(t, z, *args))(y),
-                          eager=lambda y, t: jacrev(lambda z: fun(t, z, *args))(y))
+    compiled = d.compiled(
+        lambda y, t: jacfwd(lambda z: fun(t, z, *args), holomorphic=complex_y)(y),
+        eager=lambda y, t: jacrev(lambda z: fun(t, z, *args), holomorphic=complex_y)(y))
 
     def jac(t, y, *a):
         return as_numpy(compiled(y, t))

@@ -120,8 +120,8 @@ def _value_and_gradient(fun, x0, args: tuple, d: Derivatives):
     cheap = time.perf_counter() - start < _CHEAP_VALUE or min(
         _seconds(f, x0) for _ in range(3)) < _CHEAP_VALUE
     if not isinstance(value, Tensor) and cheap:
-        gradient = d.compiled(grad(f))
-        return fun, (lambda x, *a: as_numpy(gradient(x)))
+        gradient = d.ready(grad(f), x0)       # (scipy passes `args` too: they are in f)
+        return fun, (gradient if not args else (lambda x, *a: gradient(x)))
     return _one_pass(f, d), True
 
 

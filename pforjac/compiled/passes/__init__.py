@@ -13,6 +13,7 @@ same values (the same bits, but for `batch_major_products`, below), never changi
 | `compact_constants` | layouts | large repeated constants stored once per repeated axis |
 | `uniform_constants` | uniform | a constant of equal entries that ufuncs read as one number |
 | `negated_sums` | uniform | `x + (-1) * y` as `x - y` |
+| `fold_scalings` | scalings | `-(x * c)` as `x * (-c)`, `(x * 2) * c` as `x * (2 * c)` |
 | `broadcasts_into_ufuncs` | layouts | a C-ordered ufunc broadcasts its operands itself |
 | `eliminate_dead_code` | pforjac.program | drops equations no output needs |
 
@@ -30,18 +31,19 @@ from .identities import drop_identities, onehot_products
 from .keepdims import keep_reduced_axes
 from .layouts import broadcasts_into_ufuncs, compact_constants
 from .reshapes import cancel_reshapes, view_chain_in_order
+from .scalings import fold_scalings
 from .uniform import negated_sums, uniform_constants
 from .subexpressions import eliminate_common_subexpressions, param_key
 
 __all__ = ["PASSES", "pass_list", "simplify", "fold_constants", "onehot_products", "drop_identities",
            "cancel_reshapes", "keep_reduced_axes", "eliminate_common_subexpressions", "batch_major_products",
-           "compact_constants", "uniform_constants", "negated_sums",
+           "compact_constants", "uniform_constants", "negated_sums", "fold_scalings",
            "broadcasts_into_ufuncs", "eliminate_dead_code",
            "view_chain_in_order", "param_key"]
 
 PASSES = (fold_constants, onehot_products, drop_identities, cancel_reshapes,
           eliminate_common_subexpressions, keep_reduced_axes, batch_major_products, compact_constants,
-          uniform_constants, negated_sums, broadcasts_into_ufuncs, eliminate_dead_code)
+          uniform_constants, negated_sums, fold_scalings, broadcasts_into_ufuncs, eliminate_dead_code)
 
 
 def pass_list(batch_major: bool) -> tuple:

@@ -7,6 +7,20 @@ from ...program import Equation, Program
 from ...tensor import SymbolicTensor
 
 
+class LazyLayouts:
+    """codegen's `Layouts(program)`, worked out at the first question asked of it: a pass
+    that finds nothing to rewrite asks none."""
+
+    def __init__(self, program: Program):
+        self._program, self._layouts = program, None
+
+    def __getattr__(self, name: str):
+        if self._layouts is None:
+            from ..codegen import Layouts
+            self._layouts = Layouts(self._program)
+        return getattr(self._layouts, name)
+
+
 def resolve(v, alias: dict):
     """The value `v` stands for after the aliases `alias` ({id(var): var}) are followed."""
     while id(v) in alias:
@@ -14,9 +28,17 @@ def resolve(v, alias: dict):
     return v
 
 
+def renamed(eqn: Equation, alias: dict) -> Equation:
+    """`eqn` reading the values `alias` gives for its inputs (itself where none is aliased)."""
+    if not any(id(v) in alias for v in eqn.inputs):
+        return eqn
+    return replace(eqn, inputs=[resolve(v, alias) for v in eqn.inputs])
+
+
 def rename(program: Program, equations, alias: dict[int, SymbolicTensor]) -> Program:
-    """A copy of `program` with `equations`, every use of an aliased var replaced."""
-    eqns = [replace(e, inputs=[resolve(v, alias) for v in e.inputs]) for e in equations]
+    """A copy of `program` with `equations`, every use of an aliased var replaced (an
+    equation that reads none is kept as it is: equations are never changed in place)."""
+    eqns = [renamed(e, alias) for e in equations] if alias else list(equations)
     return replace(program, equations=eqns, outputs=[resolve(v, alias) for v in program.outputs])
 
 

@@ -10,6 +10,7 @@ from ... import core
 from ...program import Program, constant_values, eliminate_dead_code
 from ...tensor import Tensor
 from ..codegen import Layouts
+from ._rewrite import LazyLayouts
 
 __all__ = ["fold_constants"]
 
@@ -23,7 +24,7 @@ def fold_constants(program: Program) -> Program:
     holds, where a C-ordered constant in their place is laid out as eager code's."""
     fixed = constant_values(program)
     consts, values = list(program.consts), list(program.const_values)
-    layouts = Layouts(program)
+    layouts = LazyLayouts(program)
     kept = []
     for eqn in program.equations:
         small = all(math.prod(v.shape) <= _FOLD_LIMIT for v in eqn.outputs)
@@ -49,5 +50,7 @@ def _laid_out_as_c(eqn, fixed: dict, layouts: Layouts) -> bool:
     if not eqn.inputs:
         return False
     h, out = eqn.inputs[0], eqn.outputs[0]
+    if sum(d > 1 for d in out.shape) <= 1:
+        return True                     # (one axis or none: every layout of it is C order)
     return id(h) in layouts.c_ordered or id(out) in layouts.blind or (
         id(h) in fixed and fixed[id(h)].numpy().flags.c_contiguous)

@@ -34,6 +34,8 @@ def compact_constants(program: Program) -> Program:
     captured) is stored C-ordered. The ufuncs compute the same numbers from fewer bytes, read
     in order: the log-softmax head's (101, 64, 100) seed, stored with a 40 KB stride
     between examples, took 0.59 ms to add; its (101, 1, 100) compact form 0.1 ms."""
+    if all(math.prod(c.shape) < _COMPACT_MIN for c in program.consts):
+        return program                  # (no constant is large: no layout analysis)
     layouts = Layouts(program)
     consts, values, head, changed = [], [], [], False
     for c, value in zip(program.consts, program.const_values):
@@ -85,6 +87,8 @@ def broadcasts_into_ufuncs(program: Program) -> Program:
     reshape of x when the other operands still give the result its shape. The same numbers
     and layout, without building a strided view (numpy's loops over it are slower, and
     np.broadcast_to costs 2.5 us a call: four of them in a small MLP's per-example gradient)."""
+    if not any(e.prim is broadcast_to_p for e in program.equations):
+        return program                  # (nothing to read through: no layout analysis)
     producer = producers(program)
     layouts = Layouts(program)
     kept, changed = [], False

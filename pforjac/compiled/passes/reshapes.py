@@ -15,7 +15,7 @@ from ...ops.shape import reshape_p
 from ...program import Equation, Program, eliminate_dead_code
 from ...tensor import SymbolicTensor
 from ..codegen import Layouts
-from ._rewrite import rename, resolve
+from ._rewrite import LazyLayouts, rename, renamed
 
 __all__ = ["cancel_reshapes", "view_chain_in_order", "moves_only_unit_axes"]
 
@@ -24,12 +24,12 @@ _VIEWS = ("reshape", "transpose", "broadcast_to")
 
 def cancel_reshapes(program: Program) -> Program:
     """Every chain of reshapes, transposes and broadcasts as short as it can be (see above)."""
-    layouts = Layouts(program)
+    layouts = LazyLayouts(program)
     producer: dict[int, Equation] = {}
     alias: dict[int, SymbolicTensor] = {}
     kept = []
     for eqn in program.equations:
-        eqn = replace(eqn, inputs=[resolve(v, alias) for v in eqn.inputs])
+        eqn = renamed(eqn, alias)
         if eqn.prim.name in _VIEWS:
             eqn = _shortened(eqn, producer, layouts)
         if not isinstance(eqn, Equation):          # the value the output equals

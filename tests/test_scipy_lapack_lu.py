@@ -1,0 +1,95 @@
+"""The ODE helper's Radau and BDF: scipy's solvers with their dense LU calls made straight
+to LAPACK. They must take scipy's steps to the bit, keep scipy's errors and warnings, and
+leave sparse Jacobians to scipy's sparse LU."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+scipy = pytest.importorskip("scipy")
+import scipy.integrate as si  # noqa: E402
+import scipy.integrate._ivp.bdf as scipy_bdf  # noqa: E402
+import scipy.integrate._ivp.radau as scipy_radau  # noqa: E402
+import scipy.sparse  # noqa: E402
+from scipy.linalg import LinAlgWarning  # noqa: E402
+
+import pforjac.scipy.integrate as pi  # noqa: E402
+from pforjac.scipy._lapack_lu import lapack_lu_method  # noqa: E402
+
+
+def _robertson(t, y):
+    return np.stack([-0.04 * y[0] + 1e4 * y[1] * y[2],
+                     0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2])
+
+
+def _robertson_jac(t, y):
+    return np.array([[-0.04, 1e4 * y[2], 1e4 * y[1]],
+                     [0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1]], [0.0, 6e7 * y[1], 0.0]])
+
+
+def _count_scipy_lu_solves(monkeypatch):
+    calls = []
+    for module in (scipy_radau, scipy_bdf):
+        real = module.lu_solve
+        monkeypatch.setattr(module, "lu_solve",
+                            lambda *a, _real=real, **k: calls.append(1) or _real(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_the_helper_takes_scipys_steps_to_the_bit_without_scipys_lu_wrappers(
+        method, monkeypatch):
+    kw = dict(method=method, rtol=1e-8, atol=1e-12)
+    y0 = np.array([1.0, 0.0, 0.0])
+    calls = _count_scipy_lu_solves(monkeypatch)
+    want = si.solve_ivp(_robertson, (0, 1e5), y0, jac=_robertson_jac, **kw)
+    scipys = len(calls)
+    got = pi.solve_ivp(_robertson, (0, 1e5), y0, jac=_robertson_jac, **kw)
+    assert scipys > 100 and len(calls) == scipys          # no lu_solve call of scipy's
+    assert (got.nfev, got.njev, got.nlu) == (want.nfev, want.njev, want.nlu)
+    assert np.array_equal(got.t, want.t) and np.array_equal(got.y, want.y)
+
+
+def test_a_complex_system_keeps_its_complex_values_and_derivative():
+    A = np.array([[-1 + 2j, 0.5], [0.1, -3 - 1j]])
+    y0 = np.array([1 + 0j, 1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")        # (no ComplexWarning: nothing is dropped)
+        got = pi.solve_ivp(lambda t, y: A @ y + 0.1 * y ** 2, (0, 1), y0, method="BDF")
+    want = si.solve_ivp(lambda t, y: A @ y + 0.1 * y ** 2, (0, 1), y0, method="BDF",
+                        jac=lambda t, y: A + np.diag(0.2 * y))
+    assert got.y.dtype == np.complex128 and got.njev == want.njev
+    np.testing.assert_allclose(got.y, want.y, rtol=1e-13, atol=1e-15)
+
+
+def _solver(method, jac=_robertson_jac):
+    return lapack_lu_method(method)(_robertson, 0.0, np.array([1.0, 0.0, 0.0]), 1.0,
+                                    jac=jac)
+
+
+@pytest.mark.parametrize("method", ["Radau", "BDF"])
+def test_non_finite_input_raises_scipys_error_and_a_singular_matrix_warns(method):
+    solver = _solver(method)
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        solver.lu(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.warns(LinAlgWarning, match="Diagonal number 2 is exactly zero"):
+        solver.lu(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    LU = solver.lu(np.array([[2.0, 1.0], [1.0, 3.0]]))
+    assert solver.nlu == 3
+    with pytest.raises(ValueError, match="infs or NaNs"):
+        solver.solve_lu(LU, np.array([1.0, np.inf]))
+    np.testing.assert_allclose(solver.solve_lu(LU, np.array([3.0, 4.0])), [1.0, 1.0])
+    # a real factor and a complex right-hand side, as Radau's complex system may give
+    x = solver.solve_lu(LU, np.array([3.0 + 3j, 4.0 + 4j]))
+    np.testing.assert_allclose(x, [1.0 + 1j, 1.0 + 1j])
+
+
+def test_sparse_jacobians_keep_scipys_sparse_lu_and_other_methods_pass_through():
+    sparse_jac = lambda t, y: scipy.sparse.csc_matrix(_robertson_jac(t, y))  # noqa: E731
+    solver = _solver("BDF", jac=sparse_jac)
+    assert "BDF.__init__" in solver.lu.__qualname__           # scipy's own splu wrapper
+    assert "_dense_lu" in _solver("BDF").lu.__qualname__
+    assert lapack_lu_method("LSODA") == "LSODA" and lapack_lu_method(si.BDF) is si.BDF
+    assert issubclass(lapack_lu_method("Radau"), si.Radau)
