@@ -257,9 +257,10 @@ class LoopNest:
         self.levels[depth].append(f"{name} = {expr}")
         return name, depth
 
-    def render(self, out: str, dtype, result: str) -> list[str]:
-        """The lines making array `out` (a new one of `dtype`) and filling it."""
-        return [f"{out} = np.empty({self.shape}, {numba_dtype(dtype)})",
+    def render(self, out: str, dtype, result: str, into: str | None = None) -> list[str]:
+        """The lines making array `out` (a new one of `dtype`, or the array `into`, which
+        the loops overwrite: `LoweringContext.reused`) and filling it."""
+        return [f"{out} = {into}" if into else f"{out} = np.empty({self.shape}, {numba_dtype(dtype)})",
                 *self.render_store(f"{out}[{', '.join(self.index)}]", result)]
 
     def render_store(self, target: str | None, result: str | None, op: str = "=") -> list[str]:

@@ -444,21 +444,22 @@ def _matmul(ctx, eqn, args) -> str:
     a, b = eqn.inputs
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
+    operand = getattr(ctx, "blas_operand", ctx.contiguous)     # (a transposed matrix: as it is)
     rows = ctx.broadcast_rows(a) if hasattr(ctx, "broadcast_rows") and b.ndim == 2 else None
     if rows is not None:                     # (rows repeated: their product, repeated)
         small, wide = rows
         count, name = int(np.prod(small.shape[:-1], dtype=np.int64)), ctx.fresh()
         shape = tuple(small.shape[:-1]) + (b.shape[1],)
         ctx.emit(f"{name} = np.dot({ctx.contiguous(small, ctx.names[id(small)])}.reshape({(count, a.shape[-1])}), "
-                 f"{ctx.contiguous(b, args[1])}).reshape({shape})")
+                 f"{operand(b, args[1])}).reshape({shape})")
         ctx.product_view(eqn.outputs[0], name, shape, tuple(wide.shape[:-1]) + (b.shape[1],))
         return None
     if a.ndim in (1, 2) and b.ndim in (1, 2):
-        return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+        return f"np.dot({operand(a, args[0])}, {operand(b, args[1])})"
     if b.ndim == 2:                          # (a stack times one matrix: one product)
         rows = int(np.prod(a.shape[:-1], dtype=np.int64))
         return (f"np.dot({ctx.contiguous(a, args[0])}.reshape({(rows, a.shape[-1])}), "
-                f"{ctx.contiguous(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
+                f"{operand(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
