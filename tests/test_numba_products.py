@@ -2,8 +2,9 @@
 it is (F-contiguous, read transposed by BLAS: no copy), a product read once element for
 element is overwritten in place by the loop that reads it (numba_reuse.py), a reshape that
 merges the rows of a per-example block is copied by loops over the block's own axes (no
-quotients), and every result agrees with the numpy backend to a few ulps, in float64 and
-float32 (no timing: what the source holds, and the values)."""
+quotients), an array of 4 MiB or more is made by the kernel asking for huge pages, and
+every result agrees with the numpy backend to a few ulps, in float64 and float32 (no
+timing: what the source holds, and the values)."""
 import re
 
 import numpy as np
@@ -82,3 +83,19 @@ def test_a_product_a_broadcast_reads_repeatedly_keeps_its_array():
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s) for s in ((3, 2), (2, 1), (3, 4))]
     _agree(_broadcast_reader, args, np.float64)
+
+
+def _diagonal(x):
+    with pj.GradientTape() as tape:
+        tape.watch(x)
+        y = pj.sin(x) * x
+    return tape.batch_jacobian(y, x)
+
+
+def test_a_large_result_is_made_by_the_huge_page_kernel_and_holds_its_zeros():
+    x = np.linspace(-2.0, 2.0, 8 * 400, dtype=np.float32).reshape(8, 400)     # J: 5 MiB
+    f = pj.function(_diagonal, backend="numba")
+    got, want = f(x), pj.function(_diagonal, backend="numpy")(x)
+    assert "K.large_zeros(np.empty((8, 160000" in numba_source(f.program(x))
+    np.testing.assert_allclose(got, want, rtol=0, atol=16 * np.finfo(np.float32).eps * np.abs(want).max())
+    assert np.count_nonzero(got) == np.count_nonzero(want)

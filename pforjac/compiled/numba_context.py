@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _index_source, numba_dtype, rule_for
+from .numba_lowering import NotLowered, _index_source, new_array, numba_dtype, rule_for
 from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar_equation
 
 __all__ = ["LoweringContext"]
@@ -230,7 +230,7 @@ class LoweringContext:
         nest.after[len(kept)].append(f"{name}[{', '.join(target)}] = {acc}" if out.ndim else f"{name} = {acc}")
         lines = nest.render_store(None, None)
         if out.ndim:
-            lines.insert(0, f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+            lines.insert(0, f"{name} = {new_array(out.shape, out.dtype)}")
         for line in lines:
             self.emit(line)
         return name

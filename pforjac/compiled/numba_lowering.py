@@ -77,6 +77,20 @@ def numba_dtype(dtype) -> str:
     return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
 
 
+def new_array(shape, dtype, zeros: bool = False) -> str:
+    """The source making a new array (`np.empty`, or `np.zeros`). One of 4 MiB or more
+    is made by the kernels `large`/`large_zeros`, which ask for its memory in huge pages
+    (numba_kernels.py), as numpy does for its own arrays of that size."""
+    shape = tuple(int(d) for d in shape)
+    made = f"np.{'zeros' if zeros else 'empty'}({shape}, {numba_dtype(dtype)})"
+    if int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize < LARGE:
+        return made
+    return f"K.large{'_zeros' if zeros else ''}(np.empty({shape}, {numba_dtype(dtype)}))"
+
+
+LARGE = 1 << 22
+
+
 def as_dtype(expr: str, var, dtype) -> str:
     """`expr` (the value of `var`) converted to `dtype` (unchanged if it has it already)."""
     if np.dtype(var.dtype) == np.dtype(dtype):
@@ -283,7 +297,7 @@ def _split(ctx, eqn, args) -> str:
 def _setitem_zeros(ctx, eqn, args) -> str:
     out = eqn.outputs[0]
     name = ctx.fresh()
-    ctx.emit(f"{name} = np.zeros({tuple(eqn.params['shape'])}, {numba_dtype(out.dtype)})")
+    ctx.emit(f"{name} = {new_array(eqn.params['shape'], out.dtype, zeros=True)}")
     ctx.store(name, out.shape, eqn.params["key"], eqn.inputs[0], args[0], out.dtype)
     return name
 
@@ -293,7 +307,7 @@ def _concat(ctx, eqn, args) -> str:
     """A new array, each part stored into its span along the axis."""
     out = eqn.outputs[0]
     axis, name, start = int(eqn.params["axis"]) % out.ndim, ctx.fresh(), 0
-    ctx.emit(f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+    ctx.emit(f"{name} = {new_array(out.shape, out.dtype)}")
     for x, arg in zip(eqn.inputs, args):
         span = (slice(None),) * axis + (slice(start, start + x.shape[axis]),)
         ctx.store(name, out.shape, span, x, arg, out.dtype)
@@ -331,7 +345,7 @@ def _scatter_add(ctx, eqn, args) -> str:
     if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
         out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
         ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
-        ctx.emit(f"{name} = np.zeros({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+        ctx.emit(f"{name} = {new_array(out.shape, out.dtype, zeros=True)}")
         ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
                      g, args[0], g.dtype, "+=")
         return name
