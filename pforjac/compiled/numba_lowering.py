@@ -451,10 +451,11 @@ def _stack(ctx, v, arg: str, batch: tuple) -> str:
 
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
-    """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
-    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`).
-    Rows that repeat (a broadcast, merged into the rows) are multiplied once: the result
-    is a view repeating their products (None: nothing to assign)."""
+    """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous (a
+    matrix transposed from a C-contiguous one passed as it is: `blas_operand`); batched
+    products as one np.dot per matrix of the broadcast batch (`K.batched_dot`). Rows that
+    repeat (a broadcast, merged into the rows) are multiplied once: the result is a view
+    repeating their products (None: nothing to assign)."""
     a, b = eqn.inputs
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
