@@ -1,10 +1,11 @@
-"""The numba backend's code around its BLAS products: a transposed matrix goes to np.dot as
-it is (F-contiguous, read transposed by BLAS: no copy), a product read once element for
-element is overwritten in place by the loop that reads it (numba_reuse.py), a reshape that
-merges the rows of a per-example block is copied by loops over the block's own axes (no
-quotients), an array of 4 MiB or more is made by the kernel asking for huge pages, and
-every result agrees with the numpy backend to a few ulps, in float64 and float32 (no
-timing: what the source holds, and the values)."""
+"""The numba backend's code around its BLAS products: a transposed matrix one product reads
+goes to np.dot as it is (F-contiguous, read transposed by BLAS: no copy; one several
+products read is copied once), a product read once element for element is overwritten in
+place by the loop that reads it (numba_reuse.py), a reshape that merges the rows of a
+per-example block is copied by loops over the block's own axes (no quotients), an array
+of 4 MiB or more is made by the kernel asking for huge pages, and every result agrees with
+the numpy backend to a few ulps, in float64 and float32 (no timing: what the source holds,
+and the values)."""
 import re
 
 import numpy as np
@@ -40,6 +41,20 @@ def test_a_transposed_matrix_is_passed_to_blas_as_it_is():
     source = numba_source(pj.function(_layer, backend="numba").program(*args))
     assert re.search(r"np\.dot\(v_\w+, v_\w+\.T\)", source)
     assert "np.empty((5, 4)" not in source          # (no copy of the transposed weights)
+
+
+def _shared(x, y, w):
+    wt = pj.transpose(w)
+    return pj.matmul(x, wt), pj.matmul(y, wt)
+
+
+def test_a_transposed_matrix_several_products_read_is_copied_once():
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((3, 5), (2, 5), (4, 5))]
+    _agree(_shared, args, np.float32)
+    source = numba_source(pj.function(_shared, backend="numba").program(*args))
+    assert ".T" not in source and source.count("np.dot(") == 2
+    assert source.count("np.empty((5, 4)") == 1     # (one copy, both products read it)
 
 
 def test_a_product_read_once_is_overwritten_in_place_and_a_returned_one_is_not():

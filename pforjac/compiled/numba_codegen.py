@@ -152,6 +152,7 @@ class _Walk:
         self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
         self.done: set[int] = set()
         self.fresh: set[int] = set()            # results that are new arrays (numba_reuse.py)
+        ctx.reads.update((key, len(users)) for key, users in self.readers.items())
 
     def lower(self, eqn) -> None:
         ctx, out = self.ctx, eqn.outputs[0]
