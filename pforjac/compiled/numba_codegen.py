@@ -22,6 +22,7 @@ from .numba_context import LoweringContext, cheaper_calls
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
 from .numba_loops import LoopNest, view_maps
 from .numba_outline import outline
+from .numba_reuse import note
 
 __all__ = ["numba_source", "unlowered_ops", "declined_equations", "variable_names", "bakeable",
            "parallel_helpers", "HEADER"]
@@ -83,8 +84,8 @@ def _reads_in_loops(user, value, readers, results) -> bool:
     while True:
         if user.prim.name in REDUCTIONS:
             return True
-        if user.prim.elementwise:
-            return value.shape == user.outputs[0].shape
+        if user.prim.elementwise:               # (a broadcast adding axes of length 1 repeats nothing)
+            return int(np.prod(value.shape)) == int(np.prod(user.outputs[0].shape))
         view = user.outputs[0]
         if user.prim.name not in ("transpose", "reshape") or id(view) in results:
             return False
@@ -151,6 +152,8 @@ class _Walk:
         self.readers, self.results = _readers(program), {id(v) for v in program.outputs}
         self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
         self.done: set[int] = set()
+        self.fresh: set[int] = set()            # results that are new arrays (numba_reuse.py)
+        ctx.reads.update((key, len(users)) for key, users in self.readers.items())
 
     def lower(self, eqn) -> None:
         ctx, out = self.ctx, eqn.outputs[0]
@@ -174,6 +177,7 @@ class _Walk:
             self._transpose_of(out, *_TRANSPOSED.match(expr).groups())
         elif not (eqn.prim.elementwise and out.ndim and self._loop(eqn)):
             ctx.emit(f"{self.names[id(out)]} = {expr}")
+            note(self, eqn, made=eqn.prim.name == "matmul")
 
     def _loop(self, eqn) -> bool:
         """Whether the elementwise `eqn` (with what is inlined into it) is now computed by
@@ -193,7 +197,9 @@ class _Walk:
         if small != tuple(out.shape) and id(out) not in self.results:
             nest, result = self._nest(eqn, small)
             name = self._broadcast_of(out, small, self.ctx.fresh())
-        lines = nest.render(name, out.dtype, result)
+        lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
+        if name == self.names[id(out)]:
+            note(self, eqn, made=True)
         if self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
                 and any(d != 1 for d in nest.shape):
             lines = self._parallel(name, lines)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _index_source, numba_dtype, rule_for
+from .numba_lowering import NotLowered, _index_source, new_array, numba_dtype, rule_for
 from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar_equation
 
 __all__ = ["LoweringContext", "cheaper_calls"]
@@ -55,6 +55,8 @@ class LoweringContext:
         self.inlined: dict[int, object] = {}        # id(result) -> its elementwise equation
         self.kinds: dict[int, str] = {}             # id(view) -> the op making it
         self.kept: list = []                        # (stand-ins whose ids name arrays)
+        self.reusable: dict[str, tuple] = {}        # array its one reader may overwrite -> (shape, dtype)
+        self.reads: dict[int, int] = {}             # id(value) -> how many reads of it the program has
         self._copies: dict[int, str] = {}
         self._count = 0
 
@@ -81,9 +83,37 @@ class LoweringContext:
             return expr
         if id(var) in self.views and var.ndim and expr == self.names.get(id(var)):
             if id(var) not in self._copies:
-                self._copies[id(var)] = self.loop(var.shape, var.dtype, lambda nest: self.read(nest, var))
+                self._copies[id(var)] = self._copy(var)
             return self._copies[id(var)]
         return f"np.ascontiguousarray({expr})"
+
+    def _copy(self, var) -> str:
+        """A C-contiguous copy of the view `var` by a loop nest. Of a reshape (merging or
+        splitting axes) of a value computed in loops or strided, the loops run over that
+        value's own axes, indexing what they read without quotients and remainders, and
+        their array is reshaped (free, in C order)."""
+        source = var
+        while self.kinds.get(id(source)) == "reshape" and id(source) in self.views:
+            source = self.views[id(source)][0]
+        if source is var or source.ndim == 0:
+            return self.loop(var.shape, var.dtype, lambda nest: self.read(nest, var))
+        name = self.loop(source.shape, var.dtype, lambda nest: self.read(nest, source))
+        return f"{name}.reshape({tuple(var.shape)})"
+
+    def blas_operand(self, var, expr: str) -> str:
+        """`expr` as an operand of numba's np.dot: a matrix transposed from a C-contiguous
+        one, read by this product only, is passed as its `.T` (F-contiguous: BLAS reads it
+        transposed, nothing is copied); any other strided value is made C-contiguous
+        (`contiguous`: one copy, which every product reading it shares; BLAS's kernels
+        for small products are slower on a transposed operand: a 32x32 product 1.2 us
+        against 0.7)."""
+        if var.ndim == 2 and self.kinds.get(id(var)) == "transpose" and expr == self.names.get(id(var)) \
+                and self.reads.get(id(var), 1) == 1:
+            under = self.views[id(var)][0]
+            if under.ndim == 2 and id(under) in self.names and id(under) not in self.strided \
+                    and id(under) not in self.inlined:
+                return f"{self.names[id(under)]}.T"
+        return self.contiguous(var, expr)
 
     def defer(self, eqn, index_maps: list, make: Callable) -> None:
         """A view equation: read through `index_maps` by loops, made by `make` (once) where
@@ -184,9 +214,25 @@ class LoweringContext:
         """A new array of `shape` whose every element is `element(nest)`'s; its name."""
         nest, name = LoopNest(shape, self.fresh), self.fresh()
         result, _ = element(nest)
-        for line in nest.render(name, dtype, result):
+        for line in nest.render(name, dtype, result, self.reused(nest, dtype)):
             self.emit(line)
         return name
+
+    def reused(self, nest: LoopNest, dtype) -> str | None:
+        """An array the nest may write its result into instead of a new one (None: none):
+        one of `reusable` (its one reader is what this nest computes; nothing reads it
+        after), of the result's dtype and elements, that the nest reads at the position it
+        writes (each element read, then overwritten, by the same iteration)."""
+        moving = [i for i in nest.index if i != "0"]
+        for name, (shape, dtype_) in self.reusable.items():
+            if np.dtype(dtype_) != np.dtype(dtype) or [d for d in shape if d != 1] != \
+                    [d for d in nest.shape if d != 1] or not moving:
+                continue
+            at = iter(moving)
+            if f"{name}[{', '.join('0' if d == 1 else next(at) for d in shape)}]" in nest.loads:
+                del self.reusable[name]
+                return name if tuple(shape) == nest.shape else f"{name}.reshape({nest.shape})"
+        return None
 
     def reduce(self, x, expr: str, axes: tuple, out, start: str, combine: Callable,
                convert: bool = True) -> str:
@@ -211,7 +257,7 @@ class LoweringContext:
         nest.after[len(kept)].append(f"{name}[{', '.join(target)}] = {acc}" if out.ndim else f"{name} = {acc}")
         lines = nest.render_store(None, None)
         if out.ndim:
-            lines.insert(0, f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+            lines.insert(0, f"{name} = {new_array(out.shape, out.dtype)}")
         for line in lines:
             self.emit(line)
         return name

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from .numba_lowering import NotLowered, numba_dtype
+from .numba_lowering import NotLowered, new_array
 
 __all__ = ["view_maps", "basic_index", "broadcast", "LoopNest", "scalar_equation", "ScalarContext"]
 
@@ -257,9 +257,10 @@ class LoopNest:
         self.levels[depth].append(f"{name} = {expr}")
         return name, depth
 
-    def render(self, out: str, dtype, result: str) -> list[str]:
-        """The lines making array `out` (a new one of `dtype`) and filling it."""
-        return [f"{out} = np.empty({self.shape}, {numba_dtype(dtype)})",
+    def render(self, out: str, dtype, result: str, into: str | None = None) -> list[str]:
+        """The lines making array `out` (a new one of `dtype`, or the array `into`, which
+        the loops overwrite: `LoweringContext.reused`) and filling it."""
+        return [f"{out} = {into or new_array(self.shape, dtype)}",
                 *self.render_store(f"{out}[{', '.join(self.index)}]", result)]
 
     def render_store(self, target: str | None, result: str | None, op: str = "=") -> list[str]:

@@ -77,6 +77,20 @@ def numba_dtype(dtype) -> str:
     return f"np.{np.dtype(dtype).name if np.dtype(dtype) != np.bool_ else 'bool_'}"
 
 
+def new_array(shape, dtype, zeros: bool = False) -> str:
+    """The source making a new array (`np.empty`, or `np.zeros`). One of 4 MiB or more
+    is made by the kernels `large`/`large_zeros`, which ask for its memory in huge pages
+    (numba_kernels.py), as numpy does for its own arrays of that size."""
+    shape = tuple(int(d) for d in shape)
+    made = f"np.{'zeros' if zeros else 'empty'}({shape}, {numba_dtype(dtype)})"
+    if int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize < LARGE:
+        return made
+    return f"K.large{'_zeros' if zeros else ''}(np.empty({shape}, {numba_dtype(dtype)}))"
+
+
+LARGE = 1 << 22
+
+
 def as_dtype(expr: str, var, dtype) -> str:
     """`expr` (the value of `var`) converted to `dtype` (unchanged if it has it already)."""
     if np.dtype(var.dtype) == np.dtype(dtype):
@@ -283,7 +297,7 @@ def _split(ctx, eqn, args) -> str:
 def _setitem_zeros(ctx, eqn, args) -> str:
     out = eqn.outputs[0]
     name = ctx.fresh()
-    ctx.emit(f"{name} = np.zeros({tuple(eqn.params['shape'])}, {numba_dtype(out.dtype)})")
+    ctx.emit(f"{name} = {new_array(eqn.params['shape'], out.dtype, zeros=True)}")
     ctx.store(name, out.shape, eqn.params["key"], eqn.inputs[0], args[0], out.dtype)
     return name
 
@@ -293,7 +307,7 @@ def _concat(ctx, eqn, args) -> str:
     """A new array, each part stored into its span along the axis."""
     out = eqn.outputs[0]
     axis, name, start = int(eqn.params["axis"]) % out.ndim, ctx.fresh(), 0
-    ctx.emit(f"{name} = np.empty({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+    ctx.emit(f"{name} = {new_array(out.shape, out.dtype)}")
     for x, arg in zip(eqn.inputs, args):
         span = (slice(None),) * axis + (slice(start, start + x.shape[axis]),)
         ctx.store(name, out.shape, span, x, arg, out.dtype)
@@ -331,7 +345,7 @@ def _scatter_add(ctx, eqn, args) -> str:
     if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
         out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
         ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
-        ctx.emit(f"{name} = np.zeros({tuple(out.shape)}, {numba_dtype(out.dtype)})")
+        ctx.emit(f"{name} = {new_array(out.shape, out.dtype, zeros=True)}")
         ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
                      g, args[0], g.dtype, "+=")
         return name
@@ -437,28 +451,30 @@ def _stack(ctx, v, arg: str, batch: tuple) -> str:
 
 @lowers(_p("matmul"))
 def _matmul(ctx, eqn, args) -> str:
-    """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous;
-    batched products as one np.dot per matrix of the broadcast batch (`K.batched_dot`).
-    Rows that repeat (a broadcast, merged into the rows) are multiplied once: the result
-    is a view repeating their products (None: nothing to assign)."""
+    """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous (a
+    matrix transposed from a C-contiguous one passed as it is: `blas_operand`); batched
+    products as one np.dot per matrix of the broadcast batch (`K.batched_dot`). Rows that
+    repeat (a broadcast, merged into the rows) are multiplied once: the result is a view
+    repeating their products (None: nothing to assign)."""
     a, b = eqn.inputs
     if a.dtype != b.dtype or a.dtype.kind not in "fc":
         raise NotLowered(f"a product of dtypes {a.dtype} and {b.dtype}")
+    operand = getattr(ctx, "blas_operand", ctx.contiguous)     # (a transposed matrix: as it is)
     rows = ctx.broadcast_rows(a) if hasattr(ctx, "broadcast_rows") and b.ndim == 2 else None
     if rows is not None:                     # (rows repeated: their product, repeated)
         small, wide = rows
         count, name = int(np.prod(small.shape[:-1], dtype=np.int64)), ctx.fresh()
         shape = tuple(small.shape[:-1]) + (b.shape[1],)
         ctx.emit(f"{name} = np.dot({ctx.contiguous(small, ctx.names[id(small)])}.reshape({(count, a.shape[-1])}), "
-                 f"{ctx.contiguous(b, args[1])}).reshape({shape})")
+                 f"{operand(b, args[1])}).reshape({shape})")
         ctx.product_view(eqn.outputs[0], name, shape, tuple(wide.shape[:-1]) + (b.shape[1],))
         return None
     if a.ndim in (1, 2) and b.ndim in (1, 2):
-        return f"np.dot({ctx.contiguous(a, args[0])}, {ctx.contiguous(b, args[1])})"
+        return f"np.dot({operand(a, args[0])}, {operand(b, args[1])})"
     if b.ndim == 2:                          # (a stack times one matrix: one product)
         rows = int(np.prod(a.shape[:-1], dtype=np.int64))
         return (f"np.dot({ctx.contiguous(a, args[0])}.reshape({(rows, a.shape[-1])}), "
-                f"{ctx.contiguous(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
+                f"{operand(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))

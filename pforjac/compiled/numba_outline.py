@@ -28,7 +28,7 @@ __all__ = ["outline", "MIN_REPEATS"]
 
 _NAME = re.compile(r"(?<![.\w])(?:v_\w+|t_\d+|s_\w+)\b")
 _TARGETS = re.compile(r"^\s*((?:v_\w+|t_\d+|s_\w+)(?:\s*,\s*(?:v_\w+|t_\d+|s_\w+))*)\s*=(?!=)")
-_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:np|K)\.(?:empty|zeros)\(|s_\w+ = )")
+_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:np|K)\.(?:empty|zeros|large|large_zeros)\(|s_\w+ = )")
 _AFTER = re.compile(r"^(?:v_\w+|t_\d+) = s_\w+$")
 _INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _LOOP_INDEX = re.compile(r"\bi_\d+\b")
