@@ -31,6 +31,18 @@ def test_nests_differing_in_the_step_they_read_share_one_helper():
     assert body[2:] == lines[10:]        # (a nest written once stays; a tuple's index too)
 
 
+def test_a_nest_overwriting_an_array_names_it_inside_its_helper():
+    """A nest writing its result into the array it reads (a product's, dead after it) gets
+    that array once, so the helper's loops read and write one array, not two arguments
+    LLVM must assume may overlap (which keeps them from being vectorized)."""
+    steps = [[f"v_{k} = t_{k}", "for i_0 in range(4):", f"    v_{k}[i_0] = np.tanh(t_{k}[i_0])"]
+             for k in range(3)]
+    lines = [line for step in steps for line in step] + ["return (v_0, v_1, v_2)"]
+    helpers, body = outline(lines, ["t_0", "t_1", "t_2"])
+    assert len(helpers) == 1 and "    l_0 = a_0\n" in helpers[0]
+    assert [line.split("(")[1] for line in body[:3]] == ["t_0)", "t_1)", "t_2)"]
+
+
 def _run(helpers: list[str], body: list[str], params: list[str], args, kernels=None) -> tuple:
     """The generated lines run as plain Python (numba's decorators made identities)."""
     identity = types.SimpleNamespace(njit=lambda *a, **k: (lambda f: f))

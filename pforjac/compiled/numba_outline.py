@@ -28,7 +28,8 @@ __all__ = ["outline", "MIN_REPEATS"]
 
 _NAME = re.compile(r"(?<![.\w])(?:v_\w+|t_\d+|s_\w+)\b")
 _TARGETS = re.compile(r"^\s*((?:v_\w+|t_\d+|s_\w+)(?:\s*,\s*(?:v_\w+|t_\d+|s_\w+))*)\s*=(?!=)")
-_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:np|K)\.(?:empty|zeros|large|large_zeros)\(|s_\w+ = )")
+_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:(?:np|K)\.(?:empty|zeros|large|large_zeros)\(|"
+                     r"(?:v_\w+|t_\d+)(?:\.reshape\([\d, ()]*\))?$)|s_\w+ = )")
 _AFTER = re.compile(r"^(?:v_\w+|t_\d+) = s_\w+$")
 _INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _LOOP_INDEX = re.compile(r"\bi_\d+\b")
@@ -117,7 +118,9 @@ def _statements(lines: list[str]) -> list[tuple[int, int]]:
 
 def _groups(lines: list[str], statements: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """(first, past the last) line of each loop nest: a top-level `for` with the one-line
-    statements before it that allocate its result or set its scalars, and the ones after
+    statements before it that allocate its result, name the array it overwrites (a helper
+    given that array twice, as two arguments, would have loops LLVM must assume may
+    overlap themselves: run scalar, not vectorized) or set its scalars, and the ones after
     it that name a scalar it computed."""
     groups: list[tuple[int, int]] = []
     taken = 0           # (statements before this index belong to an earlier group)
