@@ -110,3 +110,14 @@ def test_numba_entry_point_takes_passed_constants_and_0d_inputs():
         assert got == pytest.approx((np.sum(x * x) + np.sum(table)) * 0.5 * k, rel=1e-12,
                                     abs=1e-12)
     assert type(first) is np.float64 and f.trace_count == 1
+
+
+def test_a_function_traced_again_reuses_its_entrys_bytecode_but_not_its_constants():
+    def make(scale):
+        return pj.function(lambda x: x * scale + 1.0)
+    x = RNG.normal(size=4)
+    first, second = make(np.full(4, 2.0)), make(np.full(4, 3.0))
+    a, b = _entry(first, x), _entry(second, x)
+    assert a is not b and a.__code__ is b.__code__        # one text, compiled once
+    np.testing.assert_allclose(first(x), x * 2.0 + 1.0)   # each its own constants
+    np.testing.assert_allclose(second(x), x * 3.0 + 1.0)

@@ -113,9 +113,21 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
 
 def _compiled(source: str, space: dict) -> Callable:
     """The function `call` of `source`, under a file name in this package, so warnings the
-    code shows point past it, at the user's line."""
-    exec(compile(source, _FILE, "exec"), space)
+    code shows point past it, at the user's line. The bytecode is kept per source text
+    (what varies between entries of one text, the arrays and functions it calls, is in
+    `space`), so a function traced again, as a solver helper does once per solve, does
+    not compile the same text again."""
+    code = _CODE.get(source)
+    if code is None:
+        if len(_CODE) >= _CODE_MAX:
+            _CODE.clear()
+        code = _CODE[source] = compile(source, _FILE, "exec")
+    exec(code, space)
     return space["call"]
+
+
+_CODE: dict = {}
+_CODE_MAX = 512                    # texts kept (an entry's text is a few hundred bytes)
 
 
 _FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "<lean entry>")
