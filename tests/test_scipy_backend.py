@@ -15,16 +15,7 @@ import pforjac.scipy.integrate as pi  # noqa: E402
 import pforjac.scipy.optimize as po  # noqa: E402
 from pforjac.config import config  # noqa: E402
 from pforjac.scipy._solving import Derivatives  # noqa: E402
-
-
-def _robertson(t, y):
-    return np.stack([-0.04 * y[0] + 1e4 * y[1] * y[2],
-                     0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2])
-
-
-def _robertson_jac(t, y):
-    return np.array([[-0.04, 1e4 * y[2], 1e4 * y[1]],
-                     [0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1]], [0.0, 6e7 * y[1], 0.0]])
+from odes import robertson, robertson_jac  # noqa: E402
 
 
 def _spy(monkeypatch, module, name):
@@ -87,11 +78,11 @@ def test_the_direct_call_gives_the_full_calls_results_and_falls_back_on_another_
 
 
 def test_a_float_time_is_traced_once_as_an_input_not_once_per_value():
-    jac = pi._jacobian(_robertson, 0.0, np.array([1.0, 0.0, 0.0]), (), "Radau", False,
+    jac = pi._jacobian(robertson, 0.0, np.array([1.0, 0.0, 0.0]), (), "Radau", False,
                        Derivatives("who", "numpy"))
     y = np.array([0.9, 2e-5, 0.1])
     for t in (0.0, 0.5, np.float64(3.0), 7):            # (an int: the full call)
-        np.testing.assert_allclose(jac(t, y), _robertson_jac(t, y), rtol=1e-14)
+        np.testing.assert_allclose(jac(t, y), robertson_jac(t, y), rtol=1e-14)
 
 
 def test_code_with_structure_guards_gives_the_full_calls_results():
@@ -141,16 +132,16 @@ def test_radau_on_numba_compiles_the_right_hand_side_too_with_the_same_values(mo
     seen = _spy(monkeypatch, si, "solve_ivp")
     kw = dict(method="Radau", rtol=1e-8, atol=1e-12)
     y0 = np.array([1.0, 0.0, 0.0])
-    got = pi.solve_ivp(_robertson, (0, 1e3), y0, backend="numba", **kw)
+    got = pi.solve_ivp(robertson, (0, 1e3), y0, backend="numba", **kw)
     rhs = seen["args"][0]
     assert rhs.__name__ == "compiled_rhs"
-    want = si.solve_ivp(_robertson, (0, 1e3), y0, jac=_robertson_jac, **kw)
+    want = si.solve_ivp(robertson, (0, 1e3), y0, jac=robertson_jac, **kw)
     assert got.success and (got.nfev, got.njev, got.nlu) == (want.nfev, want.njev, want.nlu)
     np.testing.assert_allclose(got.y[:, -1], want.y[:, -1], rtol=1e-10, atol=1e-16)
     ys = np.random.default_rng(0).random((200, 3)) * [1.0, 1e-4, 1.0]
     for t, y in zip(np.linspace(0.0, 10.0, 200), ys):   # numba folds y ** 2.0 to y * y,
-        np.testing.assert_array_max_ulp(rhs(t, y), _robertson(t, y), maxulp=1)   # 1 ulp
-        np.testing.assert_allclose(seen["kwargs"]["jac"](t, y), _robertson_jac(t, y),
+        np.testing.assert_array_max_ulp(rhs(t, y), robertson(t, y), maxulp=1)   # 1 ulp
+        np.testing.assert_allclose(seen["kwargs"]["jac"](t, y), robertson_jac(t, y),
                                    rtol=1e-15)
 
 

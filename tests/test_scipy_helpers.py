@@ -18,6 +18,7 @@ import pforjac as pj  # noqa: E402
 import pforjac.scipy.integrate as pi  # noqa: E402
 import pforjac.scipy.optimize as po  # noqa: E402
 from pforjac.sparse import PreparedHessian, PreparedJacobian  # noqa: E402
+from odes import robertson, robertson_jac  # noqa: E402
 
 
 def test_importing_pforjac_and_the_helpers_does_not_import_scipy():
@@ -199,22 +200,12 @@ def test_curve_fit_with_the_exact_jacobian():
 
 
 # -- solve_ivp ----------------------------------------------------------------------------------
-def _robertson(t, y):
-    return np.stack([-0.04 * y[0] + 1e4 * y[1] * y[2],
-                     0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2])
-
-
-def _robertson_jac(t, y):
-    return np.array([[-0.04, 1e4 * y[2], 1e4 * y[1]],
-                     [0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1]], [0.0, 6e7 * y[1], 0.0]])
-
-
 @pytest.mark.parametrize("method", ["Radau", "BDF", "LSODA"])
 def test_solve_ivp_on_robertson_matches_the_hand_written_jacobian(method):
     kw = dict(method=method, rtol=1e-6, atol=1e-10)
     y0 = np.array([1.0, 0.0, 0.0])
-    want = si.solve_ivp(_robertson, (0, 1e3), y0, jac=_robertson_jac, **kw)
-    got = pi.solve_ivp(_robertson, (0, 1e3), y0, **kw)
+    want = si.solve_ivp(robertson, (0, 1e3), y0, jac=robertson_jac, **kw)
+    got = pi.solve_ivp(robertson, (0, 1e3), y0, **kw)
     assert got.success and got.njev > 0 and got.nfev == want.nfev and got.njev == want.njev
     np.testing.assert_allclose(got.y[:, -1], want.y[:, -1], rtol=1e-8, atol=1e-14)
 

@@ -17,16 +17,7 @@ from scipy.linalg import LinAlgWarning  # noqa: E402
 
 import pforjac.scipy.integrate as pi  # noqa: E402
 from pforjac.scipy._lapack_lu import lapack_lu_method  # noqa: E402
-
-
-def _robertson(t, y):
-    return np.stack([-0.04 * y[0] + 1e4 * y[1] * y[2],
-                     0.04 * y[0] - 1e4 * y[1] * y[2] - 3e7 * y[1] ** 2, 3e7 * y[1] ** 2])
-
-
-def _robertson_jac(t, y):
-    return np.array([[-0.04, 1e4 * y[2], 1e4 * y[1]],
-                     [0.04, -1e4 * y[2] - 6e7 * y[1], -1e4 * y[1]], [0.0, 6e7 * y[1], 0.0]])
+from odes import robertson, robertson_jac  # noqa: E402
 
 
 def _count_scipy_lu_solves(monkeypatch):
@@ -44,9 +35,9 @@ def test_the_helper_takes_scipys_steps_to_the_bit_without_scipys_lu_wrappers(
     kw = dict(method=method, rtol=1e-8, atol=1e-12)
     y0 = np.array([1.0, 0.0, 0.0])
     calls = _count_scipy_lu_solves(monkeypatch)
-    want = si.solve_ivp(_robertson, (0, 1e5), y0, jac=_robertson_jac, **kw)
+    want = si.solve_ivp(robertson, (0, 1e5), y0, jac=robertson_jac, **kw)
     scipys = len(calls)
-    got = pi.solve_ivp(_robertson, (0, 1e5), y0, jac=_robertson_jac, **kw)
+    got = pi.solve_ivp(robertson, (0, 1e5), y0, jac=robertson_jac, **kw)
     assert scipys > 100 and len(calls) == scipys          # no lu_solve call of scipy's
     assert (got.nfev, got.njev, got.nlu) == (want.nfev, want.njev, want.nlu)
     assert np.array_equal(got.t, want.t) and np.array_equal(got.y, want.y)
@@ -64,8 +55,8 @@ def test_a_complex_system_keeps_its_complex_values_and_derivative():
     np.testing.assert_allclose(got.y, want.y, rtol=1e-13, atol=1e-15)
 
 
-def _solver(method, jac=_robertson_jac):
-    return lapack_lu_method(method)(_robertson, 0.0, np.array([1.0, 0.0, 0.0]), 1.0,
+def _solver(method, jac=robertson_jac):
+    return lapack_lu_method(method)(robertson, 0.0, np.array([1.0, 0.0, 0.0]), 1.0,
                                     jac=jac)
 
 
@@ -87,7 +78,7 @@ def test_non_finite_input_raises_scipys_error_and_a_singular_matrix_warns(method
 
 
 def test_sparse_jacobians_keep_scipys_sparse_lu_and_other_methods_pass_through():
-    sparse_jac = lambda t, y: scipy.sparse.csc_matrix(_robertson_jac(t, y))  # noqa: E731
+    sparse_jac = lambda t, y: scipy.sparse.csc_matrix(robertson_jac(t, y))  # noqa: E731
     solver = _solver("BDF", jac=sparse_jac)
     assert "BDF.__init__" in solver.lu.__qualname__           # scipy's own splu wrapper
     assert "_dense_lu" in _solver("BDF").lu.__qualname__
