@@ -9,8 +9,8 @@ iteration. That saves an allocation the size of the product and a pass of memory
 
 `note(walk, eqn, made)` runs after each equation the code generator lowers: a result
 that is a new array (`made`: a product's, a loop nest's), or a reshape of one nothing
-else reads, is recorded as fresh; a fresh array whose only reader reads each of its
-elements once, at its own position (`_read_once_in_place`), becomes
+else reads (no other equation, not the results), is recorded as fresh; a fresh array
+whose only reader reads each of its elements once, at its own position (`_read_once_in_place`), becomes
 `LoweringContext.reusable`, and the nest that reads it at the position it writes
 (`LoweringContext.reused`) takes it.
 """
@@ -26,11 +26,20 @@ def note(walk, eqn, made: bool) -> None:
     reshape of a fresh array; a fresh array read once in place becomes reusable."""
     out = eqn.outputs[0]
     fresh = walk.fresh
-    if not (made or eqn.prim.name == "reshape" and id(eqn.inputs[0]) in fresh) or not out.ndim:
+    if not (made or eqn.prim.name == "reshape" and _reshaped_alone(eqn.inputs[0], walk)) \
+            or not out.ndim:
         return
     fresh.add(id(out))
     if _read_once_in_place(out, walk.readers, walk.results):
         walk.ctx.reusable[walk.names[id(out)]] = (tuple(out.shape), out.dtype)
+
+
+def _reshaped_alone(var, walk) -> bool:
+    """Whether `var` is fresh and its reshape is all that reads it: the reshape (a view of
+    it) is then fresh too; where another equation or the program's results read `var`,
+    a loop writing into the reshape would change what they read."""
+    return id(var) in walk.fresh and id(var) not in walk.results \
+        and len(walk.readers.get(id(var), [])) == 1
 
 
 def _read_once_in_place(var, readers, results) -> bool:
