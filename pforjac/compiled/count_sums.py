@@ -46,8 +46,11 @@ def count_sums(program: Program) -> dict[int, str]:
 
 def _einsum_sum(ndim: int, axes: tuple, shape: tuple) -> str:
     """`c_einsum('abc->ac', x)` (np.einsum's C function), reshaped to `shape` where the
-    reduction keeps its axes."""
+    reduction keeps its axes. A result of two axes or more is asked in C order: einsum
+    lays it out as `x` is (a cast of a transposed mask: F-ordered), and codegen counts a
+    sum's result as C-ordered (a lean entry hands it out unchecked, np.dot reads it)."""
     letters = string.ascii_letters[:ndim]
     kept = "".join(c for a, c in enumerate(letters) if a not in axes)
-    call = f"c_einsum({letters + '->' + kept!r}, x)"
+    order = ", order='C'" if len(kept) > 1 else ""
+    call = f"c_einsum({letters + '->' + kept!r}, x{order})"
     return call if len(kept) == len(shape) else f"{call}.reshape({shape!r})"
