@@ -84,3 +84,13 @@ def test_sparse_jacobians_keep_scipys_sparse_lu_and_other_methods_pass_through()
     assert "_dense_lu" in _solver("BDF").lu.__qualname__
     assert lapack_lu_method("LSODA") == "LSODA" and lapack_lu_method(si.BDF) is si.BDF
     assert issubclass(lapack_lu_method("Radau"), si.Radau)
+
+
+def test_sparse_true_with_a_complex_y0_says_the_jacobian_is_dense():
+    A = np.array([[-1 + 2j, 0.5], [0.1, -3 - 1j]])
+    y0 = np.array([1 + 0j, 1j])
+    with pytest.warns(RuntimeWarning, match="sparse=True is not available for a complex y0"):
+        got = pi.solve_ivp(lambda t, y: A @ y, (0, 1), y0, method="BDF", sparse=True)
+    want = si.solve_ivp(lambda t, y: A @ y, (0, 1), y0, method="BDF", jac=lambda t, y: A)
+    assert got.njev == want.njev
+    np.testing.assert_allclose(got.y, want.y, rtol=1e-13, atol=1e-15)

@@ -84,6 +84,11 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
     # a complex y: the complex derivative, as scipy's finite differences along the real
     # axis give it for a holomorphic right-hand side; dense (the sparse path is real)
     complex_y = np.iscomplexobj(y0)
+    if complex_y and sparse is True:
+        from ..warn import warn_at_user_line
+        warn_at_user_line(f"{who}: sparse=True is not available for a complex y0 (the "
+                          f"sparsity detection and colouring are real-valued); the Jacobian "
+                          f"is computed dense. Pass sparse='auto' or False to silence this")
     if method in _SPARSE_LU and not complex_y:
         pattern = use_sparse(sparse, lambda: _sparse().jacobian_sparsity(
             lambda y: fun(t0, y, *args), y0), y0.size, who)
