@@ -94,3 +94,8 @@ def test_sparse_true_with_a_complex_y0_says_the_jacobian_is_dense():
     want = si.solve_ivp(lambda t, y: A @ y, (0, 1), y0, method="BDF", jac=lambda t, y: A)
     assert got.njev == want.njev
     np.testing.assert_allclose(got.y, want.y, rtol=1e-13, atol=1e-15)
+
+
+def test_a_wrong_sparse_value_is_refused_for_a_complex_y0_too():
+    with pytest.raises(ValueError, match="sparse must be True, False or 'auto'"):
+        pi.solve_ivp(lambda t, y: -y, (0, 1), np.array([1j]), method="BDF", sparse="yes")

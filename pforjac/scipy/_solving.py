@@ -18,7 +18,8 @@ from ..config import checked_backend, config
 from ..tensor import Tensor
 from ..warn import warn_at_user_line
 
-__all__ = ["Derivatives", "as_numpy", "use_sparse", "SPARSE_MIN_SIZE", "SPARSE_MAX_DENSITY"]
+__all__ = ["Derivatives", "as_numpy", "use_sparse", "check_sparse", "SPARSE_MIN_SIZE",
+           "SPARSE_MAX_DENSITY"]
 
 # "auto" computes a Jacobian or Hessian sparse (pattern detected, coloured: one pass per
 # colour) when it has at least SPARSE_MIN_SIZE columns and at most SPARSE_MAX_DENSITY of its
@@ -37,7 +38,7 @@ def as_numpy(value) -> np.ndarray:
     return np.asarray(value)
 
 
-def _check_sparse(sparse, who: str) -> None:
+def check_sparse(sparse, who: str) -> None:
     if sparse not in (True, False, "auto"):
         raise ValueError(f"{who}: sparse must be True, False or 'auto', got {sparse!r}")
 
@@ -46,7 +47,7 @@ def use_sparse(sparse, detect: Callable, size: int, who: str):
     """The sparsity pattern to use (a scipy.sparse array), or None for dense: `sparse=True`
     always detects it (`detect()`), "auto" only for a problem of SPARSE_MIN_SIZE or more
     unknowns, keeping it when its density is at most SPARSE_MAX_DENSITY."""
-    _check_sparse(sparse, who)
+    check_sparse(sparse, who)
     if sparse is False or (sparse == "auto" and size < SPARSE_MIN_SIZE):
         return None
     try:

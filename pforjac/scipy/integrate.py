@@ -30,7 +30,7 @@ import numpy as np
 from ..tensor import Tensor
 from ..transforms import jacfwd, jacrev
 from ._lapack_lu import lapack_lu_method
-from ._solving import Derivatives, as_numpy, use_sparse
+from ._solving import Derivatives, as_numpy, check_sparse, use_sparse
 
 __all__ = ["solve_ivp"]
 
@@ -84,6 +84,7 @@ def _jacobian(fun, t0: float, y0: np.ndarray, args: tuple, method: str, sparse,
     # a complex y: the complex derivative, as scipy's finite differences along the real
     # axis give it for a holomorphic right-hand side; dense (the sparse path is real)
     complex_y = np.iscomplexobj(y0)
+    check_sparse(sparse, who)
     if complex_y and sparse is True:
         from ..warn import warn_at_user_line
         warn_at_user_line(f"{who}: sparse=True is not available for a complex y0 (the "
