@@ -1,5 +1,6 @@
 """Loops of the numba backend's float32 kernels (numba_vecmath.py) against numpy's float32
-ufuncs, numba's own `np.<name>` of a float32 (one C library call per value), and jitted JAX
+ufuncs, numba's own `np.<name>` of a float32 (one C library call per value), the float64
+kernels of sigmoid and softplus (numba_special.py, C library), and jitted JAX
 (dispatch included; a jitted add of the same array for scale): one thread, one pinned
 core, interleaved rounds, medians of wall and CPU time.
 
@@ -88,6 +89,8 @@ def cases(x, xpos, old):
             row["old kernel"] = lambda o, L=loop_of(getattr(old, f"{name}_f32")), a=arg: L(a, o)
         if name in libm:
             row["numba np." + name] = lambda o, L=libm[name], a=arg: L(a, o)
+        if name in ("sigmoid", "softplus"):        # (the float64 kernel, through the C library)
+            row["K." + name] = lambda o, L=loop_of(getattr(K, name)), a=arg: L(a, o)
         if name in jaxf:
             import jax
             row["jax jit"] = lambda o, f=jaxf[name], a=jax.device_put(arg): f(a).block_until_ready()

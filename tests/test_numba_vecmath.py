@@ -13,6 +13,7 @@ backend="numba")`: float32 programs call the kernels (arrays through their ufunc
 float64 ones the C library; a loop of each kernel is vectorized (its LLVM IR holds float
 vectors) and calls no C library function (no timing)."""
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,7 +22,8 @@ import pforjac as pj
 
 numba = pytest.importorskip("numba")
 
-from pforjac.compiled import numba_kernels as K  # noqa: E402
+from pforjac import core  # noqa: E402
+from pforjac.compiled import numba_kernels as K, numba_lowering  # noqa: E402
 from pforjac.compiled.numba_codegen import numba_source  # noqa: E402
 from pforjac.compiled.numba_vecmath import FLOAT32_KERNELS  # noqa: E402
 
@@ -142,12 +144,22 @@ def test_float32_programs_call_the_kernels_and_float64_ones_the_c_library():
     assert "np.tanh(" in source64 and "np.exp(" in source64 and "np.tanh(" not in source32
 
 
+def _rule_text(name, shape):
+    """What the lowering rule of `name` writes for a float32 operand `a` of `shape`."""
+    v = SimpleNamespace(dtype=np.dtype(np.float32), shape=shape, ndim=len(shape))
+    eqn = SimpleNamespace(prim=core.primitive_named(name), params={}, inputs=[v], outputs=[v])
+    return numba_lowering.rule_for(eqn.prim)(None, eqn, ["a"])
+
+
 def test_the_ufunc_forms_equal_the_scalar_kernels_on_arrays():
     x = np.concatenate([_binades(64), _specials()])[:34900].reshape(-1, 2)
     scalar = _kernels(x.ravel())
     for name in FLOAT32_KERNELS:
+        assert _rule_text(name, ()) == f"K.{name}_f32(a)"            # an element (loop nests)
+        text = _rule_text(name, x.shape)                            # a whole array
+        assert text == f"K.{name}_f32_ufunc(a)"
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            got = getattr(K, f"{name}_f32_ufunc")(x)
+            got = eval(text, {"K": K, "a": x})
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got.ravel(), scalar[name])
 
