@@ -167,50 +167,67 @@ def _log_f32(x):
     return -_INF if x == _ZERO else r
 
 
-def _intrinsics():
-    """The bit manipulations and fmuladd as LLVM instructions (numba intrinsics)."""
+def _llvm_fma(ir, builder, a, b, c):
+    f32 = ir.FloatType()
+    fn = builder.module.declare_intrinsic("llvm.fmuladd", [f32], ir.FunctionType(f32, [f32] * 3))
+    return builder.call(fn, [a, b, c])
+
+
+def _llvm_pow2(ir, builder, n):
+    """2^n (an i32 in [-126, 127]) as a float32, from its exponent bits."""
+    i32 = ir.IntType(32)
+    bits = builder.shl(builder.add(n, ir.Constant(i32, 127)), ir.Constant(i32, 23))
+    return builder.bitcast(bits, ir.FloatType())
+
+
+def _llvm_mul_pow2(ir, builder, p, t):
+    i32 = ir.IntType(32)
+    shift = builder.bitcast(ir.Constant(ir.FloatType(), float(_SHIFT)), i32)
+    k = builder.sub(builder.bitcast(t, i32), shift)          # (t's bits: shift's + k)
+    half = builder.ashr(k, ir.Constant(i32, 1))
+    scaled = builder.fmul(p, _llvm_pow2(ir, builder, half))
+    return builder.fmul(scaled, _llvm_pow2(ir, builder, builder.sub(k, half)))
+
+
+def _llvm_exponent_of(ir, builder, v):
+    i32 = ir.IntType(32)
+    e = builder.lshr(builder.bitcast(v, i32), ir.Constant(i32, 23))
+    e = builder.and_(e, ir.Constant(i32, 0xFF))
+    return builder.sitofp(builder.sub(e, ir.Constant(i32, 127)), ir.FloatType())
+
+
+def _llvm_mantissa_of(ir, builder, v):
+    i32 = ir.IntType(32)
+    bits = builder.and_(builder.bitcast(v, i32), ir.Constant(i32, 0x7FFFFF))
+    return builder.bitcast(builder.or_(bits, ir.Constant(i32, 0x3F800000)), ir.FloatType())
+
+
+def _intrinsics() -> dict:
+    """The bit manipulations and fmuladd as LLVM instructions (numba intrinsics over
+    float32 operands) in place of their Python stand-ins."""
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
 
-    f32, i32 = ir.FloatType(), ir.IntType(32)
-
-    def const(n):
-        return ir.Constant(i32, n)
-
-    def pow2(builder, n):
-        return builder.bitcast(builder.shl(builder.add(n, const(127)), const(23)), f32)
+    def typed(arity, body):
+        return (types.float32(*[types.float32] * arity),
+                lambda context, builder, signature, values: body(ir, builder, *values))
 
     @intrinsic
     def fma(typingctx, a, b, c):
-        def codegen(context, builder, signature, args):
-            fn = builder.module.declare_intrinsic("llvm.fmuladd", [f32], ir.FunctionType(f32, [f32] * 3))
-            return builder.call(fn, args)
-        return types.float32(types.float32, types.float32, types.float32), codegen
+        return typed(3, _llvm_fma)
 
     @intrinsic
     def mul_pow2(typingctx, p, t):
-        def codegen(context, builder, signature, args):
-            k = builder.sub(builder.bitcast(args[1], i32), builder.bitcast(ir.Constant(f32, float(_SHIFT)), i32))
-            half = builder.ashr(k, const(1))
-            scaled = builder.fmul(args[0], pow2(builder, half))
-            return builder.fmul(scaled, pow2(builder, builder.sub(k, half)))
-        return types.float32(types.float32, types.float32), codegen
+        return typed(2, _llvm_mul_pow2)
 
     @intrinsic
     def exponent_of(typingctx, v):
-        def codegen(context, builder, signature, args):
-            e = builder.and_(builder.lshr(builder.bitcast(args[0], i32), const(23)), const(0xFF))
-            return builder.sitofp(builder.sub(e, const(127)), f32)
-        return types.float32(types.float32), codegen
+        return typed(1, _llvm_exponent_of)
 
     @intrinsic
     def mantissa_of(typingctx, v):
-        def codegen(context, builder, signature, args):
-            bits = builder.and_(builder.bitcast(args[0], i32), const(0x7FFFFF))
-            return builder.bitcast(builder.or_(bits, const(0x3F800000)), f32)
-        return types.float32(types.float32), codegen
-
+        return typed(1, _llvm_mantissa_of)
     return dict(_fma=fma, _mul_pow2=mul_pow2, _exponent_of=exponent_of, _mantissa_of=mantissa_of)
 
 
@@ -222,7 +239,8 @@ def _compile() -> None:
     try:
         import numba
     except ImportError:
-        names.update({f"{n}_f32{form}": names[f"_{n}_f32"] for n in FLOAT32_KERNELS for form in ("", "_ufunc")})
+        names.update({f"{n}_f32{form}": names[f"_{n}_f32"]
+                      for n in FLOAT32_KERNELS for form in ("", "_ufunc")})
         return
     names.update(_intrinsics())
     inlined = dict(forceinline=True, error_model="numpy", cache=True)
