@@ -66,15 +66,34 @@ def declined_equations(program: Program) -> dict[int, str]:
     return declined
 
 
-def _fusible(eqn, readers, results) -> bool:
-    """Whether the result of elementwise `eqn` is inlined into its one reader, whose
-    loops then compute it (`_reads_in_loops`)."""
-    out = eqn.outputs[0]
-    users = readers.get(id(out), [])
-    if not (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
-            and len(users) == 1 and sum(id(v) == id(out) for v in users[0].inputs) == 1):
-        return False
-    return _reads_in_loops(users[0], out, readers, results)
+def _fusible(eqn, readers, results, memo: dict | None = None) -> bool:
+    """Whether the result of elementwise `eqn` is inlined into its readers, whose loops
+    then compute it: one reader that reads each element once (`_reads_in_loops`), or
+    readers that all end in one loop nest (`_one_nest`: a sigmoid's `s * (1 - s)`), which
+    computes each element once."""
+    memo = {} if memo is None else memo
+    if id(eqn) not in memo:
+        out = eqn.outputs[0]
+        users = readers.get(id(out), [])
+        memo[id(eqn)] = bool(eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
+                             and users) and (
+            _reads_in_loops(users[0], out, readers, results) if len(users) == 1
+            else _one_nest(out, users, readers, results, memo))
+    return memo[id(eqn)]
+
+
+def _one_nest(value, users, readers, results, memo) -> bool:
+    """Whether every reader of `value` is an elementwise equation of as many elements and
+    all of them are computed by one loop nest (each inlined, maybe through others, into
+    the same equation)."""
+    size, nests = int(np.prod(value.shape)), set()
+    for user in users:
+        if not user.prim.elementwise or int(np.prod(user.outputs[0].shape)) != size:
+            return False
+        while _fusible(user, readers, results, memo):
+            user = readers[id(user.outputs[0])][0]
+        nests.add(id(user))
+    return len(nests) == 1
 
 
 def _reads_in_loops(user, value, readers, results) -> bool:
@@ -151,6 +170,7 @@ class _Walk:
         self.ctx, self.names, self.min_size, self.globals_ = ctx, ctx.names, parallel_min_size, globals_
         self.readers, self.results = _readers(program), {id(v) for v in program.outputs}
         self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
+        self.fusible: dict[int, bool] = {}      # (`_fusible`'s answers)
         self.done: set[int] = set()
         self.fresh: set[int] = set()            # results that are new arrays (numba_reuse.py)
         ctx.reads.update((key, len(users)) for key, users in self.readers.items())
@@ -169,7 +189,7 @@ class _Walk:
         expr = rule_for(eqn.prim)(ctx, eqn, args)
         if expr is None:                        # (the rule made the result a view)
             return
-        if _fusible(eqn, self.readers, self.results):
+        if _fusible(eqn, self.readers, self.results, self.fusible):
             self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
         elif len(eqn.outputs) > 1:
             ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
@@ -251,7 +271,7 @@ class _Walk:
         outer loop a `prange` (numba splits it across threads; each element is computed as
         the serial loop computes it: no reduction is reordered)."""
         params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - {name})
-        outer = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
+        outer = max(k for k, line in enumerate(lines) if line.startswith("for "))     # (after tables')
         lines = [cheaper_calls(line) for line in
                  [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1), *lines[outer + 1:]]]
         helper = f"parallel_{self.ctx.fresh()}"
