@@ -71,6 +71,25 @@ def test_a_result_two_nests_read_keeps_its_array():
     assert source.count("K.sigmoid") == 1 and source.count("for i_0 in") == 3
 
 
+def _broadcast_twice(a, f, u, v):
+    q = pj.broadcast_to(pj.reshape(a / f, (6, 1, 5)), (6, 40, 5)) * 1.5      # (constant along axis 1)
+    return q * u + q * v
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_result_constant_along_an_axis_keeps_its_array_and_an_outer_product_is_inlined():
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(s) for s in ((6, 5), (5,), (40, 5), (6, 40, 5))]
+    args[1][2] = 0.0                                    # (a division by zero: inf and NaN)
+    _agree(_broadcast_twice, args, np.float64)
+    source = _source(_broadcast_twice, args)
+    assert "K.empty((6, 1, 5)" in source and len(re.findall(r"np\.divide\(", source)) == 1
+    outer = lambda a, u, w: (a[:, None, :] * u) * (a[:, None, :] * u) + w     # noqa: E731
+    args = [rng.standard_normal(s) for s in ((6, 5), (40, 5), (6, 40, 5))]
+    _agree(outer, args, np.float64)
+    assert _source(outer, args).count("for i_0 in") == 1
+
+
 def _per_example(x, w1, w2, w3):
     with pj.GradientTape() as tape:
         tape.watch(x)

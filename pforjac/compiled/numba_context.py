@@ -175,7 +175,7 @@ class LoweringContext:
         index = broadcast(nest.index if index is None else index, tuple(var.shape))
         inside: list[str] = []               # (a view of zeros outside a region: where it reads)
         while id(var) in self.views or id(var) in self.inlined:
-            if id(var) in self.inlined:         # (under bijective views only: `_fusible`)
+            if id(var) in self.inlined:         # (under bijective views only: `_Fusion`)
                 return self.element(nest, self.inlined[id(var)], index)
             var, index_map = self.views[id(var)]
             index = index_map(index)
@@ -200,7 +200,8 @@ class LoweringContext:
         layer: 183 -> 23 us). None where the read is not such a one."""
         used = {int(k) for k in _LOOP_INDEX.findall(", ".join(index))}
         loops = [k for k, d in enumerate(nest.shape) if d != 1]
-        if not used or len(loops) < 2 or index[-1] == f"i_{loops[-1]}" or loops[-1] not in used:
+        if nest.tables is None or not used or len(loops) < 2 or index[-1] == f"i_{loops[-1]}" \
+                or loops[-1] not in used:
             return None
         first = min(used)
         repeats, size = (int(np.prod(part, dtype=np.int64)) for part in (nest.shape[:first], nest.shape[first:]))
@@ -276,6 +277,7 @@ class LoweringContext:
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
         nest, name, acc = LoopNest(tuple(x.shape[a] for a in order), self.fresh), self.fresh(), "s_" + self.fresh()
+        nest.tables = None                  # (an accumulating inner loop: scalar, reading any order)
         index = [None] * x.ndim
         for position, a in enumerate(order):
             index[a] = nest.index[position]

@@ -247,7 +247,7 @@ class LoopNest:
         self.loads: dict[str, tuple[str, int]] = {}
         self.elements: dict[tuple, tuple[str, int]] = {}    # (id(equation), index) -> its value
         self.target: str | None = None      # the element of a reused array it writes, as read
-        self.tables: dict[str, str] = {}    # element read -> the table holding it (numba_context)
+        self.tables: dict[str, str] | None = {}     # element read -> its table (numba_context; None: none)
         self.before: list[str] = []         # lines filling the tables, before the loops
 
     def load(self, text: str) -> tuple[str, int]:
