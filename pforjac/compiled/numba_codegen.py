@@ -295,7 +295,8 @@ class _Walk:
         """A loop nest's lines as a call of a new helper compiled with `parallel=True`, its
         outer loop a `prange` (numba splits it across threads; each element is computed as
         the serial loop computes it: no reduction is reordered)."""
-        params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - {name})
+        made = {found.group(1) for found in map(_ASSIGNED.match, lines) if found}    # (tables)
+        params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - made - {name})
         outer = max(k for k, line in enumerate(lines) if line.startswith("for "))     # (after tables')
         lines = [cheaper_calls(line) for line in
                  [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1), *lines[outer + 1:]]]
@@ -308,6 +309,7 @@ class _Walk:
 _HELPER = "cache=True, no_cpython_wrapper=True"     # (called from the generated code only)
 _TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
+_ASSIGNED = re.compile(r"(t_\d+) = ")
 
 
 def parallel_helpers(source: str) -> int:

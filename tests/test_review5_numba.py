@@ -1,0 +1,33 @@
+"""Adversarial checks of the numba backend's fused reads, stores as read and weight
+tables, its float32 kernels and the merging of equal constants: each test an input that
+once gave a failed or a wrong result, against the numpy backend."""
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+numba = pytest.importorskip("numba")
+
+
+@pytest.fixture
+def settings():
+    saved = pj.config.num_threads, pj.config.parallel_min_size
+    yield pj.config
+    pj.config.num_threads, pj.config.parallel_min_size = saved
+
+
+def _columns(x, w):
+    return x[:, None, :] * pj.transpose(w)[None]
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba runs one thread here")
+def test_a_tabled_nest_large_enough_to_run_in_parallel_compiles(settings):
+    settings.num_threads, settings.parallel_min_size = 2, 1000
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((64, 41)), rng.standard_normal((41, 9))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # (no fallback to the numpy backend)
+        got = pj.function(_columns, backend="numba")(x, w)
+    np.testing.assert_array_equal(got, x[:, None, :] * w.T[None])
