@@ -31,3 +31,28 @@ def test_a_tabled_nest_large_enough_to_run_in_parallel_compiles(settings):
         warnings.simplefilter("error")              # (no fallback to the numpy backend)
         got = pj.function(_columns, backend="numba")(x, w)
     np.testing.assert_array_equal(got, x[:, None, :] * w.T[None])
+
+
+def _steps(n):
+    def chain(x):
+        for _ in range(n):
+            x = pj.tanh(x) * 0.5 + x * 0.25        # (x read twice: by tanh and by the product)
+        return x
+    return chain
+
+
+def test_a_chain_of_values_each_read_twice_lowers_in_linear_space():
+    import tracemalloc
+    from pforjac.compiled.numba_codegen import numba_source
+    x = np.linspace(-2, 2, 7)
+    program = pj.function(_steps(20), backend="numba").program(x)
+    tracemalloc.start()
+    try:
+        numba_source(program)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20                          # (each step's text copied twice: 2^20 copies)
+    long = _steps(60)
+    got = pj.function(long, backend="numba")(x)
+    np.testing.assert_allclose(got, pj.function(long, backend="numpy")(x), rtol=1e-13, atol=1e-15)

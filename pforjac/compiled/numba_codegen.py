@@ -215,7 +215,7 @@ class _Walk:
         if expr is None:                        # (the rule made the result a view)
             return
         if self.fusion.fusible(eqn):
-            self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
+            self.exprs[id(out)], ctx.inlined[id(out)] = self._inlined(out, f"({expr})"), eqn
         elif len(eqn.outputs) > 1:
             ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
         elif _TRANSPOSED.match(expr) and id(out) not in self.results:
@@ -223,6 +223,17 @@ class _Walk:
         elif not (eqn.prim.elementwise and out.ndim and self._loop(eqn)):
             ctx.emit(f"{self.names[id(out)]} = {expr}")
             note(self, eqn, made=eqn.prim.name == "matmul")
+
+    def _inlined(self, out, expr: str) -> str:
+        """The text standing for an inlined result in its readers' whole-array expressions:
+        its own expression where one read takes it; where several do, its name, made (as
+        that expression) only where a statement names it (loops compute it where they read
+        it): copied into each reader, a chain's texts would double at every step."""
+        if len(self.readers.get(id(out), [])) < 2:
+            return expr
+        name = self.names[id(out)]
+        self.ctx.pending[name] = lambda: self.ctx.emit(f"{name} = {expr}")
+        return name
 
     def _loop(self, eqn) -> bool:
         """Whether the elementwise `eqn` (with what is inlined into it) is now computed by
