@@ -56,3 +56,14 @@ def test_a_chain_of_values_each_read_twice_lowers_in_linear_space():
     long = _steps(60)
     got = pj.function(long, backend="numba")(x)
     np.testing.assert_allclose(got, pj.function(long, backend="numpy")(x), rtol=1e-13, atol=1e-15)
+
+
+def test_a_long_elementwise_chain_lowers_without_deep_recursion():
+    def single(x):                                  # (each value read once)
+        for _ in range(300):
+            x = pj.tanh(x) * 0.5 + 0.125
+        return x
+    x = np.linspace(-2, 2, 7)
+    for f in (_steps(150), single):                 # (as deep as Python's recursion limit)
+        got = pj.function(f, backend="numba")(x)
+        np.testing.assert_allclose(got, pj.function(f, backend="numpy")(x), rtol=1e-13, atol=1e-15)

@@ -74,14 +74,14 @@ class _Fusion:
 
     def __init__(self, program, readers, results):
         self.readers, self.results, self.memo = readers, results, {}
-        self.axes = _varying_axes(program)
+        self.axes, self.cut = _varying_axes(program), _cuts(program)
 
     def fusible(self, eqn) -> bool:
         if id(eqn) not in self.memo:
             out = eqn.outputs[0]
             users = self.readers.get(id(out), [])
             self.memo[id(eqn)] = bool(eqn.prim.elementwise and len(eqn.outputs) == 1 and users
-                                      and id(out) not in self.results) and (
+                                      and id(out) not in self.results and id(eqn) not in self.cut) and (
                 _reads_in_loops(users[0], out, self.readers, self.results) if len(users) == 1
                 else self.one_nest(eqn, users))
         return self.memo[id(eqn)]
@@ -103,6 +103,26 @@ class _Fusion:
                 user = self.readers[id(user.outputs[0])][0]
             nests.add(id(user))
         return len(nests) == 1
+
+
+_INLINED_RUN = 64      # elementwise equations inlined one into the next, at most
+
+
+def _cuts(program) -> set[int]:
+    """ids of the elementwise equations whose results are arrays however they are read:
+    each one ending a run of `_INLINED_RUN` elementwise equations, each reading the one
+    before (through any other ops). Loops compute an inlined value, and the fusion finds
+    its nest, by recursion through the values inlined into it: an unbroken chain of a few
+    hundred steps went past Python's recursion limit."""
+    run: dict[int, int] = {}
+    cut: set[int] = set()
+    for eqn in program.equations:
+        depth = max((run.get(id(v), 0) for v in eqn.inputs), default=0) + eqn.prim.elementwise
+        if eqn.prim.elementwise and depth >= _INLINED_RUN:
+            cut.add(id(eqn))
+            depth = 0
+        run.update((id(v), depth) for v in eqn.outputs)
+    return cut
 
 
 def _varying_axes(program) -> dict[int, set]:
