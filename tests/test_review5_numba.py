@@ -67,3 +67,23 @@ def test_a_long_elementwise_chain_lowers_without_deep_recursion():
     for f in (_steps(150), single):                 # (as deep as Python's recursion limit)
         got = pj.function(f, backend="numba")(x)
         np.testing.assert_allclose(got, pj.function(f, backend="numpy")(x), rtol=1e-13, atol=1e-15)
+
+
+_WRAPPED = {"maximum": lambda square, zero: pj.maximum(square, zero),
+            "greater": lambda square, zero: square > zero,
+            "floor_divide": lambda square, zero: square // (zero + 7)}
+
+
+@pytest.mark.parametrize("op", sorted(_WRAPPED))
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.int32])
+def test_integer_results_in_loops_wrap_as_numpy_before_they_are_read(dtype, op):
+    info = np.iinfo(dtype)
+    x = np.array([12, 100, 250, info.max, info.min, 0, 1, 50000], dtype=np.int64).astype(dtype)
+    x = np.repeat(x[None], 3, axis=0)
+
+    def f(a):                                       # (a * a wraps: 12 * 12 is -112 in int8)
+        return _WRAPPED[op](a * a, dtype(0))
+    want = pj.function(f, backend="numpy")(x)
+    got = pj.function(f, backend="numba")(x)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)

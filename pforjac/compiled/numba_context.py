@@ -46,6 +46,15 @@ def _strided_transpose(found: re.Match) -> str:
     return f"np.lib.stride_tricks.as_strided({name}, ({shape.rstrip()}), ({strides.rstrip()}))"
 
 
+def _narrow_integer(dtype) -> bool:
+    """Whether an element of `dtype` is computed in int64 and truncated to it: numba's
+    arithmetic on int8, int16 and int32 scalars may overflow (signed overflow is undefined
+    in LLVM, which then keeps the wide value: int8 12 * 12 read as 144, not numpy's -112),
+    where int64 arithmetic on their values cannot, and truncating wraps as numpy does."""
+    dtype = np.dtype(dtype)
+    return dtype.kind in "iu" and dtype.itemsize < 8
+
+
 class LoweringContext:
     """Statements, fresh names, strided values; views not made yet (`defer`: loops read
     through them; one is made where a statement first names it); inlined results."""
@@ -219,7 +228,13 @@ class LoweringContext:
         key = (id(eqn), tuple(index))
         if key not in nest.elements:
             operands = [self.read(nest, v, index=index) for v in eqn.inputs]
-            expr = rule_for(eqn.prim)(ScalarContext(), scalar_equation(eqn), [o[0] for o in operands])
+            args, narrow = [o[0] for o in operands], _narrow_integer(eqn.outputs[0].dtype)
+            if narrow:
+                args = [f"np.int64({a})" if np.dtype(v.dtype).kind in "iu" else a
+                        for a, v in zip(args, eqn.inputs)]
+            expr = rule_for(eqn.prim)(ScalarContext(), scalar_equation(eqn), args)
+            if narrow:
+                expr = f"{numba_dtype(eqn.outputs[0].dtype)}({expr})"
             nest.elements[key] = nest.value(expr, max((o[1] for o in operands), default=0))
         return nest.elements[key]
 
