@@ -26,10 +26,46 @@ def cheaper_calls(line: str) -> str:
     through cheaper equivalents: transposes of named arrays by `as_strided`; products and
     allocations by the kernels' `K.dot`, `K.empty`, `K.zeros`, cached on disk (numba
     compiles them once per machine and types, not once per program)."""
-    return _KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line))
+    return _reshapes(_KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line)))
 
 
 _KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
+_RESHAPE = re.compile(r"\.reshape\((\((?:\d+, )*\d+,?\))\)")
+_RECEIVER = re.compile(r"(?:[A-Za-z_][\w.]*)$")
+
+
+def _reshapes(line: str) -> str:
+    """`line` with each reshape to a literal shape, of a name or a call's result, made by
+    `K.reshaped` (numba_views.py: a view without numba's run-time checks and their code;
+    the generator knows the sizes agree, and what it reshapes is C-contiguous)."""
+    found = _RESHAPE.search(line)
+    while found is not None:
+        start = _receiver(line, found.start())
+        if start is None:
+            found = _RESHAPE.search(line, found.end())
+            continue
+        line = f"{line[:start]}K.reshaped({line[start:found.start()]}, {found.group(1)}){line[found.end():]}"
+        found = _RESHAPE.search(line, start)
+    return line
+
+
+def _receiver(line: str, end: int) -> int | None:
+    """Where the expression ending at `end` starts: a name, or a call `f(...)` of a
+    dotted name (None for anything else)."""
+    at = end
+    if line[at - 1:at] == ")":
+        depth = 0
+        for k in range(at - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(line[k], 0)
+            if depth == 0:
+                at = k
+                break
+        else:
+            return None
+    name = _RECEIVER.search(line[:at])
+    if name is None or (at == end and "." in name.group(0)):    # (an attribute: not an array name)
+        return None
+    return name.start()
 
 
 def _strided_transpose(found: re.Match) -> str:
@@ -59,6 +95,8 @@ class LoweringContext:
         self.reads: dict[int, int] = {}             # id(value) -> how many reads of it the program has
         self._copies: dict[int, str] = {}
         self._count = 0
+        self.values: dict[str, object] = {}         # name -> the program's variable (array_shape)
+        self.made: dict[str, tuple] = {}            # name of a new C array a nest made -> shape
 
     def emit(self, line: str) -> None:
         for token in _NAME.findall(line):
@@ -66,6 +104,21 @@ class LoweringContext:
             if make is not None:
                 make()
         self.lines.append(cheaper_calls(line))
+
+    def array_shape(self, name: str) -> tuple | None:
+        """The shape of the array `name` where numba types it C-contiguous (a new array, an
+        input, a constant, a result no view or strided value stands for), else None."""
+        if name in self.made:
+            return self.made[name]
+        var = self.values.get(name)
+        if var is None or var.ndim == 0 or id(var) in self.strided or id(var) in self.views \
+                or id(var) in self.inlined:
+            return None
+        return tuple(var.shape)
+
+    def nest(self, shape: tuple) -> LoopNest:
+        """A loop nest over `shape` whose adjacent loops may merge (`array_shape`)."""
+        return LoopNest(tuple(shape), self.fresh, self.array_shape)
 
     def fresh(self) -> str:
         self._count += 1
@@ -203,7 +256,7 @@ class LoweringContext:
 
     def store_at(self, target: str, region: tuple, index_map, var, expr: str, dtype, op: str = "=") -> None:
         """`target[index_map(i)] op value of var at i` for every index i of `region`."""
-        nest = LoopNest(region, self.fresh)
+        nest = self.nest(region)
         value, _ = self.read(nest, var, expr)
         if np.dtype(var.dtype) != np.dtype(dtype):
             value = f"{numba_dtype(dtype)}({value})"
@@ -212,7 +265,8 @@ class LoweringContext:
 
     def loop(self, shape, dtype, element: Callable) -> str:
         """A new array of `shape` whose every element is `element(nest)`'s; its name."""
-        nest, name = LoopNest(shape, self.fresh), self.fresh()
+        nest, name = self.nest(shape), self.fresh()
+        self.made[name] = tuple(shape)
         result, _ = element(nest)
         for line in nest.render(name, dtype, result, self.reused(nest, dtype)):
             self.emit(line)
@@ -242,7 +296,9 @@ class LoweringContext:
         dtype if `convert`). Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
-        nest, name, acc = LoopNest(tuple(x.shape[a] for a in order), self.fresh), self.fresh(), "s_" + self.fresh()
+        nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
+        if out.ndim:
+            self.made[name] = tuple(out.shape)
         index = [None] * x.ndim
         for position, a in enumerate(order):
             index[a] = nest.index[position]
