@@ -318,7 +318,7 @@ def _function_source(program: Program, name: str, lines: list[str], names: dict,
     body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
     helpers, body = outline(body, params, calls)
     return "".join(h + "\n" for h in helpers) + (
-        f"@numba.njit(cache=True, error_model=\"numpy\")\ndef {name}({', '.join(params)}):\n"
+        f"@numba.njit(cache=True, no_cfunc_wrapper=True, error_model=\"numpy\")\ndef {name}({', '.join(params)}):\n"
         + "".join(f"    {line}\n" for line in body))
 
 
