@@ -26,46 +26,10 @@ def cheaper_calls(line: str) -> str:
     through cheaper equivalents: transposes of named arrays by `as_strided`; products and
     allocations by the kernels' `K.dot`, `K.empty`, `K.zeros`, cached on disk (numba
     compiles them once per machine and types, not once per program)."""
-    return _reshapes(_KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line)))
+    return _KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line))
 
 
 _KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
-_RESHAPE = re.compile(r"\.reshape\((\((?:\d+, )*\d+,?\))\)")
-_RECEIVER = re.compile(r"(?:[A-Za-z_][\w.]*)$")
-
-
-def _reshapes(line: str) -> str:
-    """`line` with each reshape to a literal shape, of a name or a call's result, made by
-    `K.reshaped` (numba_views.py: a view without numba's run-time checks and their code;
-    the generator knows the sizes agree, and what it reshapes is C-contiguous)."""
-    found = _RESHAPE.search(line)
-    while found is not None:
-        start = _receiver(line, found.start())
-        if start is None:
-            found = _RESHAPE.search(line, found.end())
-            continue
-        line = f"{line[:start]}K.reshaped({line[start:found.start()]}, {found.group(1)}){line[found.end():]}"
-        found = _RESHAPE.search(line, start)
-    return line
-
-
-def _receiver(line: str, end: int) -> int | None:
-    """Where the expression ending at `end` starts: a name, or a call `f(...)` of a
-    dotted name (None for anything else)."""
-    at = end
-    if line[at - 1:at] == ")":
-        depth = 0
-        for k in range(at - 1, -1, -1):
-            depth += {")": 1, "(": -1}.get(line[k], 0)
-            if depth == 0:
-                at = k
-                break
-        else:
-            return None
-    name = _RECEIVER.search(line[:at])
-    if name is None or (at == end and "." in name.group(0)):    # (an attribute: not an array name)
-        return None
-    return name.start()
 
 
 def _strided_transpose(found: re.Match) -> str:

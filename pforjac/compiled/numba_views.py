@@ -1,19 +1,17 @@
 """Views the numba backend's generated code makes without numba's general machinery.
 
 `merged_axes(a, lo, hi)`: the C-contiguous array `a` with its axes `lo .. hi-1` merged
-into one (a C-order reshape of those axes, its length their product). `reshaped(a,
-shape)`: `a.reshape(shape)` of a C-contiguous `a` whose size the code generator knows
-to be the shape's (numba's reshape, too, takes C-contiguous arrays only). numba's `reshape` checks the
-new shape against the old at run time, through a C helper and an error path, and each
-call compiles to about as much code as a short loop; these views are a handful of
-instructions. The loop nests of the generated code read and write arrays
+into one (a C-order reshape of those axes, its length their product). numba's
+`reshape` checks the new shape against the old at run time, through a C helper and an
+error path, and each call compiles to about as much code as a short loop; this view is
+a handful of instructions. The loop nests of the generated code read and write arrays
 through it where they run over adjacent axes as one loop (numba_merge.py): a loop level
 is a good part of a nest's compile time. Both bounds are literal integers; the shape is
 read from `a` itself, so the view always has `a`'s elements, in `a`'s order.
 """
 from __future__ import annotations
 
-__all__ = ["merged_axes", "reshaped"]
+__all__ = ["merged_axes"]
 
 
 def _make_merged_axes():
@@ -49,39 +47,9 @@ def _make_merged_axes():
     return merged_axes
 
 
-def _make_reshaped():
-    from numba import types
-    from numba.core import cgutils
-    from numba.core.imputils import impl_ret_borrowed
-    from numba.extending import intrinsic
-    from numba.np.arrayobj import make_array, populate_array
-
-    @intrinsic
-    def reshaped(typingctx, a, shape):
-        if not (isinstance(a, types.Array) and a.layout == "C" and isinstance(shape, types.BaseTuple)
-                and all(isinstance(d, types.Integer) for d in shape)):
-            return None
-        result = a.copy(ndim=len(shape), layout="C")
-
-        def codegen(context, builder, signature, args):
-            array = make_array(a)(context, builder, args[0])
-            dims = [context.cast(builder, d, t, types.intp)
-                    for d, t in zip(cgutils.unpack_tuple(builder, args[1], len(shape)), shape)]
-            strides, stride = [], array.itemsize
-            for d in reversed(dims):
-                strides.insert(0, stride)
-                stride = builder.mul(stride, d)
-            out = make_array(result)(context, builder)
-            populate_array(out, data=array.data, shape=dims, strides=strides or [], itemsize=array.itemsize,
-                           meminfo=array.meminfo, parent=array.parent)
-            return impl_ret_borrowed(context, builder, result, out._getvalue())
-        return result(a, shape), codegen
-    return reshaped
-
-
 try:
     import numba  # noqa: F401
 except ImportError:          # numba is optional: only generated code uses these views
-    merged_axes = reshaped = None
+    merged_axes = None
 else:
-    merged_axes, reshaped = _make_merged_axes(), _make_reshaped()
+    merged_axes = _make_merged_axes()
