@@ -475,6 +475,32 @@ def test_equal_scalar_constants_are_one_value_for_cse():
     _same(p, q, x)
 
 
+def test_equal_array_constants_are_one_value_for_cse():
+    """Array constants of equal dtype, shape and bits are merged too: the Jacobian of
+    log_softmax beside logsumexp then computes one exp and one sum (each op's stable shift
+    falls back to zeros that fold into an array of their own); arrays differing only in a
+    zero's sign stay apart."""
+    def f(z):
+        with pj.GradientTape() as tape:
+            tape.watch(z)
+            y = pj.concat([pj.log_softmax(z, -1), pj.logsumexp(z, -1, keepdims=True)], -1)
+        return tape.batch_jacobian(y, z)
+    z = RNG.normal(size=(4, 5))
+    z[1] = -np.inf
+    compiled = pj.function(f)
+    assert _names(compiled.program(z)).count("exp") == 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        np.testing.assert_array_equal(compiled(z), f(pj.constant(z)).numpy())
+
+    def g(x):
+        plus, minus = np.zeros((3, 4)), np.zeros((3, 4))
+        minus[1, 2] = -0.0
+        return pj.exp(x * pj.constant(plus)) + pj.exp(x * pj.constant(minus)) \
+            + pj.exp(x * pj.constant(plus.copy()))
+    r = eliminate_dead_code(eliminate_common_subexpressions(make_program(g, [((3, 4), np.float64)])))
+    assert _names(r).count("exp") == 2
+
+
 # -- compact_constants ------------------------------------------------------------------------
 def _bits(a):
     # every byte, NaN payloads too (loopcache.same_bits lets any NaN equal any other): what

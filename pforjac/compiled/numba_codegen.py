@@ -66,15 +66,59 @@ def declined_equations(program: Program) -> dict[int, str]:
     return declined
 
 
-def _fusible(eqn, readers, results) -> bool:
-    """Whether the result of elementwise `eqn` is inlined into its one reader, whose
-    loops then compute it (`_reads_in_loops`)."""
-    out = eqn.outputs[0]
-    users = readers.get(id(out), [])
-    if not (eqn.prim.elementwise and len(eqn.outputs) == 1 and id(out) not in results
-            and len(users) == 1 and sum(id(v) == id(out) for v in users[0].inputs) == 1):
-        return False
-    return _reads_in_loops(users[0], out, readers, results)
+class _Fusion:
+    """Which elementwise results are inlined into their readers, whose loops then compute
+    them: a result one reader reads each element of once (`_reads_in_loops`), or one all of
+    whose readers end in one loop nest (`one_nest`: a sigmoid's `s * (1 - s)`), which
+    computes each element once."""
+
+    def __init__(self, program, readers, results):
+        self.readers, self.results, self.memo = readers, results, {}
+        self.axes = _varying_axes(program)
+
+    def fusible(self, eqn) -> bool:
+        if id(eqn) not in self.memo:
+            out = eqn.outputs[0]
+            users = self.readers.get(id(out), [])
+            self.memo[id(eqn)] = bool(eqn.prim.elementwise and len(eqn.outputs) == 1 and users
+                                      and id(out) not in self.results) and (
+                _reads_in_loops(users[0], out, self.readers, self.results) if len(users) == 1
+                else self.one_nest(eqn, users))
+        return self.memo[id(eqn)]
+
+    def one_nest(self, eqn, users) -> bool:
+        """Whether every reader of `eqn`'s result is an elementwise equation of as many
+        elements, all of them computed by one loop nest (each inlined, maybe through others,
+        into the same equation), and the result varies along every axis (one computed
+        without some, and read broadcast, stays an array: inlined, the nest would compute
+        it at every element)."""
+        out = eqn.outputs[0]
+        size, nests = int(np.prod(out.shape)), set()
+        if len(self.axes[id(out)]) < sum(d > 1 for d in out.shape):
+            return False
+        for user in users:
+            if not user.prim.elementwise or int(np.prod(user.outputs[0].shape)) != size:
+                return False
+            while self.fusible(user):
+                user = self.readers[id(user.outputs[0])][0]
+            nests.add(id(user))
+        return len(nests) == 1
+
+
+def _varying_axes(program) -> dict[int, set]:
+    """id(value) -> the axes (counted from the last, -1) along which it varies, as far as
+    the program shows: every axis of length 2 or more of an input, or of a result other
+    than an elementwise one or a broadcast, which vary only along their operands' axes."""
+    axes: dict[int, set] = {}
+
+    def of(var) -> set:
+        return axes.get(id(var), {k - var.ndim for k, d in enumerate(var.shape) if d > 1})
+    for eqn in program.equations:
+        operands = eqn.inputs if eqn.prim.elementwise else eqn.inputs[:1] \
+            if eqn.prim.name == "broadcast_to" else None
+        for out in eqn.outputs:
+            axes[id(out)] = of(out) & set().union(*map(of, operands)) if operands else of(out)
+    return axes
 
 
 def _reads_in_loops(user, value, readers, results) -> bool:
@@ -153,6 +197,7 @@ class _Walk:
         self.ctx, self.names, self.min_size, self.globals_ = ctx, ctx.names, parallel_min_size, globals_
         self.readers, self.results = _readers(program), {id(v) for v in program.outputs}
         self.exprs: dict[int, str] = {}         # inlined results: id -> their expression
+        self.fusion = _Fusion(program, self.readers, self.results)
         self.done: set[int] = set()
         self.fresh: set[int] = set()            # results that are new arrays (numba_reuse.py)
         ctx.reads.update((key, len(users)) for key, users in self.readers.items())
@@ -173,7 +218,7 @@ class _Walk:
         expr = rule_for(eqn.prim)(ctx, eqn, args)
         if expr is None:                        # (the rule made the result a view)
             return
-        if _fusible(eqn, self.readers, self.results):
+        if self.fusion.fusible(eqn):
             self.exprs[id(out)], ctx.inlined[id(out)] = f"({expr})", eqn
         elif len(eqn.outputs) > 1:
             ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
@@ -257,7 +302,7 @@ class _Walk:
         the serial loop computes it: no reduction is reordered)."""
         made = {m.group(1) for m in map(_MADE.match, lines) if m}       # (the result, its views)
         params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - made - {name})
-        outer = next(k for k, line in enumerate(lines) if line.lstrip().startswith("for "))
+        outer = max(k for k, line in enumerate(lines) if line.startswith("for "))     # (after tables')
         lines = [cheaper_calls(line) for line in
                  [*lines[:outer], lines[outer].replace(" in range(", " in numba.prange(", 1), *lines[outer + 1:]]]
         helper = f"parallel_{self.ctx.fresh()}"

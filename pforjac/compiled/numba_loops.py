@@ -249,6 +249,10 @@ class LoopNest:
         self.levels: list[list[str]] = [[] for _ in range(len(self.shape) + 1)]
         self.after: list[list[str]] = [[] for _ in range(len(self.shape) + 1)]
         self.loads: dict[str, tuple[str, int]] = {}
+        self.elements: dict[tuple, tuple[str, int]] = {}    # (id(equation), index) -> its value
+        self.target: str | None = None      # the element of a reused array it writes, as read
+        self.tables: dict[str, str] | None = {}     # element read -> its table (numba_context; None: none)
+        self.before: list[str] = []         # lines filling the tables, before the loops
 
     def load(self, text: str) -> tuple[str, int]:
         """(a scalar holding `text`, an element read, and its depth), each read once."""
@@ -265,7 +269,7 @@ class LoopNest:
         """The lines making array `out` (a new one of `dtype`, or the array `into`, which
         the loops overwrite: `LoweringContext.reused`) and filling it."""
         return [f"{out} = {into or new_array(self.shape, dtype)}",
-                *self.render_store(f"{out}[{', '.join(self.index)}]", result)]
+                *self.render_store(into and self.target or f"{out}[{', '.join(self.index)}]", result)]
 
     def render_store(self, target: str | None, result: str | None, op: str = "=") -> list[str]:
         """The lines storing `result` at `target` (an element's text; None: no store) for
@@ -276,7 +280,7 @@ class LoopNest:
         if found is not None:
             extents, texts, views = found
         text = iter(texts)
-        lines, indent, indents = views + [next(text) for _ in self.levels[0]], "", [""]
+        lines, indent, indents = self.before + views + [next(text) for _ in self.levels[0]], "", [""]
         for k, d in enumerate(self.shape):
             if k in extents:
                 lines.append(f"{indent}for i_{k} in range({extents[k]}):")

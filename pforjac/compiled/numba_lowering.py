@@ -6,11 +6,11 @@ that needs statements first (a zeros array it fills) emits them with `ctx.emit` 
 returns a name. Rules are registered in `numba_rules` with `@lowers(prim)`; one family
 rule covers every elementwise primitive whose forward is a numpy ufunc numba compiles
 (read from the primitive: `elementwise`, its impl, numba's own ufunc table), so adding
-a ufunc-backed op needs no entry here (float32 exp, tanh and log have their own rules:
-kernels that vectorize, numba_vecmath.py). `rule_for(prim)` is the one lookup. The rules of
-products and linear algebra (numba_lowering_linalg.py) and of scans, sorting and the other
-array ops (numba_lowering_arrays.py) are registered in the same table when the code
-generator (numba_codegen.py) imports them.
+a ufunc-backed op needs no entry here (float32 exp, tanh, log, sigmoid and softplus have
+their own rules: kernels that vectorize, numba_vecmath.py). `rule_for(prim)` is the one
+lookup. The rules of products and linear algebra (numba_lowering_linalg.py) and of scans,
+sorting and the other array ops (numba_lowering_arrays.py) are registered in the same table
+when the code generator (numba_codegen.py) imports them.
 
 Values of shape () are numba scalars in the generated code (numba reduces to scalars,
 not 0-d arrays); the backend converts them back to 0-d arrays at the boundary.
@@ -25,6 +25,7 @@ from typing import Callable
 import numpy as np
 
 from .. import core
+from .numba_vecmath import FLOAT32_KERNELS
 
 __all__ = ["numba_rules", "lowers", "rule_for", "NotLowered", "NonFiniteMatrix"]
 
@@ -143,38 +144,36 @@ _OPERATORS = {"add": " + ", "subtract": " - ", "multiply": " * ", "divide": " / 
               "true_divide": " / ", "negative": "-"}
 
 
-def _kernel(name: str, float32: str | None = None):
+def _kernel(name: str):
     """The rule of an elementwise primitive computed by the scalar kernel `K.<name>`
     (numba_special.py) of float32 or float64 operands (others converted to the result's
-    float dtype first, as the primitive's forward converts them); by `K.<float32>` for a
-    float32 result where it is given (numba_vecmath.py: one that vectorizes)."""
+    float dtype first, as the primitive's forward converts them)."""
     def rule(ctx, eqn, args) -> str:
         out = eqn.outputs[0].dtype
         if eqn.params or out not in (np.float32, np.float64) \
                 or any(v.dtype.kind == "c" for v in eqn.inputs):
             raise NotLowered(f"dtype {out} or parameters {sorted(eqn.params)}")
-        kernel = float32 if float32 and out == np.float32 else name
-        return f"K.{kernel}({', '.join(as_dtype(a, v, out) for a, v in zip(args, eqn.inputs))})"
+        return f"K.{name}({', '.join(as_dtype(a, v, out) for a, v in zip(args, eqn.inputs))})"
     return rule
 
 
-def _vectorized_float32(name: str):
-    """The rule of a unary ufunc primitive: of a float32 operand (and result), the kernel
-    `K.<name>_f32` (numba_vecmath.py: within an ulp, and LLVM vectorizes the loops calling
-    it, where numba's `np.<name>` calls the C library once per value); else the ufunc."""
+def _float32_kernel(name: str, other: Callable):
+    """The rule of a unary primitive with a float32 kernel (numba_vecmath.py: computed in
+    float32 lanes, and LLVM vectorizes the loops calling it, where numba's `np.<name>` calls
+    the C library once per value): of a float32 operand and result, `K.<name>_f32` on an
+    element (`K.<name>_f32_ufunc` on a whole array); else the rule `other`."""
     def rule(ctx, eqn, args) -> str:
         x, out = eqn.inputs[0], eqn.outputs[0]
         if x.dtype == np.float32 and out.dtype == np.float32 and set(eqn.params) <= {"order"}:
-            return f"K.{name}_f32({args[0]})"
-        return _lower_ufunc(ctx, eqn, args)
+            return f"K.{name}_f32{'_ufunc' if out.ndim else ''}({args[0]})"
+        return other(ctx, eqn, args)
     return rule
 
 
-lowers(_p("tanh"))(_vectorized_float32("tanh"))
-lowers(_p("exp"))(_vectorized_float32("exp"))
-lowers(_p("log"))(_vectorized_float32("log"))
-lowers(_p("sigmoid"))(_kernel("sigmoid", float32="sigmoid_f32"))
-for _name in ("softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
+for _name in FLOAT32_KERNELS:      # (other dtypes: the ufunc's rule, or the float64 kernel's)
+    _ufunc = isinstance(core.impl_rules[_p(_name)], np.ufunc)
+    lowers(_p(_name))(_float32_kernel(_name, _lower_ufunc if _ufunc else _kernel(_name)))
+for _name in ("sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
               "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
               "entr", "rel_entr", "kl_div", "ndtri", "erfinv", "erfcinv"):
     lowers(_p(_name))(_kernel(_name))

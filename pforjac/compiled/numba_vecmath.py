@@ -1,163 +1,261 @@
-"""Float32 exp, tanh, sigmoid and log for the numba backend's loops, written so that LLVM
-vectorizes them (numba compiles `np.exp` of a float32 to one libm call per value: a loop of
-them is scalar, several times slower than numpy's SIMD loops).
+"""Float32 exp, tanh, sigmoid, softplus and log for the numba backend's loops, computed in
+float32 lanes and written so that LLVM vectorizes the loops calling them (numba compiles
+`np.exp` of a float32 to one libm call per value: a scalar loop, several times slower than
+numpy's SIMD loops). `FLOAT32_KERNELS` is the one list: the lowering table gives each of
+these primitives of a float32 operand to its kernel here.
 
-Each computes in float64 and rounds to float32 once, without branches (the edges are
-selects) and without a libm call: exp(v) = 2^k exp(r), k = rint(v log2(e)) (by adding and
-subtracting 1.5 * 2^52, exact in round-to-nearest), r = v - k ln2 (ln2 in two parts, so
-k ln2_hi is exact), exp(r) a polynomial of degree 8 on [-ln2/2, ln2/2], and 2^k the float64
-whose bits are (k + 1023) << 52 (an LLVM bitcast). The polynomial's coefficients are a
-least-squares fit of its relative error on Chebyshev nodes of that interval (relative error
-below 1.3e-12, 2^-39: the float32 result is the correctly rounded one except where the
-true value lies within 2^-15 ulp of a midpoint). Arguments are clamped to [-110, 100]
-first: beyond, exp rounds to 0 or inf in float32 all the same, and 2^k stays a normal
-float64. NaN passes through; overflow to inf, underflow to subnormals and to 0 are the
-float64-to-float32 conversion's (round to nearest), as numpy's float32 results are.
-log reads the exponent and mantissa from the float64's bits (a float32's subnormals are
-normal float64s) and takes log of the mantissa by a series of atanh.
+The rule they share: float32 arithmetic only (a vector holds twice as many float32 as
+float64), no branch (the edges are selects), no libm call, and every step inlined into the
+caller's loop (`forceinline`: LLVM's inliner alone leaves a kernel of this size a call, and
+a loop with a call is not vectorized). Products and sums of the polynomials are
+`llvm.fmuladd`: one rounding where the machine has FMA, two otherwise (both within the
+errors below). Each kernel is within 2 ulps of the correctly rounded value over all 2^32
+float32 arguments (exp, tanh, log 1; sigmoid, softplus 2: `benchmarks/vecmath_accuracy.py`
+checks every one) and keeps numpy's NaN, infinities, signed zeros, overflow to inf and
+subnormal results.
 
-Each becomes a `numba.vectorize` function (`K.exp_f32`, ...: scalars in the loop nests,
-arrays in whole-array expressions); their helpers are inlined into them by numba, and LLVM
-inlines the kernels into the loops that call them and vectorizes those. Float64
-stays on the C library.
+- exp(v) = 2^k exp(r): k = rint(v log2 e) (adding and subtracting 1.5 * 2^23, exact in
+  round-to-nearest), r = v - k ln2 (ln2 in two parts, k ln2_hi exact), exp(r) a polynomial
+  of degree 7 on [-ln2/2, ln2/2] (its coefficients a minimax fit of the relative error),
+  and 2^k applied as 2^(k//2) 2^(k - k//2) from the exponent bits: both factors are normal
+  for every k of [-150, 128], the first product is exact, the second rounds once (to a
+  subnormal or to inf where the result is one). Arguments are clamped to [-104, 89], past
+  which float32 exp is 0 or inf.
+- tanh: below 2^-13 x itself (so -0.0 and NaN pass), below 0.625 x + x^3 P(x^2) (a minimax
+  fit), above 1 - 2 / (exp(2|x|) + 1) with x's sign, |x| clamped to 9.1 (tanh is 1 there).
+- sigmoid: e = exp(-|x|), then 1 / (1 + e) for x >= 0 and e / (1 + e) below (so its
+  subnormal results are kept, as the float64 kernel keeps them).
+- log: v = 2^e m, m in [sqrt(1/2), sqrt(2)) from its bits (subnormals scaled by 2^23
+  first), log m = 2 atanh(s), s = (m - 1) / (m + 1), written f - s (f - R(s^2)).
+- softplus: max(x, 0) + log1p(exp(-|x|)), log1p(e) as log(u) + (e - (u - 1)) / u, u = 1 + e.
+
+`K.<name>_f32` is the scalar kernel (loop nests), `K.<name>_f32_ufunc` the same as a numba
+ufunc (whole-array expressions), both compiled at their first use. Float64 stays on the C
+library.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .numba_special import HAVE_NUMBA, compile_kernels
+FLOAT32_KERNELS = ("exp", "tanh", "sigmoid", "softplus", "log")
+__all__ = [f"{name}_f32{form}" for name in FLOAT32_KERNELS for form in ("", "_ufunc")]
 
-__all__ = ["exp_f32", "tanh_f32", "sigmoid_f32", "log_f32"]
-
-_LOG2E = 1.4426950408889634
-_LN2_HI = 0.6931471526622772          # ln2 with its low 28 bits zero: k * _LN2_HI is exact
-_LN2_LO = 2.7897668087737545e-08      # ln2 - _LN2_HI
-_SHIFT = 6755399441055744.0           # 1.5 * 2^52: v + _SHIFT - _SHIFT is rint(v)
-_EXP_POLY = (0.5000000000347952, 0.16666666784682557, 0.041666664747708165,
-             0.008333281729465661, 0.0013889152160434552, 0.00019908993893256676,
-             2.472668244169361e-05)   # exp(r) ~ 1 + r + sum _EXP_POLY[j] r^(j + 2)
-# tanh(x) = x + sum _TANH_SERIES[j] x^(2j + 3) + O(x^11): its Taylor series, for |x| < 1/16
-_TANH_SERIES = (-1.0 / 3.0, 2.0 / 15.0, -17.0 / 315.0, 62.0 / 2835.0)
-_TANH_SMALL = 0.0625
-_LN2 = 0.6931471805599453
-_SQRT2 = 1.4142135623730951
-# log(m) = 2 atanh(s) = 2 s sum s^(2j) / (2j + 1), s = (m - 1) / (m + 1), |s| < 0.1716
-_ATANH_SERIES = (1.0 / 3.0, 1.0 / 5.0, 1.0 / 7.0, 1.0 / 9.0, 1.0 / 11.0, 1.0 / 13.0)
-
-
-def _f64_from_bits(i):
-    """The float64 whose bits are the int64 i (numba: an LLVM bitcast)."""
-    return np.array([i], np.int64).view(np.float64)[0]
-
-
-def _bits_from_f64(v):
-    """The int64 whose bits are the float64 v (numba: an LLVM bitcast)."""
-    return np.array([v], np.float64).view(np.int64)[0]
+_f = np.float32
+_ZERO, _ONE, _TWO, _HALF = _f(0.0), _f(1.0), _f(2.0), _f(0.5)
+_LN2 = np.log(2.0)
+_LOG2E = _f(1.0 / _LN2)
+_SHIFT = _f(1.5 * 2**23)              # v + _SHIFT - _SHIFT is rint(v) for |v| < 2^22
+_LN2_HI = _f(np.round(_LN2 * 2**12) / 2**12)   # 12 bits: k * _LN2_HI is exact for |k| < 2^12
+_LN2_LO = _f(_LN2 - float(_LN2_HI))
+_EXP_LOW, _EXP_HIGH = _f(-104.0), _f(89.0)
+# exp(r) ~ 1 + r (1 + r P(r)), P(r) = sum _EXP_POLY[j] r^j: relative error 2.7e-9 on [-ln2/2, ln2/2]
+_EXP_POLY = tuple(_f(c) for c in (0.5, 0.1666666716337204, 0.04166646674275398,
+                                  0.008333360776305199, 0.0013933597365394235,
+                                  0.0001985778217203915))
+# tanh(x) ~ x + x^3 Q(x^2), Q(z) = sum _TANH_POLY[j] z^j: relative error 5e-9 on [0, 0.625]
+_TANH_POLY = tuple(_f(c) for c in (-0.3333333432674408, 0.13333304226398468,
+                                   -0.05395929142832756, 0.021769100800156593,
+                                   -0.008344421163201332, 0.0022931944113224745))
+_TANH_SMALL, _TANH_TINY, _TANH_BIG = _f(0.625), _f(2.0**-13), _f(9.1)
+_LOG_LN2_HI = _f(np.round(_LN2 * 2**16) / 2**16)   # e * _LOG_LN2_HI exact for |e| < 2^8
+_LOG_LN2_LO = _f(_LN2 - float(_LOG_LN2_HI))
+_SQRT2, _TWO23, _TWENTY3 = _f(np.sqrt(2.0)), _f(2.0**23), _f(23.0)
+_SMALLEST_NORMAL = _f(np.finfo(np.float32).tiny)
+# 2 atanh(s) = 2 s + s R(s^2), R(z) = z sum _ATANH_SERIES[j] z^j + O(z^5) (|s| < 0.1716: < 2^-27)
+_ATANH_SERIES = tuple(_f(2.0 / (2 * j + 3)) for j in range(4))
+_INF, _NAN = _f(np.inf), _f(np.nan)
 
 
-def _exp_core(v):
-    """exp(v) in float64 for v in [-110, 100] (not NaN), to 1.3e-12 relative."""
-    k = (v * _LOG2E + _SHIFT) - _SHIFT
-    r = (v - k * _LN2_HI) - k * _LN2_LO
-    c = _EXP_POLY
-    p = c[5] + r * c[6]
-    p = c[4] + r * p
-    p = c[3] + r * p
-    p = c[2] + r * p
-    p = c[1] + r * p
-    p = c[0] + r * p
-    p = 1.0 + r * (1.0 + r * p)
-    return p * _f64_from_bits((np.int64(k) + 1023) << 52)
+def _fma(a, b, c):
+    """a * b + c (numba: llvm.fmuladd, fused where the machine has FMA)."""
+    return a * b + c
+
+
+def _mul_pow2(p, t):
+    """p * 2^k, k the integer in t's low bits (t = k + 1.5 * 2^23; numba: integer
+    arithmetic on the bits, in two steps)."""
+    k = int(t - _SHIFT)
+    return _f(p * _f(2.0 ** (k >> 1)) * _f(2.0 ** (k - (k >> 1))))
+
+
+def _exponent_of(v):
+    """The unbiased exponent of a normal float32, as a float32 (numba: from its bits)."""
+    return _f(np.frexp(v)[1] - 1)
+
+
+def _mantissa_of(v):
+    """A normal float32's significand, in [1, 2) (numba: from its bits)."""
+    return _f(2.0 * np.frexp(v)[0])
 
 
 def _clamp(v, low, high):
-    """v limited to [low, high] by selects (NaN gives `low`: the callers select NaN apart)."""
+    """v limited to [low, high] by selects (NaN gives `high`: the callers select NaN apart)."""
     c = v if v > low else low
     return c if c < high else high
 
 
-def exp_f32(x):
-    """np.exp of a float32, within an ulp (nearly always the correctly rounded value)."""
-    v = np.float64(x)
-    e = np.float32(_exp_core(_clamp(v, -110.0, 100.0)))
-    return x if v != v else e
-
-
-def tanh_f32(x):
-    """np.tanh of a float32: 1 - 2 / (exp(2|x|) + 1) with x's sign, and below 1/16 its odd
-    Taylor series (where the subtraction would lose the relative accuracy; it keeps -0.0);
-    |x| is clamped to 20, where the result is 1 in float32."""
-    v = np.float64(x)
-    a = v if v >= 0.0 else -v
-    big = 1.0 - 2.0 / (_exp_core(2.0 * _clamp(a, 0.0, 20.0)) + 1.0)
-    big = big if v >= 0.0 else -big
-    v2 = v * v
-    c = _TANH_SERIES
-    small = v * (1.0 + v2 * (c[0] + v2 * (c[1] + v2 * (c[2] + v2 * c[3]))))   # (-0.0 kept)
-    t = np.float32(small if a < _TANH_SMALL else big)
-    return x if v != v else t
-
-
-def sigmoid_f32(x):
-    """1 / (1 + exp(-x)) of a float32 computed in float64, as the kernel `sigmoid` does for
-    float32 (its subnormal results kept), -x clamped to [-110, 110] (1 and 0 beyond)."""
-    v = np.float64(x)
-    s = np.float32(1.0 / (1.0 + _exp_core(_clamp(-v, -110.0, 110.0))))
-    return x if v != v else s
+def _exp_core(v):
+    """exp(v) for v in [-104, 89] (not NaN), within an ulp."""
+    t = _fma(v, _LOG2E, _SHIFT)
+    k = t - _SHIFT
+    r = _fma(k, -_LN2_LO, _fma(k, -_LN2_HI, v))
+    c = _EXP_POLY
+    p = _fma(r, c[5], c[4])
+    p = _fma(r, p, c[3])
+    p = _fma(r, p, c[2])
+    p = _fma(r, p, c[1])
+    p = _fma(r, p, c[0])
+    return _mul_pow2(_fma(r, _fma(r, p, _ONE), _ONE), t)
 
 
 def _log_core(v):
-    """log(v) in float64 for a positive finite normal v, to 2e-12 relative: v = 2^e m with
-    m in [sqrt(1/2), sqrt(2)) read from its bits, log(m) by the atanh series."""
-    bits = _bits_from_f64(v)
-    e = ((bits >> 52) & 0x7FF) - 1023
-    m = _f64_from_bits((bits & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000)
+    """log(v) for a positive finite v, within an ulp."""
+    sub = v < _SMALLEST_NORMAL
+    w = v * _TWO23 if sub else v
+    e = _exponent_of(w) - (_TWENTY3 if sub else _ZERO)
+    m = _mantissa_of(w)
     high = m > _SQRT2
-    m = 0.5 * m if high else m
-    e = e + 1 if high else e
-    s = (m - 1.0) / (m + 1.0)
+    m = _HALF * m if high else m
+    e = e + _ONE if high else e
+    f = m - _ONE
+    s = f / (_TWO + f)
     z = s * s
     c = _ATANH_SERIES
-    p = c[0] + z * (c[1] + z * (c[2] + z * (c[3] + z * (c[4] + z * c[5]))))
-    return np.float64(e) * _LN2 + 2.0 * s * (1.0 + z * p)
+    r = z * _fma(z, _fma(z, _fma(z, c[3], c[2]), c[1]), c[0])
+    return _fma(e, _LOG_LN2_HI, _fma(e, _LOG_LN2_LO, f - s * (f - r)))
 
 
-def log_f32(x):
-    """np.log of a float32 (its subnormals are normal float64s): -inf at +-0, NaN below 0,
-    inf and NaN kept."""
-    v = np.float64(x)
-    inside = v > 0.0 and v < np.inf
-    r = np.float32(_log_core(v if inside else 1.0))
-    r = r if inside else (x if v == v and v > 0.0 else np.float32(np.nan))
-    return np.float32(-np.inf) if v == 0.0 else r
+def _exp_f32(x):
+    e = _exp_core(_clamp(x, _EXP_LOW, _EXP_HIGH))
+    return x if x != x else e
 
 
-def _compile():
-    """The bitcast as an intrinsic, the helpers inlined (numba IR) into the kernels, the
-    kernels as numba ufuncs cached on disk."""
-    import numba
+def _tanh_f32(x):
+    a = x if x >= _ZERO else -x
+    big = _ONE - _TWO / (_exp_core(_TWO * _clamp(a, _ZERO, _TANH_BIG)) + _ONE)
+    big = big if x >= _ZERO else -big
+    z = x * x
+    c = _TANH_POLY
+    q = _fma(z, c[5], c[4])
+    q = _fma(z, q, c[3])
+    q = _fma(z, q, c[2])
+    q = _fma(z, q, c[1])
+    q = _fma(z, q, c[0])
+    t = _fma(x, z * q, x) if a < _TANH_SMALL else big
+    return t if a >= _TANH_TINY else x
+
+
+def _sigmoid_f32(x):
+    a = x if x >= _ZERO else -x
+    e = _exp_core(_clamp(-a, _EXP_LOW, _ZERO))
+    s = (_ONE if x >= _ZERO else e) / (_ONE + e)
+    return x if x != x else s
+
+
+def _softplus_f32(x):
+    a = x if x >= _ZERO else -x
+    e = _exp_core(_clamp(-a, _EXP_LOW, _ZERO))
+    u = _ONE + e
+    log1p = _log_core(u) + (e - (u - _ONE)) / u
+    return x if x != x else (x if x > _ZERO else _ZERO) + log1p
+
+
+def _log_f32(x):
+    inside = x > _ZERO and x < _INF
+    r = _log_core(x if inside else _ONE)
+    r = r if inside else (x if x == x and x > _ZERO else _NAN)
+    return -_INF if x == _ZERO else r
+
+
+def _llvm_fma(ir, builder, a, b, c):
+    f32 = ir.FloatType()
+    fn = builder.module.declare_intrinsic("llvm.fmuladd", [f32], ir.FunctionType(f32, [f32] * 3))
+    return builder.call(fn, [a, b, c])
+
+
+def _llvm_pow2(ir, builder, n):
+    """2^n (an i32 in [-126, 127]) as a float32, from its exponent bits."""
+    i32 = ir.IntType(32)
+    bits = builder.shl(builder.add(n, ir.Constant(i32, 127)), ir.Constant(i32, 23))
+    return builder.bitcast(bits, ir.FloatType())
+
+
+def _llvm_mul_pow2(ir, builder, p, t):
+    i32 = ir.IntType(32)
+    shift = builder.bitcast(ir.Constant(ir.FloatType(), float(_SHIFT)), i32)
+    k = builder.sub(builder.bitcast(t, i32), shift)          # (t's bits: shift's + k)
+    half = builder.ashr(k, ir.Constant(i32, 1))
+    scaled = builder.fmul(p, _llvm_pow2(ir, builder, half))
+    return builder.fmul(scaled, _llvm_pow2(ir, builder, builder.sub(k, half)))
+
+
+def _llvm_exponent_of(ir, builder, v):
+    i32 = ir.IntType(32)
+    e = builder.lshr(builder.bitcast(v, i32), ir.Constant(i32, 23))
+    e = builder.and_(e, ir.Constant(i32, 0xFF))
+    return builder.sitofp(builder.sub(e, ir.Constant(i32, 127)), ir.FloatType())
+
+
+def _llvm_mantissa_of(ir, builder, v):
+    i32 = ir.IntType(32)
+    bits = builder.and_(builder.bitcast(v, i32), ir.Constant(i32, 0x7FFFFF))
+    return builder.bitcast(builder.or_(bits, ir.Constant(i32, 0x3F800000)), ir.FloatType())
+
+
+def _intrinsics() -> dict:
+    """The bit manipulations and fmuladd as LLVM instructions (numba intrinsics over
+    float32 operands) in place of their Python stand-ins."""
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
 
-    @intrinsic
-    def bitcast_f64(typingctx, i):
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.DoubleType())
-        return types.float64(types.int64), codegen
+    def typed(arity, body):
+        return (types.float32(*[types.float32] * arity),
+                lambda context, builder, signature, values: body(ir, builder, *values))
 
+    @intrinsic
+    def fma(typingctx, a, b, c):
+        return typed(3, _llvm_fma)
+
+    @intrinsic
+    def mul_pow2(typingctx, p, t):
+        return typed(2, _llvm_mul_pow2)
+
+    @intrinsic
+    def exponent_of(typingctx, v):
+        return typed(1, _llvm_exponent_of)
+
+    @intrinsic
+    def mantissa_of(typingctx, v):
+        return typed(1, _llvm_mantissa_of)
+    return dict(_fma=fma, _mul_pow2=mul_pow2, _exponent_of=exponent_of, _mantissa_of=mantissa_of)
+
+
+def _compile() -> None:
+    """The intrinsics in place of their Python stand-ins; helpers and kernels as njit
+    functions LLVM always inlines; each kernel also as a numba ufunc; all cached on disk.
+    Without numba, the kernels are the Python functions (only generated code uses them)."""
     names = globals()
-    @intrinsic
-    def bitcast_i64(typingctx, v):
-        def codegen(context, builder, signature, args):
-            return builder.bitcast(args[0], ir.IntType(64))
-        return types.int64(types.float64), codegen
+    try:
+        import numba
+    except ImportError:
+        names.update({f"{n}_f32{form}": names[f"_{n}_f32"]
+                      for n in FLOAT32_KERNELS for form in ("", "_ufunc")})
+        return
+    names.update(_intrinsics())
+    inlined = dict(forceinline=True, error_model="numpy", cache=True)
+    for name in ("_clamp", "_exp_core", "_log_core"):
+        names[name] = numba.njit(**inlined)(names[name])
+    for name in FLOAT32_KERNELS:
+        scalar = names[f"_{name}_f32"]
+        names[f"{name}_f32"] = numba.njit(**inlined)(scalar)
+        names[f"{name}_f32_ufunc"] = numba.vectorize(cache=True)(scalar)
 
-    names["_f64_from_bits"], names["_bits_from_f64"] = bitcast_f64, bitcast_i64
-    for name in ("_exp_core", "_clamp", "_log_core"):
-        names[name] = numba.njit(inline="always")(names[name])
-    compile_kernels(names, [], __all__)
 
-
-if HAVE_NUMBA:               # numba is optional: only generated code uses these kernels
+def __getattr__(name: str):
+    """The kernels, compiled at their first use (the lowering table reads FLOAT32_KERNELS
+    alone: making a program's source imports no numba)."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     _compile()
+    return globals()[name]

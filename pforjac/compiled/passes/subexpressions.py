@@ -40,7 +40,7 @@ def _frozen(value):
 
 def eliminate_common_subexpressions(program: Program) -> Program:
     apart = _operands_kept_apart(program)
-    alias = _equal_scalars(program, apart)
+    alias = _equal_consts(program, apart)
     seen: dict[tuple, Equation] = {}
     kept = []
     for eqn in program.equations:
@@ -57,18 +57,23 @@ def eliminate_common_subexpressions(program: Program) -> Program:
     return rename(program, kept, alias)
 
 
-def _equal_scalars(program: Program, apart: set[frozenset]) -> dict[int, SymbolicTensor]:
-    """Scalar constants of equal bits as one value ({id(const): the first}): two ops' own
-    `inf`s kept two equal chains apart (logsumexp's and log_softmax's stable shifts).
-    Variables are read at run time, and values one product reads stay apart."""
+_CONST_MAX = 1 << 16     # elements: larger constants (weights) are not compared byte for byte
+
+
+def _equal_consts(program: Program, apart: set[frozenset]) -> dict[int, SymbolicTensor]:
+    """Constants of equal dtype, shape and bits as one value ({id(const): the first}): two
+    ops' own `inf`s, or the zeros their stable shifts fall back to, kept two equal chains
+    apart (logsumexp's and log_softmax's). Variables are read at run time, values one
+    product reads stay apart, and -0.0 is not 0.0 (the bits differ)."""
     alias: dict[int, SymbolicTensor] = {}
-    scalars: dict[tuple, SymbolicTensor] = {}
+    seen: dict[tuple, SymbolicTensor] = {}
     for c, value in zip(program.consts, program.const_values):
-        if c.shape == () and not isinstance(value, Variable):
-            array = value.numpy()
-            first = scalars.setdefault((array.dtype.str, array.tobytes()), c)
-            if first is not c and frozenset((id(c), id(first))) not in apart:
-                alias[id(c)] = first
+        if isinstance(value, Variable) or int(np.prod(c.shape)) > _CONST_MAX:
+            continue
+        array = value.numpy()
+        first = seen.setdefault((array.dtype.str, array.shape, array.tobytes()), c)
+        if first is not c and frozenset((id(c), id(first))) not in apart:
+            alias[id(c)] = first
     return alias
 
 
