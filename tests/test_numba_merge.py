@@ -85,3 +85,23 @@ def test_merged_axes_is_a_view_of_the_same_elements():
     assert a[0, 1, 3] == -1.0
     with pytest.raises(numba.TypingError):               # (a strided array: no such view)
         flat_then_middle(a[:, :, ::2])
+
+
+def test_parallel_loops_keep_their_loops_apart_and_agree(monkeypatch):
+    """A nest large enough for a parallel helper is not merged (numba's parallel loops
+    computed wrong values over merged views: the attention workloads' in-place sums)."""
+    import numba
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one thread: no parallel loops")
+    monkeypatch.setattr(pj.config, "parallel_min_size", 64)
+    monkeypatch.setattr(pj.config, "num_threads", 2)
+    rng = np.random.default_rng(8)
+    x, w, b, c = (rng.normal(size=(8, 16, 32)), rng.normal(size=(32, 32)), rng.normal(size=(8, 16, 32)),
+                  rng.normal(size=(8, 16, 32)))
+
+    def attention_like(x, w, b, c):
+        return pj.reshape(pj.reshape(x, (128, 32)) @ w, (8, 16, 32)) + b + c
+    numba_f, numpy_f = pj.function(attention_like, backend="numba"), pj.function(attention_like, backend="numpy")
+    np.testing.assert_allclose(numba_f(x, w, b, c), numpy_f(x, w, b, c), rtol=1e-14, atol=1e-14)
+    source = numba_source(numba_f.program(x, w, b, c), "program", None, 64)
+    assert "numba.prange(" in source and "K.merged_axes(" not in source

@@ -247,11 +247,14 @@ class _Walk:
             nest, result = self._nest(eqn, small)
             name = self._broadcast_of(out, small, self.ctx.fresh())
             self.ctx.made[name] = small
+        parallel = self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
+            and any(d != 1 for d in nest.shape)
+        if parallel:            # (numba's parallel loops over merged views compute wrong values)
+            nest.arrays = None
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
-        if self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
-                and any(d != 1 for d in nest.shape):
+        if parallel:
             lines = self._parallel(name, lines)
         for line in lines:
             self.ctx.emit(line)
