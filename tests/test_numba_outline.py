@@ -81,6 +81,10 @@ class _PlainKernels:
     """The kernels as plain numpy where numpy has them (the rest: numba's, called from Python)."""
     empty, zeros, dot = staticmethod(np.empty), staticmethod(np.zeros), staticmethod(np.dot)
 
+    @staticmethod
+    def merged_axes(a, lo, hi):          # (numba's intrinsic: a view, as this reshape is)
+        return a.reshape(a.shape[:lo] + (-1,) + a.shape[hi:])
+
     def __getattr__(self, name):
         from pforjac.compiled.numba_backend import kernels
         return getattr(kernels(), name)
@@ -94,7 +98,7 @@ def test_outlining_keeps_every_value_bit_for_bit(monkeypatch):
     rng = np.random.default_rng(1)
     x, wx, wh = rng.normal(size=(3, 8, 2)), rng.normal(size=(2, 4)), 0.5 * rng.normal(size=(4, 4))
     program = pj.function(pj.grad(_rnn, argnums=(1, 2))).program(x, wx, wh)
-    monkeypatch.setattr(numba_codegen, "outline", lambda lines, params: ([], lines))
+    monkeypatch.setattr(numba_codegen, "outline", lambda lines, params, calls=None: ([], lines))
     params, lines = _body(numba_source(program))
     helpers, outlined = outline(lines, params)
     assert len(helpers) >= 2 and len(outlined) < len(lines) - 20
@@ -118,3 +122,30 @@ def test_a_returned_transpose_is_a_strided_view_and_agrees():
     source = numba_source(f.program(x, w))
     assert "np.lib.stride_tricks.as_strided(" in source and "np.transpose(" not in source
     assert "K.dot(" in source and "np.dot(" not in source
+
+
+def test_the_helpers_values_are_type_checked_as_the_programs(tmp_path, monkeypatch):
+    """A fresh compile checks the values inside the helpers too: under a call naming a
+    program value of another rank, the check refuses the code (the program then runs on
+    numpy)."""
+    pytest.importorskip("numba")
+    from pforjac.compiled import numba_backend
+    monkeypatch.setenv("PFORJAC_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(2)
+    x, wx, wh = rng.normal(size=(3, 8, 2)), rng.normal(size=(2, 4)), 0.5 * rng.normal(size=(4, 4))
+    f = pj.function(pj.grad(_rnn, argnums=(1, 2)), backend="numba")
+    f(x, wx, wh)
+    program, calls = f.program(x, wx, wh), []
+    numba_source(program, "program", numba_backend._baked_consts(program), None, calls)
+    dispatcher = next(iter(f._cache.values())).code.dispatcher
+    signature = dispatcher.signatures[0]
+    numba_backend._check_types(program, dispatcher, signature, tmp_path / "none.py", calls)
+    module = __import__("sys").modules[dispatcher.py_func.__module__]
+    helper, names = next((h, n) for h, n in calls if any(k.startswith("l_") and k in (
+        getattr(module, h).overloads[getattr(module, h).signatures[0]].type_annotation.typemap) for k in n))
+    typemap = getattr(module, helper).overloads[getattr(module, helper).signatures[0]].type_annotation.typemap
+    own = next(k for k in names if k.startswith("l_") and getattr(typemap.get(k), "ndim", 0) == 2)
+    x_name = numba_backend._named(program)[program.inputs[0]]        # (a 3-D value)
+    wrong = [(helper, {**names, own: x_name})]
+    with pytest.raises(numba_backend.BackendFallback, match="program declares"):
+        numba_backend._check_types(program, dispatcher, signature, tmp_path / "none.py", wrong)

@@ -168,9 +168,9 @@ def warm_up() -> None:
 
 def _native_whole(program: Program, name: str) -> Callable:
     """The program, every equation of which lowers, as one numba function."""
-    baked, min_size = _baked_consts(program), _parallel_min_size()
+    baked, min_size, calls = _baked_consts(program), _parallel_min_size(), []
     try:
-        source = numba_source(program, "program", baked, min_size)
+        source = numba_source(program, "program", baked, min_size, calls)
     except NotLowered as e:
         raise BackendFallback(f"no numba lowering for op(s) {e}") from None
     signature = _signature(program, baked)
@@ -178,11 +178,12 @@ def _native_whole(program: Program, name: str) -> Callable:
     with _lock:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
             if not numba_index.load_cached(dispatcher, signature):
-                try:
+                kernels().merged_axes    # (the kernels made before typing reads one: numba
+                try:                     # types an intrinsic of a module loading then as unknown)
                     dispatcher.compile(signature)
                 except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
                     raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
-                _check_types(program, dispatcher, signature, path)
+                _check_types(program, dispatcher, signature, path, calls)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
     parallel = parallel_helpers(source) > 0
     numba_index.record(path.parent, numba_index.program_key(program, baked, min_size),
@@ -227,10 +228,11 @@ def _cause(e: Exception) -> str:
 def _load(source: str, signature):
     """The dispatcher of `source`, written to (or found in) the cache directory under its
     hash and imported from there: numba's on-disk cache needs a real file, unchanged."""
-    from . import numba_kernels, numba_special, numba_special_inverse, numba_vecmath
+    from . import numba_kernels, numba_special, numba_special_inverse, numba_vecmath, numba_views
     import numba
     kernels = b"".join(pathlib.Path(m.__file__).read_bytes()
-                       for m in (numba_kernels, numba_special, numba_special_inverse, numba_vecmath))
+                       for m in (numba_kernels, numba_special, numba_special_inverse, numba_vecmath,
+                                 numba_views))
     text = HEADER + source
     digest = hashlib.sha256("\n".join([text, str(signature), numba.__version__, np.__version__,
                                        hashlib.sha256(kernels).hexdigest()]).encode()).hexdigest()[:24]
@@ -258,19 +260,40 @@ def _module(digest: str, path: pathlib.Path):
     return module
 
 
-def _check_types(program: Program, dispatcher, signature, path) -> None:
+def _check_types(program: Program, dispatcher, signature, path, calls=()) -> None:
     """Every named value typed as the Program declares it (dtype; scalar for shape (),
     else an array of its rank), where numba kept the typing (a fresh compile: a cache load
-    was checked when it was compiled, and a failed check removes the cached code)."""
+    was checked when it was compiled, and a failed check removes the cached code): in the
+    function, and in the helpers its repeated loop nests became (`calls`: (helper, {its
+    name: the function's name}) per call, from numba_outline), under the helper's
+    compilation for the types that call passes."""
     typemap = getattr(dispatcher.overloads[signature].type_annotation, "typemap", None)
     if typemap is None:        # (loaded from the cache: numba keeps a text summary only)
         return
-    for var, name in _named(program).items():
-        got = typemap.get(name)
-        if got is not None and not _same_type(got, var):
+    declared = {name: var for var, name in _named(program).items()}
+    for name, var in declared.items():
+        _check_one(typemap.get(name), var, path)
+    module = sys.modules[dispatcher.py_func.__module__]
+    for helper, names in calls:
+        typemaps = [getattr(c.type_annotation, "typemap", None) or {}
+                    for c in getattr(module, helper).overloads.values()]
+        passed = {own: declared[body] for own, body in names.items()
+                  if own.startswith("a_") and body in declared}
+        mine = [t for t in typemaps if all(_same_type(t[own], var) for own, var in passed.items() if own in t)]
+        if not mine:
             _forget(path)
-            raise BackendFallback(f"numba types {var.name} as {got}, the program declares "
-                                  f"{np.dtype(var.dtype).name}{list(var.shape)}")
+            raise BackendFallback(f"numba types the arguments of {helper} otherwise than the "
+                                  f"program declares them")
+        for own, body in names.items():
+            if body in declared:
+                _check_one(mine[0].get(own), declared[body], path)
+
+
+def _check_one(got, var, path) -> None:
+    if got is not None and not _same_type(got, var):
+        _forget(path)
+        raise BackendFallback(f"numba types {var.name} as {got}, the program declares "
+                              f"{np.dtype(var.dtype).name}{list(var.shape)}")
 
 
 def _named(program: Program) -> dict:
@@ -282,6 +305,7 @@ def _named(program: Program) -> dict:
 
 def _same_type(numba_type_, var) -> bool:
     from numba import types
+    numba_type_ = types.unliteral(numba_type_)      # (a helper's constant: Literal[bool](True))
     if isinstance(numba_type_, types.Array):
         return numba_type_.ndim == var.ndim and np.dtype(str(numba_type_.dtype)) == var.dtype
     if var.ndim or not isinstance(numba_type_, (types.Number, types.Boolean)):

@@ -162,13 +162,14 @@ def _reads_in_loops(user, value, readers, results) -> bool:
 
 
 def numba_source(program: Program, name: str = "program", baked: dict | None = None,
-                 parallel_min_size: int | None = None) -> str:
+                 parallel_min_size: int | None = None, calls: list | None = None) -> str:
     """`def name(inputs..., consts...): ...` in numba's nopython subset, returning the
     outputs as a tuple (0-d values as scalars); raises NotLowered naming every op it
     cannot lower. `baked`: {id(const): its array} of constants written into the source
     (numba compiles them in), which are then no parameters. `parallel_min_size`: an
     elementwise expression with at least this many elements runs in a helper compiled
-    with `parallel=True` (its loop split across threads; None: none does)."""
+    with `parallel=True` (its loop split across threads; None: none does). `calls`: see
+    `numba_outline.outline` (which names of the body each helper call stands for)."""
     missing = unlowered_ops(program)
     if missing:
         raise NotLowered(", ".join(missing))
@@ -192,7 +193,8 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
         make = walk.ctx.pending.pop(names[id(v)], None)
         if make is not None:
             make()
-    return "".join(g + "\n" for g in globals_) + _function_source(program, name, walk.ctx.lines, names, baked)
+    return "".join(g + "\n" for g in globals_) + _function_source(program, name, walk.ctx.lines, names, baked,
+                                                                     calls)
 
 
 def _read_uniform_once(ctx, var, value: np.ndarray) -> None:
@@ -219,6 +221,8 @@ class _Walk:
         self.done: set[int] = set()
         self.fresh: set[int] = set()            # results that are new arrays (numba_reuse.py)
         ctx.reads.update((key, len(users)) for key, users in self.readers.items())
+        ctx.values.update((ctx.names[id(v)], v) for v in [*program.inputs, *program.consts,
+                                                          *(v for e in program.equations for v in e.outputs)])
 
     def lower(self, eqn) -> None:
         ctx, out = self.ctx, eqn.outputs[0]
@@ -273,11 +277,15 @@ class _Walk:
         if small != tuple(out.shape) and id(out) not in self.results:
             nest, result = self._nest(eqn, small)
             name = self._broadcast_of(out, small, self.ctx.fresh())
+            self.ctx.made[name] = small
+        parallel = self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
+            and any(d != 1 for d in nest.shape)
+        if parallel:            # (numba's parallel loops over merged views compute wrong values)
+            nest.arrays = None
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
-        if self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
-                and any(d != 1 for d in nest.shape):
+        if parallel:
             lines = self._parallel(name, lines)
         for line in lines:
             self.ctx.emit(line)
@@ -292,7 +300,7 @@ class _Walk:
                 or id(users[0].outputs[0]) not in self.results:
             return False
         result, perm = users[0].outputs[0], tuple(users[0].params["perm"])
-        nest = LoopNest(tuple(result.shape), self.ctx.fresh)
+        nest = self.ctx.nest(tuple(result.shape))
         value, _ = self.ctx.element(nest, eqn, [nest.index[perm.index(j)] for j in range(out.ndim)])
         for line in nest.render(self.names[id(result)], result.dtype, value):
             self.ctx.emit(line)
@@ -309,7 +317,7 @@ class _Walk:
             f"{self.names[id(out)]} = np.transpose({name}, {perm})")
 
     def _nest(self, eqn, shape: tuple) -> tuple[LoopNest, str]:
-        nest = LoopNest(shape, self.ctx.fresh)
+        nest = self.ctx.nest(shape)
         return nest, self.ctx.element(nest, eqn, nest.index)[0]
 
     def _broadcast_of(self, out, small: tuple, name: str) -> str:
@@ -326,7 +334,7 @@ class _Walk:
         """A loop nest's lines as a call of a new helper compiled with `parallel=True`, its
         outer loop a `prange` (numba splits it across threads; each element is computed as
         the serial loop computes it: no reduction is reordered)."""
-        made = {found.group(1) for found in map(_ASSIGNED.match, lines) if found}    # (tables)
+        made = {m.group(1) for m in map(_MADE.match, lines) if m}   # (the result, its views, tables)
         params = sorted({t for line in lines for t in _ARRAY_NAME.findall(line)} - made - {name})
         outer = max(k for k, line in enumerate(lines) if line.startswith("for "))     # (after tables')
         lines = [cheaper_calls(line) for line in
@@ -337,10 +345,10 @@ class _Walk:
         return [f"{name} = {helper}({', '.join(params)})"]
 
 
-_HELPER = "cache=True, no_cpython_wrapper=True"     # (called from the generated code only)
+_HELPER = "cache=True, no_cpython_wrapper=True, error_model='numpy'"   # (called from the generated code only)
 _TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
-_ASSIGNED = re.compile(r"(t_\d+) = ")
+_MADE = re.compile(r"^\s*(v_\w+|t_\d+) = ")
 
 
 def parallel_helpers(source: str) -> int:
@@ -379,16 +387,17 @@ def bakeable(value) -> bool:
 _BAKED_MAX = 1024           # elements: each call passing an array costs about 0.3 us
 
 
-def _function_source(program: Program, name: str, lines: list[str], names: dict, baked: dict) -> str:
+def _function_source(program: Program, name: str, lines: list[str], names: dict, baked: dict,
+                     calls: list | None = None) -> str:
     borrowed = borrowed_outputs(program)
     outs = [f"np.copy({names[id(v)]})" if k in borrowed and v.ndim else names[id(v)]
             for k, v in enumerate(program.outputs)]
     params = [names[id(v)] for v in list(program.inputs) + list(program.consts)
               if id(v) not in baked]
     body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
-    helpers, body = outline(body, params)
+    helpers, body = outline(body, params, calls)
     return "".join(h + "\n" for h in helpers) + (
-        f"@numba.njit(cache=True)\ndef {name}({', '.join(params)}):\n"
+        f"@numba.njit(cache=True, no_cfunc_wrapper=True, error_model=\"numpy\")\ndef {name}({', '.join(params)}):\n"
         + "".join(f"    {line}\n" for line in body))
 
 

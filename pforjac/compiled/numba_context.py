@@ -72,6 +72,8 @@ class LoweringContext:
         self.reads: dict[int, int] = {}             # id(value) -> how many reads of it the program has
         self._copies: dict[int, str] = {}
         self._count = 0
+        self.values: dict[str, object] = {}         # name -> the program's variable (array_shape)
+        self.made: dict[str, tuple] = {}            # name of a new C array a nest made -> shape
 
     def emit(self, line: str) -> None:
         for token in _NAME.findall(line):
@@ -79,6 +81,21 @@ class LoweringContext:
             if make is not None:
                 make()
         self.lines.append(cheaper_calls(line))
+
+    def array_shape(self, name: str) -> tuple | None:
+        """The shape of the array `name` where numba types it C-contiguous (a new array, an
+        input, a constant, a result no view or strided value stands for), else None."""
+        if name in self.made:
+            return self.made[name]
+        var = self.values.get(name)
+        if var is None or var.ndim == 0 or id(var) in self.strided or id(var) in self.views \
+                or id(var) in self.inlined:
+            return None
+        return tuple(var.shape)
+
+    def nest(self, shape: tuple) -> LoopNest:
+        """A loop nest over `shape` whose adjacent loops may merge (`array_shape`)."""
+        return LoopNest(tuple(shape), self.fresh, self.array_shape)
 
     def fresh(self) -> str:
         self._count += 1
@@ -250,7 +267,7 @@ class LoweringContext:
 
     def store_at(self, target: str, region: tuple, index_map, var, expr: str, dtype, op: str = "=") -> None:
         """`target[index_map(i)] op value of var at i` for every index i of `region`."""
-        nest = LoopNest(region, self.fresh)
+        nest = self.nest(region)
         value, _ = self.read(nest, var, expr)
         if np.dtype(var.dtype) != np.dtype(dtype):
             value = f"{numba_dtype(dtype)}({value})"
@@ -259,7 +276,8 @@ class LoweringContext:
 
     def loop(self, shape, dtype, element: Callable) -> str:
         """A new array of `shape` whose every element is `element(nest)`'s; its name."""
-        nest, name = LoopNest(shape, self.fresh), self.fresh()
+        nest, name = self.nest(shape), self.fresh()
+        self.made[name] = tuple(shape)
         result, _ = element(nest)
         for line in nest.render(name, dtype, result, self.reused(nest, dtype)):
             self.emit(line)
@@ -291,8 +309,10 @@ class LoweringContext:
         dtype if `convert`). Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
-        nest, name, acc = LoopNest(tuple(x.shape[a] for a in order), self.fresh), self.fresh(), "s_" + self.fresh()
+        nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
         nest.tables = None                  # (an accumulating inner loop: scalar, reading any order)
+        if out.ndim:
+            self.made[name] = tuple(out.shape)
         index = [None] * x.ndim
         for position, a in enumerate(order):
             index[a] = nest.index[position]

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 from .numba_lowering import NotLowered, new_array
+from .numba_merge import merged_loops
 
 __all__ = ["view_maps", "basic_index", "broadcast", "LoopNest", "scalar_equation", "ScalarContext"]
 
@@ -237,10 +238,13 @@ def _depth(text: str) -> int:
 class LoopNest:
     """One loop nest writing an array of `shape`: values are computed at the shallowest
     loop that has every index they read (`value`, `load`), the result is stored in the
-    innermost (`render`). Axes of length 1 get no loop."""
+    innermost (`render`). Axes of length 1 get no loop. Given `arrays` (the shape of a
+    C-contiguous array by name, else None), adjacent loops that every array indexes
+    alike run as one (numba_merge.py)."""
 
-    def __init__(self, shape: tuple, fresh: Callable[[], str]):
-        self.shape, self.fresh = tuple(shape), fresh
+    def __init__(self, shape: tuple, fresh: Callable[[], str],
+                 arrays: Callable[[str], tuple | None] | None = None):
+        self.shape, self.fresh, self.arrays = tuple(shape), fresh, arrays
         self.index = ["0" if d == 1 else f"i_{k}" for k, d in enumerate(self.shape)]
         self.levels: list[list[str]] = [[] for _ in range(len(self.shape) + 1)]
         self.after: list[list[str]] = [[] for _ in range(len(self.shape) + 1)]
@@ -270,18 +274,30 @@ class LoopNest:
     def render_store(self, target: str | None, result: str | None, op: str = "=") -> list[str]:
         """The lines storing `result` at `target` (an element's text; None: no store) for
         every index, and each level's `after` lines once its inner loops are done."""
-        lines, indent, indents = self.before + self.levels[0], "", [""]
+        texts = [*self.levels_text(), *([] if target is None else [f"{target} {op} {result}"])]
+        found = None if self.arrays is None else merged_loops(self, texts, self.arrays)
+        extents, views = {k: d for k, d in enumerate(self.shape) if d != 1}, []
+        if found is not None:
+            extents, texts, views = found
+        text = iter(texts)
+        lines, indent, indents = self.before + views + [next(text) for _ in self.levels[0]], "", [""]
         for k, d in enumerate(self.shape):
-            if d != 1:
-                lines.append(f"{indent}for i_{k} in range({d}):")
+            if k in extents:
+                lines.append(f"{indent}for i_{k} in range({extents[k]}):")
                 indent += "    "
             indents.append(indent)
-            lines += [indent + line for line in self.levels[k + 1]]
+            lines += [indent + next(text) for _ in self.levels[k + 1]]
+        after = [[next(text) for _ in level] for level in self.after]
         if target is not None:
-            lines.append(f"{indent}{target} {op} {result}")
+            lines.append(indent + next(text))
         for k in reversed(range(len(self.shape) + 1)):
-            lines += [indents[k] + line for line in self.after[k]]
+            lines += [indents[k] + line for line in after[k]]
         return lines
+
+    def levels_text(self) -> list[str]:
+        """The statements of every level, then the `after` lines of every level, in order."""
+        return [line for level in self.levels for line in level] + \
+            [line for level in self.after for line in level]
 
 
 def broadcast(index: list, shape: tuple) -> list[str]:

@@ -28,8 +28,9 @@ __all__ = ["outline", "MIN_REPEATS"]
 
 _NAME = re.compile(r"(?<![.\w])(?:v_\w+|t_\d+|s_\w+)\b")
 _TARGETS = re.compile(r"^\s*((?:v_\w+|t_\d+|s_\w+)(?:\s*,\s*(?:v_\w+|t_\d+|s_\w+))*)\s*=(?!=)")
-_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:(?:np|K)\.(?:empty|zeros|large|large_zeros)\(|"
+_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:(?:np|K)\.(?:empty|zeros|large|large_zeros|merged_axes)\(|"
                      r"(?:v_\w+|t_\d+)(?:\.reshape\([\d, ()]*\))?$)|s_\w+ = )")
+_VIEW = re.compile(r"^(?:v_\w+|t_\d+) = K\.merged_axes\(")
 _AFTER = re.compile(r"^(?:v_\w+|t_\d+) = s_\w+$")
 _INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 _LOOP_INDEX = re.compile(r"\bi_\d+\b")
@@ -39,19 +40,21 @@ MIN_REPEATS = 2
 MAX_RUN = 8         # statements in a repeated run made one helper
 MIN_SAVED = 20      # lines a helper of repeated runs must save (a helper is a compile)
 # (helpers are called from the generated code only: no wrappers for calls from Python)
-HELPER_OPTIONS = "cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True"
+HELPER_OPTIONS = "cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model='numpy'"
 
 
-def outline(lines: list[str], params: list[str]) -> tuple[list[str], list[str]]:
+def outline(lines: list[str], params: list[str], calls: list | None = None) -> tuple[list[str], list[str]]:
     """(the helpers' sources, the body with each repeated loop nest, then each repeated run
     of statements, a call of its helper) for the body `lines` of a function taking
-    `params` (its last line the return)."""
-    nest_helpers, lines = _outlined(lines, params, _groups(lines, _statements(lines)))
-    run_helpers, lines = _outlined(lines, params, _runs(lines))
+    `params` (its last line the return). `calls`, if given, receives (helper name,
+    {its name: the body's name}) for every call made, so that the helpers' types can be
+    checked against the body's values."""
+    nest_helpers, lines = _outlined(lines, params, _groups(lines, _statements(lines)), calls)
+    run_helpers, lines = _outlined(lines, params, _runs(lines), calls)
     return nest_helpers + run_helpers, lines
 
 
-def _outlined(lines: list[str], params: list[str], groups: list[tuple[int, int]]):
+def _outlined(lines: list[str], params: list[str], groups: list[tuple[int, int]], calls=None):
     """(helpers, body) with the `groups` of lines (in order, not overlapping) whose
     canonical text occurs `MIN_REPEATS` times or more made calls of one helper."""
     last_use, defined, nests = _last_use(lines), set(params), []
@@ -65,6 +68,8 @@ def _outlined(lines: list[str], params: list[str], groups: list[tuple[int, int]]
         if nest.abstract in varying:
             name, source = nest.helper(varying[nest.abstract])
             helpers.setdefault(name, source)
+            if calls is not None:
+                calls.append((name, {canonical: own for own, canonical in nest.rename.items()}))
             body += lines[position:start] + [nest.call(name, varying[nest.abstract])]
             position = end
     return list(helpers.values()), body + lines[position:]
@@ -78,7 +83,9 @@ def _runs(lines: list[str]) -> list[tuple[int, int]]:
     `MIN_SAVED` lines or more."""
     statements = _statements(lines)[:-1]            # (the return stays)
     names = {t for line in lines for t in _NAME.findall(line)}
-    taken, found, texts = [False] * len(statements), [], {}
+    # (a merged view belongs to the nest after it: a run of views alone is no step's work)
+    taken = [_VIEW.match(lines[start]) is not None for start, _ in statements]
+    found, texts = [], {}
     while True:
         best, best_saved = [], MIN_SAVED - 1
         for length in range(2, min(MAX_RUN, len(statements) // 2) + 1):
@@ -164,7 +171,7 @@ class _Nest:
         made = {t for line in lines for t in _targets(line)}
         self.args = [t for t in order if t in defined]
         self.results = [t for t in order if t in made and t in used_after]
-        rename = {t: f"a_{k}" for k, t in enumerate(self.args)}
+        self.rename = rename = {t: f"a_{k}" for k, t in enumerate(self.args)}
         rename.update((t, f"l_{k}") for k, t in enumerate(t for t in order if t not in rename))
         text = [_NAME.sub(lambda m: rename[m.group(0)], line) for line in lines]
         if self.results:

@@ -1,0 +1,55 @@
+"""Views the numba backend's generated code makes without numba's general machinery.
+
+`merged_axes(a, lo, hi)`: the C-contiguous array `a` with its axes `lo .. hi-1` merged
+into one (a C-order reshape of those axes, its length their product). numba's
+`reshape` checks the new shape against the old at run time, through a C helper and an
+error path, and each call compiles to about as much code as a short loop; this view is
+a handful of instructions. The loop nests of the generated code read and write arrays
+through it where they run over adjacent axes as one loop (numba_merge.py): a loop level
+is a good part of a nest's compile time. Both bounds are literal integers; the shape is
+read from `a` itself, so the view always has `a`'s elements, in `a`'s order.
+"""
+from __future__ import annotations
+
+__all__ = ["merged_axes"]
+
+
+def _make_merged_axes():
+    from numba import types
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic
+    from numba.np.arrayobj import make_array, populate_array
+
+    @intrinsic
+    def merged_axes(typingctx, a, lo, hi):
+        if not (isinstance(a, types.Array) and a.layout == "C" and isinstance(lo, types.IntegerLiteral)
+                and isinstance(hi, types.IntegerLiteral)):
+            return None
+        start, stop = lo.literal_value, hi.literal_value
+        if not 0 <= start < stop <= a.ndim:
+            return None
+        result = a.copy(ndim=a.ndim - (stop - start) + 1, layout="C")
+
+        def codegen(context, builder, signature, args):
+            array = make_array(a)(context, builder, args[0])
+            shape = cgutils.unpack_tuple(builder, array.shape, a.ndim)
+            strides = cgutils.unpack_tuple(builder, array.strides, a.ndim)
+            size = shape[start]
+            for d in shape[start + 1:stop]:
+                size = builder.mul(size, d)
+            out = make_array(result)(context, builder)
+            populate_array(out, data=array.data, shape=shape[:start] + [size] + shape[stop:],
+                           strides=strides[:start] + [strides[stop - 1]] + strides[stop:],
+                           itemsize=array.itemsize, meminfo=array.meminfo, parent=array.parent)
+            return impl_ret_borrowed(context, builder, result, out._getvalue())
+        return result(a, lo, hi), codegen
+    return merged_axes
+
+
+try:
+    import numba  # noqa: F401
+except ImportError:          # numba is optional: only generated code uses these views
+    merged_axes = None
+else:
+    merged_axes = _make_merged_axes()
