@@ -87,3 +87,18 @@ def test_integer_results_in_loops_wrap_as_numpy_before_they_are_read(dtype, op):
     got = pj.function(f, backend="numba")(x)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_helper_called_with_arrays_of_other_ranks_keeps_the_program_on_numba():
+    """Two loop nests of one canonical text, outlined as one helper that numba compiles
+    for each call's types (here a passed-through array of rank 3, then of rank 2): each
+    call's names are checked against the compilation for its own types."""
+    from test_numba_loops import _views_and_loops
+    rng = np.random.default_rng(3)
+    x, y = rng.uniform(0, 1, (4, 6)), rng.uniform(-1, 1, 6)
+    idx = np.array([0, -1, 2, 2, 5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # (no fallback to the numpy backend)
+        got = pj.function(_views_and_loops, backend="numba")(x, y, idx)
+    for g, w in zip(got, pj.function(_views_and_loops, backend="numpy")(x, y, idx)):
+        np.testing.assert_allclose(g, w, rtol=16 * np.finfo(float).eps, atol=1e-15)

@@ -275,18 +275,22 @@ def _check_types(program: Program, dispatcher, signature, path, calls=()) -> Non
         _check_one(typemap.get(name), var, path)
     module = sys.modules[dispatcher.py_func.__module__]
     for helper, names in calls:
-        typemaps = [getattr(c.type_annotation, "typemap", None) or {}
-                    for c in getattr(module, helper).overloads.values()]
-        passed = {own: declared[body] for own, body in names.items()
-                  if own.startswith("a_") and body in declared}
-        mine = [t for t in typemaps if all(_same_type(t[own], var) for own, var in passed.items() if own in t)]
-        if not mine:
+        mine = _compilations(getattr(module, helper), names, typemap)
+        known = {own: declared[body] for own, body in names.items() if body in declared}
+        if not any(all(_same_type(t[own], var) for own, var in known.items() if own in t) for t in mine):
             _forget(path)
-            raise BackendFallback(f"numba types the arguments of {helper} otherwise than the "
+            raise BackendFallback(f"numba types the values of {helper} otherwise than the "
                                   f"program declares them")
-        for own, body in names.items():
-            if body in declared:
-                _check_one(mine[0].get(own), declared[body], path)
+
+
+def _compilations(helper, names: dict, typemap) -> list:
+    """The typemaps of the compilations of `helper` a call (`names`: its name -> the
+    caller's) may have run: those for the types the caller's typemap gives its arguments
+    (a helper is compiled once per types: the same nest over arrays of other ranks)."""
+    passed = [typemap.get(names.get(f"a_{k}")) for k in range(len(names))]
+    passed = passed[:passed.index(None)] if None in passed else passed
+    return [getattr(c.type_annotation, "typemap", None) or {} for c in helper.overloads.values()
+            if tuple(c.signature.args[:len(passed)]) == tuple(passed)]
 
 
 def _check_one(got, var, path) -> None:
