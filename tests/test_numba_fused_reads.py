@@ -132,3 +132,28 @@ def test_a_transposed_matrix_every_row_reads_is_tabled_once(dtype):
     small = (x[:3, :5].copy(), w[:5, :2].copy())                  # (too small for a table to pay)
     _agree(_columns, small, dtype)
     assert "K.empty((1," not in _source(_columns, small)
+
+
+def _shifted_exp(z):
+    shift = pj.stop_gradient(pj.max(z, axis=-1, keepdims=True))     # read broadcast: not inlined
+    return pj.exp(z - shift)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_stop_gradient_read_broadcast_names_its_operand_not_a_copy(dtype):
+    z = np.random.default_rng(3).normal(size=(6, 5)).astype(dtype)
+    z[1, 2], z[2] = np.inf, -np.inf
+    with np.errstate(invalid="ignore"):
+        _agree(_shifted_exp, (z,), dtype)
+    assert [e.prim.name for e in pj.function(_shifted_exp).program(z).equations].count("stop_gradient") == 1
+    source = _source(_shifted_exp, (z,))
+    assert len(re.findall(r"= K\.empty\(", source)) == 2        # (the max, then the exp: no copy)
+    assert re.search(r"^\s*v_\w+ = v_\w+$", source, re.M)
+
+
+def test_a_stop_gradient_the_program_returns_is_a_new_array():
+    x = np.random.default_rng(4).normal(size=(4, 3))
+    f = pj.function(lambda x: (pj.stop_gradient(x), pj.stop_gradient(x * 2.0) + 0.0), backend="numba")
+    out, _ = f(x)
+    np.testing.assert_array_equal(out, x)
+    assert not np.shares_memory(out, x)

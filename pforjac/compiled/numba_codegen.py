@@ -244,9 +244,16 @@ class _Walk:
             ctx.emit(f"{', '.join(self.names[id(v)] for v in eqn.outputs)} = {expr}")
         elif _TRANSPOSED.match(expr) and id(out) not in self.results:
             self._transpose_of(out, *_TRANSPOSED.match(expr).groups())
-        elif not (eqn.prim.elementwise and out.ndim and self._loop(eqn)):
+        elif not (eqn.prim.elementwise and out.ndim and not self._same_array(eqn) and self._loop(eqn)):
             ctx.emit(f"{self.names[id(out)]} = {expr}")
             note(self, eqn, made=eqn.prim.name == "matmul")
+
+    def _same_array(self, eqn) -> bool:
+        """Whether `eqn` (`copy`, `stop_gradient`) names its operand's array for its result
+        instead of a loop copying it: within the program a copy is never written to (only
+        arrays it made itself are, and this one is not), so it need not be new; a result the
+        program returns is copied, so that it never is an array the caller passed in."""
+        return eqn.prim.name in ("copy", "stop_gradient") and id(eqn.outputs[0]) not in self.results
 
     def _inlined(self, out, expr: str) -> str:
         """The text standing for an inlined result in its readers' whole-array expressions:
