@@ -94,17 +94,21 @@ def _clamp(v, low, high):
     return c if c < high else high
 
 
+def _horner(x, c):
+    """c[0] + c[1] x + ... + c[5] x^5 by Horner's rule, one fmuladd a step."""
+    p = _fma(x, c[5], c[4])
+    p = _fma(x, p, c[3])
+    p = _fma(x, p, c[2])
+    p = _fma(x, p, c[1])
+    return _fma(x, p, c[0])
+
+
 def _exp_core(v):
     """exp(v) for v in [-104, 89] (not NaN), within an ulp."""
     t = _fma(v, _LOG2E, _SHIFT)
     k = t - _SHIFT
     r = _fma(k, -_LN2_LO, _fma(k, -_LN2_HI, v))
-    c = _EXP_POLY
-    p = _fma(r, c[5], c[4])
-    p = _fma(r, p, c[3])
-    p = _fma(r, p, c[2])
-    p = _fma(r, p, c[1])
-    p = _fma(r, p, c[0])
+    p = _horner(r, _EXP_POLY)
     return _mul_pow2(_fma(r, _fma(r, p, _ONE), _ONE), t)
 
 
@@ -135,12 +139,7 @@ def _tanh_f32(x):
     big = _ONE - _TWO / (_exp_core(_TWO * _clamp(a, _ZERO, _TANH_BIG)) + _ONE)
     big = big if x >= _ZERO else -big
     z = x * x
-    c = _TANH_POLY
-    q = _fma(z, c[5], c[4])
-    q = _fma(z, q, c[3])
-    q = _fma(z, q, c[2])
-    q = _fma(z, q, c[1])
-    q = _fma(z, q, c[0])
+    q = _horner(z, _TANH_POLY)
     t = _fma(x, z * q, x) if a < _TANH_SMALL else big
     return t if a >= _TANH_TINY else x
 
@@ -244,7 +243,7 @@ def _compile() -> None:
         return
     names.update(_intrinsics())
     inlined = dict(forceinline=True, error_model="numpy", cache=True)
-    for name in ("_clamp", "_exp_core", "_log_core"):
+    for name in ("_clamp", "_horner", "_exp_core", "_log_core"):
         names[name] = numba.njit(**inlined)(names[name])
     for name in FLOAT32_KERNELS:
         scalar = names[f"_{name}_f32"]
