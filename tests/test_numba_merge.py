@@ -68,6 +68,22 @@ def test_only_loops_every_array_indexes_alike_merge():
     assert _nest((4, 5, 6), ["v_a[i_0, i_1, i_2]"], {"v_a": (4, 5, 6)}) is None  # (out strided)
 
 
+def test_outer_loops_merge_only_where_few_arrays_need_a_view():
+    """A view costs a statement's compile: the outer loops of a sum of many arrays stay
+    apart; the innermost pair merges whatever the count (its loop vectorizes longer)."""
+    from pforjac.compiled.numba_merge import MAX_OUTER_VIEWS
+    many = [f"v_a{k}" for k in range(MAX_OUTER_VIEWS)]          # (and v_out: one more)
+    shapes = {name: (4, 5, 6, 3) for name in many + ["v_out"]}
+    loads = [f"{name}[i_0, i_1, i_2, i_3]" for name in many]
+    assert _nest((4, 5, 6, 3), loads, shapes)[0] == {0: 4, 1: 5, 2: 18}     # (the innermost)
+    few = _nest((4, 5, 6, 3), [f"{n}[i_0, i_1, i_2, 0]" for n in many[:MAX_OUTER_VIEWS - 1]] +
+                ["v_b[i_3]"], {**shapes, "v_b": (3,)})
+    assert few[0] == {0: 120, 3: 3}
+    crowded = _nest((4, 5, 6, 3), [f"{n}[i_0, i_1, i_2, 0]" for n in many] + ["v_b[i_3]"],
+                    {**shapes, "v_b": (3,)})
+    assert crowded is None
+
+
 def test_merged_axes_is_a_view_of_the_same_elements():
     import numba
     from pforjac.compiled.numba_backend import kernels

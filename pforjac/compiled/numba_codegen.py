@@ -19,6 +19,7 @@ from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
 from .numba_context import LoweringContext, cheaper_calls
+from .numba_copies import copy_calls
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
 from .numba_loops import LoopNest, view_maps
 from .numba_outline import outline
@@ -401,7 +402,7 @@ def _function_source(program: Program, name: str, lines: list[str], names: dict,
             for k, v in enumerate(program.outputs)]
     params = [names[id(v)] for v in list(program.inputs) + list(program.consts)
               if id(v) not in baked]
-    body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
+    body = copy_calls(lines) + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
     helpers, body = outline(body, params, calls)
     # (numba's cfunc wrapper stays, though nothing calls it: without it, a process that
     # had compiled programs with cold caches later computed NaN in a scipy solve whose

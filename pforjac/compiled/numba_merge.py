@@ -10,7 +10,10 @@ as that loop, nothing else names them, and no statement sits between the two loo
 the array is then read through `K.merged_axes(x, p, p + 2)` (numba_views.py), a view
 with those two axes as one, at the flat position `i_k`, which visits the same elements
 in the same order. A broadcast operand (`b[i_m]` only), an offset (`x[1 + i_m]`), a
-transposed read (`x[i_m, i_k]`) or an index array keeps its loops apart.
+transposed read (`x[i_m, i_k]`) or an index array keeps its loops apart. A view is a
+statement numba compiles too (10-15 ms, half a loop level), so outer loops (not the
+innermost, whose merging lengthens the loop LLVM vectorizes) merge only where at most
+`MAX_OUTER_VIEWS` arrays need a view for it: a sum of fifteen arrays stays a loop deeper.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from typing import Callable
 
 __all__ = ["merged_loops"]
 
+MAX_OUTER_VIEWS = 4
 _ACCESS = re.compile(r"(?<![\w.])((?:v_\w+|t_\d+|C_\d+))\[([^\[\]]*)\]")
 
 
@@ -35,7 +39,8 @@ def merged_loops(nest, texts: list[str], shape_of: Callable[[str], tuple | None]
     while at < len(axes) - 1:
         k, m = axes[at], axes[at + 1]
         if m != last.get(k, k) + 1 or nest.levels[m] or nest.after[m] \
-                or not _mergeable(texts, k, m, extents[m], views.shape):
+                or not _mergeable(texts, k, m, extents[m], views.shape) \
+                or (at + 2 < len(axes) and _viewed(texts, k) > MAX_OUTER_VIEWS):
             at += 1
             continue
         texts = [_ACCESS.sub(lambda found: views.merge(found, k, m), text) for text in texts]
@@ -44,6 +49,12 @@ def merged_loops(nest, texts: list[str], shape_of: Callable[[str], tuple | None]
         axes.pop(at + 1)
         merged = True
     return (extents, texts, views.lines(texts)) if merged else None
+
+
+def _viewed(texts: list[str], k: int) -> int:
+    """How many arrays `texts` index with `i_k` (each needs a view to merge its loop)."""
+    return len({found.group(1) for text in texts for found in _ACCESS.finditer(text)
+                if f"i_{k}" in found.group(2).split(", ")})
 
 
 def _mergeable(texts: list[str], k: int, m: int, extent: int, shape) -> bool:
