@@ -74,3 +74,21 @@ def test_a_transposed_operand_is_a_kernel_copy_and_computes_the_same(monkeypatch
     assert "K.permute_into" not in numba_codegen.numba_source(nest.program(x, w))
     assert np.array_equal(got.view(np.int64), nest(x, w).view(np.int64))
     np.testing.assert_allclose(got, pj.function(_transposed_layer)(x, w), rtol=1e-13)
+
+
+def _two_gathers(x, y):
+    from pforjac.ops.indexing import gather
+    idx = np.array([2, 0, 1, 2])
+    return pj.tanh(gather(x, idx, 0)) * gather(y, idx, 0)
+
+
+def test_gathers_by_one_constant_index_array_share_its_positions():
+    """A statement fewer to compile: the positions of a constant (or input) index array
+    are made once; a computed one's at every gather."""
+    pytest.importorskip("numba")
+    from pforjac.compiled.numba_codegen import numba_source
+    x, y = np.arange(12.0).reshape(3, 4), np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    f = pj.function(_two_gathers, backend="numba")
+    assert numba_source(f.program(x, y)).count("K.positions(") == 1
+    want = np.tanh(x[[2, 0, 1, 2]]) * y[[2, 0, 1, 2]]
+    np.testing.assert_allclose(f(x, y), want, rtol=1e-15)

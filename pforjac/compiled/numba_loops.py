@@ -63,10 +63,26 @@ def _gather_map(eqn, ctx, args) -> list[IndexMap] | None:
     x, idx = eqn.inputs
     if x.ndim == 0 or idx.ndim == 0 or idx.dtype.kind not in "iu":
         return None
-    axis, at = eqn.params["axis"] % x.ndim, ctx.fresh()
+    axis = eqn.params["axis"] % x.ndim
     flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
-    ctx.emit(f"{at} = K.positions({flat}, {int(x.shape[axis])})")
+    call = f"K.positions({flat}, {int(x.shape[axis])})"
+    known = ctx.__dict__.setdefault("positions", {})
+    at = known.get(call) if _unchanging(ctx, args[1]) else None
+    if at is None:
+        at = ctx.fresh()
+        ctx.emit(f"{at} = {call}")
+        known[call] = at
     return [lambda index: positioned(index, axis, tuple(idx.shape), at)]
+
+
+def _unchanging(ctx, name: str) -> bool:
+    """Whether the array `name` is an input or a constant (no statement assigns it: its
+    values are those of the first read), whose positions a second gather reads again
+    instead of computing them (a statement fewer to compile)."""
+    if re.fullmatch(r"\w+", name) is None or name in ctx.pending:
+        return False
+    assigned = re.compile(rf"^(?:\w+, )*{name}(?:, \w+)* = ")
+    return not any(assigned.match(line) for line in ctx.lines)
 
 
 def _placed(key, shape: tuple, part: tuple) -> IndexMap | None:
