@@ -37,7 +37,8 @@ def test_a_nest_computing_or_storing_more_stays():
     computing.insert(4, "        s_t_1 = np.exp(s_t_1)")
     one_row = ["for i_0 in range(3):", "    s_t_2 = v_a[i_0, i_1]", "    t_2[i_0, 0] = s_t_2"]
     longer = _copy_nest("t_3", "v_a", (2, 3), "i_1, i_0") + ["    t_3[i_0, 0] = 0.0"]
-    for lines in (computing, one_row, longer):
+    into_an_input = _copy_nest("v_b", "v_a", (2, 3), "i_1, i_0")[1:]     # (no new array)
+    for lines in (computing, one_row, longer, into_an_input):
         assert copy_calls(lines + ["return 0"]) == lines + ["return 0"]
 
 

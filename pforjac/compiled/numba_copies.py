@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 
-
 __all__ = ["copy_calls"]
 
 _LOOP = re.compile(r"^for (i_\d+) in range\((\d+)\):$")
@@ -38,6 +37,28 @@ def copy_calls(lines: list[str]) -> list[str]:
         call, k = found
         out.append(call)
     return out
+
+
+_MADE = re.compile(r"^(\w+) = (?:K\.merged_axes\((\w+), \d+, \d+\)|(.*\bK\.empty\(.*))$")
+
+
+def _fresh(before: list[str], target: str, source: str) -> bool:
+    """Whether `target` is a new array (or a merged view of one) made by `before`, and
+    `source` another array: the copy then reads nothing it writes."""
+    target_base, new = _base(before, target)
+    return new and target_base != _base(before, source)[0]
+
+
+def _base(before: list[str], name: str) -> tuple[str, bool]:
+    """(the array `name` views through merged axes, or itself; whether `before` made it
+    new, by `K.empty`)."""
+    for line in reversed(before):
+        found = _MADE.match(line)
+        if found is not None and found.group(1) == name:
+            if found.group(2) is None:
+                return name, True
+            name = found.group(2)
+    return name, False
 
 
 def _permuted_copy(lines: list[str], start: int):
@@ -63,7 +84,7 @@ def _permuted_copy(lines: list[str], start: int):
     order = [name for name, _ in loops]
     read_at, store_at = read.group(3).split(", "), store.group(2).split(", ")
     if store_at != order or sorted(read_at) != sorted(order) or store.group(3) != read.group(1) \
-            or store.group(1) == read.group(2):
+            or not _fresh(lines[:start], store.group(1), read.group(2)):
         return None
     axes = tuple(read_at.index(name) for name in order)       # (the operand's axis each loop reads)
     shape = tuple(int(size) for _, size in loops)
