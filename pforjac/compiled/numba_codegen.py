@@ -287,8 +287,6 @@ class _Walk:
             self.ctx.made[name] = small
         parallel = self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
             and any(d != 1 for d in nest.shape)
-        if parallel:            # (numba's parallel loops over merged views compute wrong values)
-            nest.arrays = None
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
