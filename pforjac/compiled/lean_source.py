@@ -103,7 +103,12 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
     after = "".join(f", {src.name('A', t)}" for t in tail)   # (no tuple unpacked a call)
-    src.lines.append(f"    o = code({inputs}{after})")
+    if full is None:
+        src.lines.append(f"    o = code({inputs}{after})")
+    else:        # (an index out of bounds: the Function's own call names the op and index)
+        src.lines += ["    try:", f"        o = code({inputs}{after})",
+                      "    except IndexError:", "        o = None",
+                      "    if o is None:", "        return full(*args)"]
     if guards:
         src.lines.append(f"    if not ({' and '.join(f'o[{k}]' for k in guards)}):")
         src.lines.append(f"        o = dense({inputs})")
