@@ -4,13 +4,13 @@ A transposed operand made C-contiguous for a product, or a transposed result, is
 nest of its own in the generated function (`t[i_0, i_1, i_2] = x[i_1, i_0, i_2]`), and
 numba pays for every nest it compiles: typing, lowering, LLVM's loop passes and machine
 code, 0.1-0.2 s for a four-level one (attention's gradient has five). `copy_calls`
-replaces each such nest, a loop over every index of its target whose one statement
-stores an element of one array read at a permutation of the loop indices, with a call
-of `K.permute_into<rank>` (numba_copy_kernels.py): the same copy, in the same order (the target's elements in C
-order, each read where the nest read it), by a kernel numba compiles once per machine
-and types (cached on disk, as `K.dot` is). Its loops read through a view of the
-operand whose strides are in the nest's order, so LLVM vectorizes a copy whose innermost
-axis stays innermost as it vectorized the nest.
+replaces each such nest (a loop over every index of a new array whose one statement
+stores an element of another array, read at a permutation of the loop indices) with a
+call of `K.permute_into<rank>` (numba_copy_kernels.py): the same copy in the same order
+(the target's elements in C order, each read where the nest read it), by a kernel numba
+compiles once per machine and types (cached on disk, as `K.dot` is). Its loops read
+through a view of the operand whose strides are in the nest's order, so LLVM vectorizes
+a copy whose innermost axis stays innermost as it vectorized the nest.
 """
 from __future__ import annotations
 
@@ -75,7 +75,8 @@ def _permuted_copy(lines: list[str], start: int):
         return None
     indent = " " * (4 * len(loops))
     body = lines[k:k + 2]
-    read, store = _READ.match(body[0].removeprefix(indent)), _STORE.match(body[1].removeprefix(indent))
+    read = _READ.match(body[0].removeprefix(indent))
+    store = _STORE.match(body[1].removeprefix(indent))
     if not (body[0].startswith(indent) and body[1].startswith(indent) and read and store):
         return None
     after = lines[k + 2] if k + 2 < len(lines) else ""
