@@ -110,13 +110,17 @@ def _from_index(program: Program, name: str) -> Callable | None:
         signature = _signature(program, baked)
     except BackendFallback:
         return None
-    dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+    try:           # (a damaged or vanished file: the usual way, which writes it again)
+        dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+        stacks = "_stack(" in (directory / f"pj_{entry[0]}.py").read_text()
+    except Exception:
+        return None
     with _lock:
         if signature not in dispatcher.overloads and not numba_index.load_cached(dispatcher, signature):
             return None
         dispatcher.disable_compile()
     run = _runner(dispatcher, program, name, baked, entry[1])
-    if "_stack(" in (directory / f"pj_{entry[0]}.py").read_text():    # (as _native_whole)
+    if stacks:                                                          # (as _native_whole)
         run.direct = None
     return run
 
@@ -179,10 +183,8 @@ def _native_whole(program: Program, name: str) -> Callable:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
             if not numba_index.load_cached(dispatcher, signature):
                 kernels().merged_axes    # (the kernels made before typing reads one: numba
-                try:                     # types an intrinsic of a module loading then as unknown)
-                    dispatcher.compile(signature)
-                except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
-                    raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+                _compile(dispatcher, signature, path)   # types an intrinsic of a module
+                # loading then as unknown)
                 _check_types(program, dispatcher, signature, path, calls)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
     parallel = parallel_helpers(source) > 0
@@ -192,6 +194,21 @@ def _native_whole(program: Program, name: str) -> Callable:
     if "_stack(" in source:     # (LAPACK kernels may refuse NaN: calls go through `run`, which
         run.direct = None       # runs the numpy code then, not straight to the dispatcher)
     return run
+
+
+def _compile(dispatcher, signature, path: pathlib.Path) -> None:
+    """numba's compilation of `signature` (numba first tries its disk cache: a damaged
+    cache file is removed and the compilation run once more, without it), else
+    `BackendFallback` with numba's error (numpy runs)."""
+    for attempt in (0, 1):
+        try:
+            dispatcher.compile(signature)
+            return
+        except Exception as e:   # numba's typing and lowering errors (and LLVM's, a cache's)
+            cached = list(path.parent.glob(f"__pycache__/{path.stem}.*"))
+            if attempt or not cached:
+                raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+            _forget(path, source=False)
 
 
 def _parallel_min_size() -> int | None:
@@ -239,12 +256,17 @@ def _load(source: str, signature):
     directory = cache_dir()
     path = directory / f"pj_{digest}.py"
     with _lock:
-        if not path.exists():
-            directory.mkdir(parents=True, exist_ok=True)
-            temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-            temporary.write_text(text)
-            os.replace(temporary, path)          # another process may write the same bytes
-    return _module(digest, path).program, path
+        try:
+            if not path.exists() or path.read_text() != text:     # (none, or a damaged one)
+                directory.mkdir(parents=True, exist_ok=True)
+                temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+                temporary.write_text(text)
+                os.replace(temporary, path)      # another process may write the same bytes
+        except OSError as e:
+            raise BackendFallback(f"its code cannot be written to the cache directory {directory} "
+                                  f"({type(e).__name__}: {e}); set PFORJAC_CACHE_DIR to a writable "
+                                  f"directory") from None
+        return _module(digest, path).program, path
 
 
 def _module(digest: str, path: pathlib.Path):
@@ -256,6 +278,8 @@ def _module(digest: str, path: pathlib.Path):
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
+            if not hasattr(module, "program"):     # (a file cut short: kept out of sys.modules)
+                raise ImportError(f"{path} defines no program")
             sys.modules[module_name] = module
     return module
 
@@ -317,9 +341,9 @@ def _same_type(numba_type_, var) -> bool:
     return np.dtype(str(numba_type_)) == var.dtype
 
 
-def _forget(path: pathlib.Path) -> None:
-    """Removes a program's source and its cached machine code."""
-    for p in [path, *path.parent.glob(f"__pycache__/{path.stem}.*")]:
+def _forget(path: pathlib.Path, source: bool = True) -> None:
+    """Removes a program's cached machine code, and its source unless `source` is False."""
+    for p in [path] * source + list(path.parent.glob(f"__pycache__/{path.stem}.*")):
         try:
             p.unlink()
         except OSError:

@@ -18,20 +18,33 @@ import functools
 import hashlib
 import os
 import pathlib
+import threading
 
 import numpy as np
 
 from ..program import Program
 
-__all__ = ["program_key", "lookup", "record", "load_cached"]
+__all__ = ["program_key", "lookup", "record", "load_cached", "code_files"]
+
+
+def code_files() -> list[pathlib.Path]:
+    """The modules the generated source depends on: the backend's own (`numba_*.py`: rules,
+    kernels, code generation) and the other pforjac modules they import (`_OTHERS`)."""
+    here = pathlib.Path(__file__).parent
+    return sorted(here.glob("numba_*.py")) + [here.parent / name for name in _OTHERS]
+
+
+_OTHERS = ("compiled/codegen.py", "ops/_einsum_plan.py", "ops/convolution.py")
+
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """The backend's own modules (`numba_*.py`: rules, kernels, code generation) and the
-    versions: a change of any makes new keys."""
+    """`code_files()` and the versions (numba's, numpy's, pforjac's): a change of any
+    makes new keys, so an upgraded pforjac never loads code an older one generated."""
     import numba
-    h = hashlib.sha256(f"{numba.__version__} {np.__version__}".encode())
-    for path in sorted(pathlib.Path(__file__).parent.glob("numba_*.py")):
+    from .. import __version__
+    h = hashlib.sha256(f"{numba.__version__} {np.__version__} {__version__}".encode())
+    for path in code_files():
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -72,11 +85,16 @@ def lookup(directory: pathlib.Path, key: str) -> tuple[str, bool] | None:
 
 
 def record(directory: pathlib.Path, key: str, digest: str, parallel: bool) -> None:
+    """Records `key`'s digest, where the directory can be written (the index is a shortcut:
+    without it, a process generates the source and finds numba's cache that way)."""
     index = directory / "index"
-    index.mkdir(parents=True, exist_ok=True)
-    temporary = index / f".{key}.{os.getpid()}.tmp"
-    temporary.write_text(f"{digest} {'parallel' if parallel else 'serial'}\n")
-    os.replace(temporary, index / key)
+    temporary = index / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        index.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(f"{digest} {'parallel' if parallel else 'serial'}\n")
+        os.replace(temporary, index / key)
+    except OSError:
+        pass
 
 
 def load_cached(dispatcher, signature) -> bool:

