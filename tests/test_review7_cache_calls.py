@@ -169,3 +169,19 @@ def test_constants_that_look_alike_never_share_cached_code(cache, first, second)
         np.testing.assert_array_equal(out, want)
         assert out.dtype == want.dtype and (np.signbit(out) == np.signbit(want)).all()
         _fresh_process_view()
+
+
+def test_two_primitives_of_one_name_and_two_ufuncs_never_share_cached_code(cache):
+    # two processes (or an override) may give one op name two forwards: the elementwise
+    # family lowers each as its ufunc, so the index key names the ufunc
+    from pforjac import core
+    from pforjac.extend import same_shape
+    from pforjac.testing import isolated_registries
+    x = np.array([0.5, 1.0])
+    with isolated_registries():
+        for ufunc in (np.sin, np.cos, np.sin):
+            prim = core.new_primitive("review7_act", ufunc, same_shape, override=True,
+                                      elementwise=True)
+            f, out = _numba_run(lambda x: core.bind(prim, x) * 2.0, x)
+            np.testing.assert_array_equal(out, ufunc(x) * 2.0)
+            assert _backend(f) == "numba"

@@ -61,6 +61,14 @@ def _text(value) -> str:
     return repr(value)
 
 
+def _ufunc(prim) -> str:
+    """The ufunc an op's forward is (the elementwise family's rule lowers it as that
+    ufunc: two primitives of one name, in two processes, may be two ufuncs), else ''."""
+    from .. import core
+    impl = core.impl_rules.get(prim)
+    return f"[{impl.__name__}]" if isinstance(impl, np.ufunc) else ""
+
+
 def program_key(program: Program, baked: dict, parallel_min_size) -> str:
     """A digest of everything the generated source of `program` depends on."""
     def aval(v) -> str:
@@ -69,8 +77,8 @@ def program_key(program: Program, baked: dict, parallel_min_size) -> str:
     lines += ["in " + aval(v) for v in program.inputs]
     lines += [f"const {aval(c)} " + (_text(np.asarray(baked[id(c)])) if id(c) in baked else "passed")
               for c in program.consts]
-    lines += [f"{' '.join(aval(v) for v in e.outputs)} = {e.prim.name} {_text(e.params)} "
-              f"{' '.join(v.name for v in e.inputs)}" for e in program.equations]
+    lines += [f"{' '.join(aval(v) for v in e.outputs)} = {e.prim.name}{_ufunc(e.prim)} "
+              f"{_text(e.params)} {' '.join(v.name for v in e.inputs)}" for e in program.equations]
     lines.append("out " + " ".join(v.name for v in program.outputs))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
 
