@@ -185,3 +185,38 @@ def test_two_primitives_of_one_name_and_two_ufuncs_never_share_cached_code(cache
             f, out = _numba_run(lambda x: core.bind(prim, x) * 2.0, x)
             np.testing.assert_array_equal(out, ufunc(x) * 2.0)
             assert _backend(f) == "numba"
+
+
+_THREADS_ON_WORKQUEUE = """
+import threading, warnings
+import numpy as np, pforjac as pj
+warnings.simplefilter("error")
+pj.config.parallel_min_size = 1000
+f = pj.function(lambda x: pj.numpy.tanh(x) * 2.0 + x, backend="numba")
+x = np.linspace(-1.0, 1.0, 20000)
+want = np.tanh(x) * 2.0 + x
+assert np.allclose(f(x), want, rtol=1e-15, atol=1e-15)
+assert next(iter(f._cache.values())).code.parallel
+bad = []
+def work():
+    for _ in range(40):
+        if not np.allclose(f(x), want, rtol=1e-15, atol=1e-15):
+            bad.append(1)
+threads = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+import numba
+print(numba.threading_layer(), len(bad))
+"""
+
+
+def test_parallel_code_called_from_threads_on_numbas_workqueue_layer(tmp_path):
+    # the workqueue layer (no TBB, no OpenMP) ends the process at a concurrent launch
+    import os
+    import subprocess
+    env = dict(os.environ, PFORJAC_CACHE_DIR=str(tmp_path), NUMBA_THREADING_LAYER="workqueue",
+               NUMBA_NUM_THREADS="2", PYTHONPATH=str(pathlib.Path(pj.__file__).parent.parent))
+    run = subprocess.run([sys.executable, "-c", _THREADS_ON_WORKQUEUE], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-600:]
+    assert run.stdout.split() == ["workqueue", "0"]

@@ -367,10 +367,8 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
                 args[k] = a[()]
             elif not a.flags.c_contiguous:
                 args[k] = np.ascontiguousarray(a)
-        if parallel:
-            _use_threads()
         try:
-            outs = dispatcher(*args)
+            outs = _launch(dispatcher, args) if parallel else dispatcher(*args)
         except NonFiniteMatrix:     # numba's LAPACK bindings refuse NaN and inf: numpy's take them
             if run.fallback is None:
                 run.fallback = run.make_fallback()
@@ -389,6 +387,30 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
     # (the dispatcher itself, for the lean path; not where the runner sets the threads)
     run.direct = None if parallel else lambda consts: _direct(dispatcher, program, passed, consts)
     return run
+
+
+def _launch(dispatcher, args: list):
+    """Code with parallel loops, called with numba's thread count set. numba's workqueue
+    threading layer (where neither TBB nor OpenMP is installed) ends the process when two
+    threads launch parallel loops at once: calls take turns until numba has chosen a
+    layer, and go on taking turns if it chose that one."""
+    global _shared_layer
+    _use_threads()
+    if _shared_layer:
+        return dispatcher(*args)
+    with _layer_lock:
+        outs = dispatcher(*args)
+        if _shared_layer is None:
+            import numba
+            try:
+                _shared_layer = numba.threading_layer() != "workqueue"
+            except ValueError:          # (no layer chosen yet)
+                pass
+    return outs
+
+
+_layer_lock = threading.Lock()
+_shared_layer: bool | None = None      # whether threads may launch parallel loops at once
 
 
 def _direct(dispatcher, program: Program, passed: list, consts) -> tuple[Callable, bool]:
