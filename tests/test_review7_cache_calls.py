@@ -220,3 +220,21 @@ def test_parallel_code_called_from_threads_on_numbas_workqueue_layer(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-600:]
     assert run.stdout.split() == ["workqueue", "0"]
+
+
+def _nan(bits: int, dtype) -> np.ndarray:
+    unsigned = np.uint64 if np.dtype(dtype).itemsize == 8 else np.uint32
+    return np.array(bits, unsigned).view(dtype)
+
+
+@pytest.mark.parametrize("c", [_nan(0xfff8000000000000, np.float64),
+                               _nan(0x7ff8000000000123, np.float64),
+                               _nan(0xffc00000, np.float32)], ids=["-nan", "payload", "-nan32"])
+def test_a_nan_constant_keeps_its_sign_and_payload_as_on_numpy(cache, c):
+    x = np.array([1.0, 2.0], c.dtype)
+    want = x + c                    # (numpy carries the NaN operand's bits into the result)
+    for backend in ("numpy", "numba"):
+        f = pj.function(lambda x: x + c, backend=backend)
+        for _ in range(2):          # (the general path, then the lean one)
+            out = f(x)
+            assert out.dtype == want.dtype and out.tobytes() == want.tobytes(), backend

@@ -84,10 +84,18 @@ MAX_SEGMENTS = 6    # numba segments of one program, each a compile of its own; 
 
 
 def _baked_consts(program: Program) -> dict:
-    """{id(const): value} of the constants written into the source (small, not Variables)."""
+    """{id(const): value} of the constants written into the source (small, not Variables;
+    a number is written as its literal, which for NaN is numpy's own: a NaN of another
+    sign or payload, which numpy's arithmetic carries into its results, is passed)."""
     from ..tensor import Variable
     return {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
-            if not isinstance(value, Variable) and bakeable(value.numpy())}
+            if not isinstance(value, Variable) and bakeable(value.numpy())
+            and not _other_nan(value.numpy())}
+
+
+def _other_nan(value: np.ndarray) -> bool:
+    return value.ndim == 0 and value.dtype.kind == "f" and bool(np.isnan(value)) and \
+        value.tobytes() != np.array(np.nan, value.dtype).tobytes()
 
 
 def _signature(program: Program, baked: dict) -> tuple:
