@@ -238,3 +238,53 @@ def test_a_nan_constant_keeps_its_sign_and_payload_as_on_numpy(cache, c):
         for _ in range(2):          # (the general path, then the lean one)
             out = f(x)
             assert out.dtype == want.dtype and out.tobytes() == want.tobytes(), backend
+
+
+def _body(x, y):
+    return pj.numpy.sum(pj.numpy.tanh(x) * y, axis=-1) * 2.0
+
+
+def _eager(x, y):
+    return np.asarray(_body(x, y))
+
+
+@pytest.mark.filterwarnings("ignore:.*numba has no type for an input")    # ('>f8': numpy runs)
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_arguments_of_one_lean_key_that_differ_get_the_general_paths_results(backend, cache):
+    f = pj.function(_body, backend=backend)
+    x, y = np.linspace(-1.0, 1.0, 6).reshape(2, 3), np.linspace(0.5, 2.0, 6).reshape(2, 3)
+    read_only = x.copy()
+    read_only.setflags(write=False)
+    for args in [(x, y), (x.astype(">f8"), y), (read_only, y), (x, x), (np.asfortranarray(x), y),
+                 (x[:, ::-1], y), (np.ma.masked_array(x), y), (x.astype(np.float32), y),
+                 (x, y)]:
+        for call in (f, f.specialize(x, y)):
+            for _ in range(2):                  # (the general path, then the lean one)
+                got = call(*args)
+                assert type(got) is np.ndarray and not got.flags.writeable
+                np.testing.assert_allclose(got, _eager(*args), rtol=1e-14, atol=1e-14)
+    assert not np.shares_memory(f(x, y), x)
+
+
+def test_threads_calling_one_function_with_different_shapes(cache):
+    f, g = pj.function(_body), pj.function(_body, backend="numba")
+    bad = []
+
+    def work(t):
+        rng = np.random.default_rng(t)
+        for i in range(200):
+            rows = 1 + (i + t) % 2
+            x, y = rng.standard_normal((rows, 3)), rng.standard_normal((rows, 3))
+            want = _eager(x, y)
+            for h in (f, g):
+                try:
+                    if not np.allclose(h(x, y), want, rtol=1e-14, atol=1e-14):
+                        bad.append((t, i))
+                except Exception as e:
+                    bad.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert bad == []
