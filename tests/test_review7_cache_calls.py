@@ -288,3 +288,14 @@ def test_threads_calling_one_function_with_different_shapes(cache):
     for t in threads:
         t.join()
     assert bad == []
+
+
+def test_code_that_failed_the_type_check_is_not_found_ready_by_the_next_function(cache, monkeypatch):
+    # (numba typing every value otherwise than the Program declares, simulated)
+    monkeypatch.setattr(numba_backend, "_same_type", lambda numba_type, var: False)
+    x = np.array([1.0, 2.0])
+    for _ in range(2):
+        f = pj.function(lambda x: x * 3.0 - 2.0, backend="numba")
+        with pytest.warns(RuntimeWarning, match="numba types"):
+            np.testing.assert_array_equal(f(x), x * 3.0 - 2.0)
+        assert _backend(f) == "numpy"

@@ -350,12 +350,18 @@ def _same_type(numba_type_, var) -> bool:
 
 
 def _forget(path: pathlib.Path, source: bool = True) -> None:
-    """Removes a program's cached machine code, and its source unless `source` is False."""
+    """Removes a program's cached machine code, and its source unless `source` is False;
+    with its source, the module this process imported from it, whose dispatcher holds the
+    code (code that failed a check: the next function of that program compiles and checks
+    it again, instead of finding it ready)."""
     for p in [path] * source + list(path.parent.glob(f"__pycache__/{path.stem}.*")):
         try:
             p.unlink()
         except OSError:
             pass
+    if source:
+        with _lock:
+            sys.modules.pop(f"pforjac_numba_{path.stem[len('pj_'):]}", None)
 
 
 def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool) -> Callable:
