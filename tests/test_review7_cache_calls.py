@@ -299,3 +299,15 @@ def test_code_that_failed_the_type_check_is_not_found_ready_by_the_next_function
         with pytest.warns(RuntimeWarning, match="numba types"):
             np.testing.assert_array_equal(f(x), x * 3.0 - 2.0)
         assert _backend(f) == "numpy"
+
+
+def test_the_cache_directory_deleted_while_the_process_runs(cache):
+    import shutil
+    x = np.array([1.0, 2.0, 4.0])
+    _numba_run(_scaled, x)
+    shutil.rmtree(cache)
+    for fn in (_scaled, lambda x: x * _C - 3.0):      # the same program, and a new one
+        f, out = _numba_run(fn, x)
+        np.testing.assert_array_equal(out, fn(x))
+        assert _backend(f) == "numba"
+    assert len(list(cache.glob("pj_*.py"))) == 2
