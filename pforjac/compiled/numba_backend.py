@@ -33,6 +33,7 @@ from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, 
                             parallel_helpers, variable_names)
 from .numba_lowering import NonFiniteMatrix, NotLowered
 from .numba_segments import segmented_runner, split_program
+from .numba_threads import launch as _launch
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "started",
            "kernels"]
@@ -226,19 +227,6 @@ def _parallel_min_size() -> int | None:
     return None if threads == 1 else config.parallel_min_size
 
 
-def _use_threads() -> None:
-    """numba's thread count for this thread's parallel loops: `config.num_threads`."""
-    import numba
-    wanted = config.num_threads or numba.config.NUMBA_NUM_THREADS
-    if numba.get_num_threads() != wanted:
-        try:
-            numba.set_num_threads(wanted)
-        except ValueError:
-            raise ValueError(f"pforjac.config.num_threads is {wanted}, more than the "
-                             f"{numba.config.NUMBA_NUM_THREADS} threads numba started with "
-                             f"(NUMBA_NUM_THREADS); set it at most that") from None
-
-
 def _cause(e: Exception) -> str:
     """numba's error in a line or two: its type, what failed, and the generated line."""
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
@@ -401,30 +389,6 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
     # (the dispatcher itself, for the lean path; not where the runner sets the threads)
     run.direct = None if parallel else lambda consts: _direct(dispatcher, program, passed, consts)
     return run
-
-
-def _launch(dispatcher, args: list):
-    """Code with parallel loops, called with numba's thread count set. numba's workqueue
-    threading layer (where neither TBB nor OpenMP is installed) ends the process when two
-    threads launch parallel loops at once: calls take turns until numba has chosen a
-    layer, and go on taking turns if it chose that one."""
-    global _shared_layer
-    _use_threads()
-    if _shared_layer:
-        return dispatcher(*args)
-    with _layer_lock:
-        outs = dispatcher(*args)
-        if _shared_layer is None:
-            import numba
-            try:
-                _shared_layer = numba.threading_layer() != "workqueue"
-            except ValueError:          # (no layer chosen yet)
-                pass
-    return outs
-
-
-_layer_lock = threading.Lock()
-_shared_layer: bool | None = None      # whether threads may launch parallel loops at once
 
 
 def _direct(dispatcher, program: Program, passed: list, consts) -> tuple[Callable, bool]:
