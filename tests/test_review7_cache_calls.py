@@ -311,3 +311,15 @@ def test_the_cache_directory_deleted_while_the_process_runs(cache):
         np.testing.assert_array_equal(out, fn(x))
         assert _backend(f) == "numba"
     assert len(list(cache.glob("pj_*.py"))) == 2
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_a_nan_argument_keeps_its_sign_and_payload_through_traces_and_lean_entries(backend, cache):
+    x = np.array([1.0, 2.0])
+    nans = [float(_nan(b, np.float64)) for b in (0x7ff8000000000000, 0xfff8000000000000,
+                                                0x7ff8000000000123, 0x7ff8000000000000)]
+    f = pj.function(lambda x, s: x + s, backend=backend)
+    for s in nans + nans:
+        want = x + s
+        assert f(x, s).tobytes() == want.tobytes()
+    assert f.trace_count == 3
