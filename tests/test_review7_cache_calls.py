@@ -323,3 +323,14 @@ def test_a_nan_argument_keeps_its_sign_and_payload_through_traces_and_lean_entri
         want = x + s
         assert f(x, s).tobytes() == want.tobytes()
     assert f.trace_count == 3
+
+
+def test_a_changed_source_file_in_the_cache_is_never_run(cache):
+    x = np.array([1.0, 2.0, 4.0])
+    _numba_run(_scaled, x)
+    source, = cache.glob("pj_*.py")
+    source.write_text(source.read_text().replace("0.25", "7.5"))     # valid, and wrong
+    _fresh_process_view()
+    f, out = _numba_run(_scaled, x)
+    np.testing.assert_array_equal(out, _scaled(x))
+    assert _backend(f) == "numba" and "7.5" not in source.read_text()

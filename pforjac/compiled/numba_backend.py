@@ -258,6 +258,7 @@ def _load(source: str, signature):
                 temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
                 temporary.write_text(text)
                 os.replace(temporary, path)      # another process may write the same bytes
+                sys.modules.pop(f"pforjac_numba_{digest}", None)   # (imported from the old)
         except OSError as e:
             raise BackendFallback(f"its code cannot be written to the cache directory {directory} "
                                   f"({type(e).__name__}: {e}); set PFORJAC_CACHE_DIR to a writable "
