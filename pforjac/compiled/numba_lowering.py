@@ -126,7 +126,7 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     if unknown:
         raise NotLowered(f"parameters {sorted(unknown)}")
     ufunc = _numba_ufunc(eqn.prim)
-    common = np.result_type(*[v.dtype for v in eqn.inputs])
+    common = _loop_dtype(ufunc, eqn.inputs)
     operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
         if len(eqn.inputs) > 1 else list(args)
     operator = _OPERATORS.get(ufunc.__name__)
@@ -134,6 +134,18 @@ def _lower_ufunc(ctx, eqn, args) -> str:
             and all(v.ndim == 0 for v in eqn.inputs):
         return f"({operator.join(operands)})" if len(operands) == 2 else f"(-{operands[0]})"
     return f"np.{ufunc.__name__}({', '.join(operands)})"
+
+
+def _loop_dtype(ufunc, inputs):
+    """The dtype numpy computes `ufunc` of `inputs` in: its loop's, where that takes one
+    dtype (int8 / int8 runs numpy's float64 loop, where numba picks float32's), else the
+    operands' result type."""
+    dtypes = [np.dtype(v.dtype) for v in inputs]
+    try:
+        loop = ufunc.resolve_dtypes((*dtypes, *[None] * ufunc.nout))[:ufunc.nin]
+    except (TypeError, ValueError):
+        loop = ()
+    return loop[0] if loop and all(d == loop[0] for d in loop) else np.result_type(*dtypes)
 
 
 # Scalar arithmetic of one float type written as operators: numba types and lowers a
@@ -202,8 +214,11 @@ def _relu(ctx, eqn, args) -> str:
 
 @lowers(_p("sign"))
 def _sign(ctx, eqn, args) -> str:
-    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives."""
+    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives. Of unsigned integers
+    min(x, 1) (numba's sign reads one past the signed range as negative: 255 for uint8 255)."""
     x = eqn.inputs[0]
+    if x.dtype.kind == "u" and eqn.outputs[0].dtype == x.dtype:
+        return f"np.minimum({args[0]}, {numba_dtype(x.dtype)}(1))"
     if x.dtype.kind != "f":
         return _lower_ufunc(ctx, eqn, args)
     return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
@@ -235,14 +250,6 @@ def _cast(ctx, eqn, args) -> str:
 @lowers(_p("multiply_no_nan"))
 def _multiply_no_nan(ctx, eqn, args) -> str:
     return f"K.multiply_no_nan({', '.join(_same_dtype(eqn, args))})"
-
-
-@lowers(_p("floor_divide"), _p("remainder"))
-def _float_divmod(ctx, eqn, args) -> str:
-    """Floats: numpy's divmod-based kernels (numba's floor_divide is floor(a / b))."""
-    if eqn.outputs[0].dtype.kind != "f":
-        return _lower_ufunc(ctx, eqn, args)
-    return f"K.{eqn.prim.name}({', '.join(_same_dtype(eqn, args))})"
 
 
 @lowers(_p("where"))
@@ -491,3 +498,6 @@ def _matmul(ctx, eqn, args) -> str:
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
+
+
+from . import numba_lowering_values  # noqa: E402,F401  (registers its rules)

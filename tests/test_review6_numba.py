@@ -1,0 +1,115 @@
+"""Adversarial checks of the numba backend against the numpy backend where numba's own
+implementations give other values than numpy's: integer division, remainder, fmod and
+power at the edges of their range, true division of narrow integers, the sign of
+unsigned integers and the ties of maximum and minimum (-0.0 against 0.0). Each input
+once gave a wrong result, or killed the process."""
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+pytest.importorskip("numba")
+
+
+def _both(fn, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("error")             # (no fallback to the numpy backend)
+        got = pj.function(fn, backend="numba")(*args)
+        warnings.simplefilter("ignore")            # (numpy's own overflow warnings)
+        want = pj.function(fn, backend="numpy")(*args)
+    return got, want
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def _edges(dtype):
+    info = np.iinfo(dtype)
+    return np.array([v for v in (info.min, info.min + 1, -7, -3, -1, 0, 1, 3, 7, info.max)
+                     if info.min <= v <= info.max], dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+def test_integer_division_and_fmod_at_the_edges_are_numpys(dtype):
+    """numba's fmod reads negative operands as unsigned (fmod(-7, 3) was 0), its int64
+    min // -1 was 0 (numpy wraps it to min)."""
+    a, b = _edges(dtype)[:, None], _edges(dtype)[None, :]
+    b = b[:, b[0] != -1] if dtype == np.int64 else b   # (min % -1: in the subprocess below)
+    got, want = _both(lambda x, y: (x // y, x % y, pj.fmod(x, y)), a, b)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    if dtype == np.int64:
+        got, want = _both(lambda x, y: x // y, a, np.array([-1], dtype))
+        _same_bits(got, want)
+
+
+def test_int64_min_remainder_minus_one_does_not_kill_the_process():
+    """numba's int64 % traps on min % -1 (SIGFPE: the whole process died); numpy gives 0."""
+    code = ("import numpy as np, pforjac as pj\n"
+            "x = np.array([np.iinfo(np.int64).min, 7])\n"
+            "print(pj.function(lambda a, b: a % b, backend='numba')(x, np.array([-1, -1])))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd(), *sys.path]))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["[0", "0]"]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint64])
+def test_integer_power_is_exact_and_wraps_as_numpys(dtype):
+    """numba's integer power goes through float64: 3**39 off by 11, int32 max**2 was 0."""
+    a = _edges(dtype)[:, None]
+    b = np.array([0, 1, 2, 3, 5, 39, 63], dtype)[None, :]
+    got, want = _both(lambda x, y: (x ** y, x ** 3), a, b)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    if dtype == np.int64:
+        assert np.asarray(got[0])[list(a[:, 0]).index(3), 5] == 3 ** 39
+
+
+def test_integer_power_with_a_negative_exponent_raises_as_numpy():
+    x = np.array([3, -2, 1])
+    for b in ("numpy", "numba"):
+        with pytest.raises(ValueError, match="negative integer powers"):
+            pj.function(lambda a, e: a ** e, backend=b)(x, np.array([2, -1, 1]))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16])
+def test_true_division_of_narrow_integers_is_float64(dtype):
+    """numpy divides int8 by int8 in float64; numba's loop for them is float32's."""
+    a = np.array([7, 1, 100, 0, 5], dtype)
+    b = np.array([3, 3, 7, 0, 0], dtype)
+    got, want = _both(lambda x, y: (x / y, x / y * 3.0), a, b)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    assert np.asarray(got[0])[0] == 7 / 3
+
+
+def test_sign_of_unsigned_integers():
+    """numba's sign read uint8 255 as negative (its sign was 255)."""
+    for dtype in (np.uint8, np.uint64):
+        x = np.array([0, 1, 2, np.iinfo(dtype).max // 2 + 1, np.iinfo(dtype).max], dtype)
+        got, want = _both(lambda a: (pj.sign(a), pj.sign(a) + a), x)
+        for g, w in zip(got, want):
+            _same_bits(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_maximum_and_minimum_resolve_signed_zero_ties_as_numpy(dtype):
+    """numpy's maximum(-0.0, 0.0) is 0.0 (its second operand), numba's was -0.0."""
+    a = np.array([-0.0, 0.0, np.nan, 1.0, -0.0], dtype)
+    b = np.array([0.0, -0.0, 1.0, np.nan, -0.0], dtype)
+    got, want = _both(lambda x, y: (pj.maximum(x, y), pj.minimum(x, y),
+                                    pj.maximum(x[:, None], y[None, :])), a, b)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
