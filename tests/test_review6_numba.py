@@ -113,3 +113,21 @@ def test_maximum_and_minimum_resolve_signed_zero_ties_as_numpy(dtype):
                                     pj.maximum(x[:, None], y[None, :])), a, b)
     for g, w in zip(got, want):
         _same_bits(g, w)
+
+
+def _overflowing(a):
+    return pj.tanh(a), pj.exp(a) * 2.0, pj.cosh(a) + a
+
+
+def test_complex_exp_and_tanh_that_overflow_run_on_numpy():
+    """numba's complex exp, sinh, cosh, tanh, ... overflow to NaN where numpy's give inf or
+    +-1 (tanh(400+1j) was NaN, exp(1e10+0j) inf+nanj): those ops run on numpy, named."""
+    z = np.array([400 + 1j, -400 + 3j, 1e10 + 0j, 0.5 - 2j])
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        got = pj.function(_overflowing, backend="numba")(z)
+        want = pj.function(_overflowing, backend="numpy")(z)
+    assert any("tanh" in str(w.message) for w in caught)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert np.asarray(got[0])[0] == 1.0

@@ -126,6 +126,9 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     if unknown:
         raise NotLowered(f"parameters {sorted(unknown)}")
     ufunc = _numba_ufunc(eqn.prim)
+    if ufunc.__name__ in _COMPLEX_OVERFLOW and any(np.dtype(v.dtype).kind == "c" for v in eqn.inputs):
+        raise NotLowered(f"complex {ufunc.__name__} (numba's overflows to NaN where numpy's "
+                         f"gives inf or 1: exp(1e10+0j), tanh(400+1j))")
     common = _loop_dtype(ufunc, eqn.inputs)
     operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
         if len(eqn.inputs) > 1 else list(args)
@@ -134,6 +137,9 @@ def _lower_ufunc(ctx, eqn, args) -> str:
             and all(v.ndim == 0 for v in eqn.inputs):
         return f"({operator.join(operands)})" if len(operands) == 2 else f"(-{operands[0]})"
     return f"np.{ufunc.__name__}({', '.join(operands)})"
+
+
+_COMPLEX_OVERFLOW = frozenset({"exp", "exp2", "expm1", "sin", "cos", "sinh", "cosh", "tanh"})
 
 
 def _loop_dtype(ufunc, inputs):
@@ -200,28 +206,6 @@ def _polygamma(ctx, eqn, args) -> str:
             or order < 0:
         raise NotLowered(f"dtype {out.dtype} or order {order!r}")
     return f"K.polygamma({as_dtype(args[0], x, out.dtype)}, np.float64({int(order)}))"
-
-
-@lowers(_p("relu"))
-def _relu(ctx, eqn, args) -> str:
-    """np.maximum(x, 0): NaN stays NaN; + 0 makes -0.0 the 0.0 numpy gives (numba's
-    maximum keeps its first operand on a tie)."""
-    x = eqn.inputs[0]
-    zero = f"{numba_dtype(x.dtype)}(0)"
-    return f"(np.maximum({args[0]}, {zero}) + {zero})" if x.dtype.kind == "f" else \
-        f"np.maximum({args[0]}, {zero})"
-
-
-@lowers(_p("sign"))
-def _sign(ctx, eqn, args) -> str:
-    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives. Of unsigned integers
-    min(x, 1) (numba's sign reads one past the signed range as negative: 255 for uint8 255)."""
-    x = eqn.inputs[0]
-    if x.dtype.kind == "u" and eqn.outputs[0].dtype == x.dtype:
-        return f"np.minimum({args[0]}, {numba_dtype(x.dtype)}(1))"
-    if x.dtype.kind != "f":
-        return _lower_ufunc(ctx, eqn, args)
-    return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
 
 
 @lowers(_p("copy"), _p("stop_gradient"))

@@ -3,7 +3,7 @@ than numpy's (part of the one table, `numba_lowering.numba_rules`): floor_divide
 remainder (of floats: numpy's divmod-based kernels), and on integers also fmod and power,
 by the scalar kernels of numba_special.py (`K.int_power`, ...) on int64 (or uint64)
 elements; maximum and minimum of floats, whose ties (-0.0 and 0.0) numpy resolves to
-the second operand, numba to the first.
+the second operand, numba to the first; relu and sign (-0.0, unsigned integers).
 """
 from __future__ import annotations
 
@@ -63,3 +63,25 @@ def _extremum(ctx, eqn, args) -> str:
         eqn = SimpleNamespace(prim=eqn.prim, params=eqn.params, inputs=eqn.inputs[::-1],
                               outputs=eqn.outputs)
     return _lower_ufunc(ctx, eqn, args)
+
+
+@lowers(_p("relu"))
+def _relu(ctx, eqn, args) -> str:
+    """np.maximum(x, 0): NaN stays NaN; + 0 makes -0.0 the 0.0 numpy gives (numba's
+    maximum keeps its first operand on a tie)."""
+    x = eqn.inputs[0]
+    zero = f"{numba_dtype(x.dtype)}(0)"
+    return f"(np.maximum({args[0]}, {zero}) + {zero})" if x.dtype.kind == "f" else \
+        f"np.maximum({args[0]}, {zero})"
+
+
+@lowers(_p("sign"))
+def _sign(ctx, eqn, args) -> str:
+    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives. Of unsigned integers
+    min(x, 1) (numba's sign reads one past the signed range as negative: 255 for uint8 255)."""
+    x = eqn.inputs[0]
+    if x.dtype.kind == "u" and eqn.outputs[0].dtype == x.dtype:
+        return f"np.minimum({args[0]}, {numba_dtype(x.dtype)}(1))"
+    if x.dtype.kind != "f":
+        return _lower_ufunc(ctx, eqn, args)
+    return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
