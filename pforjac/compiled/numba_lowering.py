@@ -406,6 +406,13 @@ def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     """A sum or product in order, or a float maximum or minimum (NaN if any value is NaN,
     else the first of equal values, as np.maximum's reduction), by the context's loops."""
     dtype = numba_dtype(out.dtype)
+    wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
+    if fn == "sum" and wide and np.dtype(x.dtype) == np.dtype(out.dtype) and x.ndim - 1 in axes:
+        # (numpy sums along the last axis pairwise, its error growing as log(n); a sum in
+        # order in float32 loses about n/2 ulps: accumulated in float64, it stays within
+        # numpy's few ulps. Over leading axes alone numpy adds rows in order, as the loop)
+        return ctx.reduce(x, expr, axes, out, f"{wide}(0)", lambda acc, v: f"{acc} = {acc} + {wide}({v})",
+                          finish=lambda acc: f"{dtype}({acc})")
     if fn in ("sum", "prod"):
         op = "+" if fn == "sum" else "*"
         return ctx.reduce(x, expr, axes, out, f"{dtype}({int(fn == 'prod')})",
