@@ -115,6 +115,15 @@ def test_maximum_and_minimum_resolve_signed_zero_ties_as_numpy(dtype):
         _same_bits(g, w)
 
 
+def test_uint64_against_int64_compares_exactly_as_numpy():
+    """numba compared the pair as float64: 2**63 <= 2**63 - 1 was True."""
+    u = np.array([2**63, 2**63, 2**64 - 1, 5, 0, 2**53 + 1], np.uint64)
+    i = np.array([2**63 - 1, -1, -1, 5, -2**63, 2**53], np.int64)
+    got, want = _both(lambda a, b: (a < b, a <= b, a > b, a >= b, a == b, a != b,
+                                    b < a, b == a), u, i)
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+
 def _overflowing(a):
     return pj.tanh(a), pj.exp(a) * 2.0, pj.cosh(a) + a
 

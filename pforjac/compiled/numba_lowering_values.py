@@ -85,3 +85,24 @@ def _sign(ctx, eqn, args) -> str:
     if x.dtype.kind != "f":
         return _lower_ufunc(ctx, eqn, args)
     return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
+
+
+# op(unsigned, negative) and op(negative, unsigned): the unsigned operand is the greater
+_NEGATIVE_SECOND = {"less": False, "less_equal": False, "greater": True, "greater_equal": True,
+                    "equal": False, "not_equal": True}
+_NEGATIVE_FIRST = {"less": True, "less_equal": True, "greater": False, "greater_equal": False,
+                   "equal": False, "not_equal": True}
+
+
+@lowers(*(_p(name) for name in _NEGATIVE_SECOND))
+def _comparison(ctx, eqn, args) -> str:
+    """uint64 against a signed integer: exact, as numpy's own loops for that pair (both
+    converted to float64, 2**63 == 2**63 - 1); numpy's result type of the pair is float64."""
+    kinds = [np.dtype(v.dtype).kind for v in eqn.inputs]
+    unsigned64 = [np.dtype(v.dtype) == np.uint64 for v in eqn.inputs]
+    if sorted(kinds) != ["i", "u"] or not any(unsigned64):
+        return _lower_ufunc(ctx, eqn, args)
+    signed = kinds.index("i")
+    value = (_NEGATIVE_FIRST if signed == 0 else _NEGATIVE_SECOND)[eqn.prim.name]
+    operands = [as_dtype(a, v, np.uint64) for a, v in zip(args, eqn.inputs)]
+    return f"K.select({args[signed]} < 0, {value}, np.{eqn.prim.name}({', '.join(operands)}))"
