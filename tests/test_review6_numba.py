@@ -13,7 +13,7 @@ import pytest
 
 import pforjac as pj
 
-pytest.importorskip("numba")
+numba = pytest.importorskip("numba")
 
 
 def _both(fn, *args):
@@ -169,3 +169,24 @@ def test_a_float64_sum_of_a_million_values_keeps_numpys_accuracy():
     x = np.random.default_rng(7).standard_normal(1 << 20)
     got, want = _both(lambda a: pj.numpy.sum(a), x)
     assert _ulps_apart(got, want) <= 16
+
+
+@pytest.fixture
+def two_threads():
+    saved = pj.config.num_threads, pj.config.parallel_min_size
+    pj.config.num_threads, pj.config.parallel_min_size = 2, 64
+    yield
+    pj.config.num_threads, pj.config.parallel_min_size = saved
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                    reason="numba runs one thread here")
+def test_a_negative_integer_exponent_in_a_parallel_loop_raises_numpys_error(two_threads):
+    """numba's parallel loops turned the kernel's ValueError into a SystemError: a nest
+    that may raise stays serial."""
+    a, b = np.arange(-32, 32).reshape(8, 8), np.full((8, 8), 2)
+    f = pj.function(lambda x, y: x ** y + 1, backend="numba")
+    np.testing.assert_array_equal(f(a, b), a ** 2 + 1)
+    b[3, 3] = -1
+    with pytest.raises(ValueError, match="negative integer powers"):
+        f(a, b)

@@ -292,8 +292,8 @@ class _Walk:
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
-        if parallel:
-            lines = self._parallel(name, lines)
+        if parallel and not any(_RAISES in line for line in lines):   # (numba's parallel loops
+            lines = self._parallel(name, lines)     # turn an exception into a SystemError)
         for line in lines:
             self.ctx.emit(line)
         return True
@@ -352,6 +352,7 @@ class _Walk:
         return [f"{name} = {helper}({', '.join(params)})"]
 
 
+_RAISES = "K.int_power("      # (the one elementwise kernel that raises: numpy's ValueError)
 _HELPER = "cache=True, no_cpython_wrapper=True, error_model='numpy'"   # (called from the generated code only)
 _TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")
