@@ -102,8 +102,8 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.lines += ["    if args:", f"        return {src.miss}"]
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
-    after = "".join(f", {src.name('A', t)}" for t in tail)   # (no tuple unpacked a call)
-    src.lines.append(f"    o = code({inputs}{after})")
+    after = [src.name("A", t) for t in tail]      # (no tuple unpacked a call; no inputs: a
+    src.lines.append(f"    o = code({', '.join([inputs] * bool(paths) + after)})")   # float's call)
     if guards:
         src.lines.append(f"    if not ({' and '.join(f'o[{k}]' for k in guards)}):")
         src.lines.append(f"        o = dense({inputs})")
