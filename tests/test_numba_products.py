@@ -114,3 +114,28 @@ def test_a_large_result_is_made_by_the_huge_page_kernel_and_holds_its_zeros():
     assert "K.large_zeros(K.empty((8, 160000" in numba_source(f.program(x))
     np.testing.assert_allclose(got, want, rtol=0, atol=16 * np.finfo(np.float32).eps * np.abs(want).max())
     assert np.count_nonzero(got) == np.count_nonzero(want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("subscripts, shapes", [
+    ("ij,kl->ijkl", ((2, 3), (3, 2))), ("ij,ij->ij", ((3, 4), (3, 4))),
+    ("ij,j->ij", ((3, 4), (4,))), ("ij,kl->ijkl", ((40, 50), (30, 60)))])
+def test_an_einsum_without_a_sum_gives_a_zero_numpys_sign(subscripts, shapes, dtype):
+    """np.einsum sums products from zero, even a single one: a -0.0 product is 0.0, as
+    the numpy backend's (and the eager op's) einsum gives it, where a product alone keeps
+    -0.0 (small operands: one loop nest; large: an array expression)."""
+    rng = np.random.default_rng(5)
+    xs = []
+    for shape in shapes:
+        x = rng.choice(np.array([-0.0, 0.0, -1.5, 2.0]), size=shape).astype(dtype)
+        if dtype == np.complex128:
+            x = x + 1j * rng.choice(np.array([-0.0, 0.0, 1.0]), size=shape)
+        xs.append(x)
+    f = lambda *o: pj.numpy.einsum(subscripts, *o)
+    want, got = (np.asarray(pj.function(f, backend=b)(*xs)) for b in ("numpy", "numba"))
+    assert np.array_equal(want, np.einsum(subscripts, *xs))
+    assert np.array_equal(got, want)
+    for part in (np.real, np.imag):
+        assert (np.signbit(part(got)) == np.signbit(part(want))).all()
+    zeros = np.real(want)[np.real(want) == 0]     # (the inputs make -0.0 products)
+    assert zeros.size and not np.signbit(zeros).any()

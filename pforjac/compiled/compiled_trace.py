@@ -102,7 +102,10 @@ class _Compiled:
         try:
             outs = self.code(*arrays, consts)
         except Exception as e:
-            self._note_op(e)
+            if self._code is None:         # the generated numpy code: its lines are ops
+                self._note_op(e, self.numpy_code())
+            elif isinstance(e, IndexError):   # a backend's own: its error names no op
+                self._explain(arrays, consts, e)
             raise
         if self.n_guards:
             outs, guards = outs[:-self.n_guards], outs[-self.n_guards:]
@@ -110,12 +113,25 @@ class _Compiled:
                 return None
         return _c_ordered(outs)
 
-    def _note_op(self, e: Exception) -> None:
-        """Adds to `e` (unchanged otherwise) a note naming the op of the generated line
-        that raised it, as eager errors name their op (Python 3.11+: add_note)."""
+    def _explain(self, arrays: list, consts: list, e: IndexError) -> None:
+        """Raises, from `e`, the error the generated numpy code gives for these inputs (an
+        index out of bounds, with the index, the axis and the op that read it) where it
+        gives one: a backend's native code checks indices as numpy does, but its error
+        can say neither which op nor which index."""
+        numpy_code = self.numpy_code()
+        try:
+            numpy_code(*arrays, consts)
+        except IndexError as numpy_error:
+            self._note_op(numpy_error, numpy_code)
+            raise numpy_error from e
+
+    def _note_op(self, e: Exception, code: Callable) -> None:
+        """Adds to `e` (unchanged otherwise) a note naming the op of the line of the
+        generated `code` that raised it, as eager errors name their op (Python 3.11+:
+        add_note)."""
         tb, line = e.__traceback__, None
         while tb is not None:
-            if tb.tb_frame.f_code is self.code.__code__:
+            if tb.tb_frame.f_code is getattr(code, "__code__", None):
                 line = tb.tb_lineno
             tb = tb.tb_next
         eqn = None if line is None else equation_at_line(self.program, line)

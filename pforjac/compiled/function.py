@@ -112,14 +112,15 @@ class Function:
         if kwargs or self._generation != core.rules_generation or \
                 (self._backend or config.backend) != self._lean_backend:
             return self._general_call(args, kwargs)
-        out = self._last(args)     # the last lean call's entry (lean_call.py): MISS for others
-        if out is not MISS:
-            return out
-        entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out
-        if entry is None:
-            return self._general_call(args, kwargs)
-        out = entry(args)
-        if out is MISS:     # (a key equal to the entry's, an argument not: an array whose
+        try:
+            out = self._last(args)     # the last lean call's entry (lean_call.py): MISS for others
+            if out is not MISS:
+                return out
+            entry = self._lean.get(lean_key(args))     # numpy arrays in, numpy out
+            out = MISS if entry is None else entry(args)
+        except IndexError:       # an index out of bounds: the general path's error names
+            out = MISS           # the op and the index
+        if out is MISS:     # (or a key equal to the entry's, an argument not: an array whose
             return self._general_call(args, kwargs)   # dtype equals, but is not, its own)
         self._last = entry
         return out

@@ -103,7 +103,13 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
     after = [src.name("A", t) for t in tail]      # (no tuple unpacked a call; no inputs: a
-    src.lines.append(f"    o = code({', '.join([inputs] * bool(paths) + after)})")   # float's call)
+    call = f"code({', '.join([inputs] * bool(paths) + after)})"      # float's call)
+    if full is None:
+        src.lines.append(f"    o = {call}")
+    else:        # (an index out of bounds: the Function's own call names the op and index)
+        src.lines += ["    try:", f"        o = {call}",
+                      "    except IndexError:", "        o = None",
+                      "    if o is None:", "        return full(*args)"]
     if guards:
         src.lines.append(f"    if not ({' and '.join(f'o[{k}]' for k in guards)}):")
         src.lines.append(f"        o = dense({inputs})")

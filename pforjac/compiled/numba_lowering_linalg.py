@@ -90,8 +90,8 @@ def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = ""
     else:
         m, n = math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)
         batch_size = math.prod(sizes[c] for c in batch)
-        ctx.emit(f"{name} = ({a}.reshape({(batch_size, m, 1)}) * {b}.reshape({(batch_size, 1, n)}))"
-                 f".reshape({shape})")
+        ctx.emit(f"{name} = ({numba_dtype(x.dtype)}(0) + {a}.reshape({(batch_size, m, 1)}) * "
+                 f"{b}.reshape({(batch_size, 1, n)})).reshape({shape})")   # (as in the loop)
     return _Operand(name, letters, False, dtype=x.dtype)
 
 
@@ -107,8 +107,8 @@ def _loop_pair(ctx, x: _Operand, y: _Operand, letters: str, summed: str, sizes: 
     (a, da), (b, db) = (_read(ctx, nest, o, [at[c] for c in o.letters]) for o in (x, y))
     product, depth = nest.value(f"{a} * {b}", max(da, db))
     name, shape = ctx.fresh(), tuple(sizes[c] for c in letters) or (1,)
-    if not summed:
-        lines = nest.render(name, x.dtype, product)
+    if not summed:      # (a sum of one product, from zero, as np.einsum's: -0.0 becomes 0.0)
+        lines = nest.render(name, x.dtype, f"{numba_dtype(x.dtype)}(0) + {product}")
     else:
         acc = "s_" + ctx.fresh()
         nest.levels[len(letters)].append(f"{acc} = {numba_dtype(x.dtype)}(0)")
