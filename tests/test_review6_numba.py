@@ -190,3 +190,13 @@ def test_a_negative_integer_exponent_in_a_parallel_loop_raises_numpys_error(two_
     b[3, 3] = -1
     with pytest.raises(ValueError, match="negative integer powers"):
         f(a, b)
+
+
+def test_max_and_min_along_leading_axes_keep_numpys_signed_zero():
+    """numpy's reduction along a leading axis folds np.maximum, which keeps its second
+    operand on a tie: max of rows [0.0, -0.0] is -0.0 (the loop kept the first)."""
+    x = np.array([[0.0, -0.0, 0.0, np.nan], [-0.0, 0.0, 0.0, 1.0], [-0.0, -0.0, 0.0, 2.0]])
+    got, want = _both(lambda a: (pj.numpy.max(a, axis=0), pj.numpy.min(a, axis=0),
+                                 pj.numpy.max(a[:2, :3], axis=0)), x)
+    for g, w in zip(got, want):
+        _same_bits(g, w)

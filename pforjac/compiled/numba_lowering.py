@@ -404,7 +404,8 @@ def _reduction(fn: str):
 
 def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     """A sum or product in order, or a float maximum or minimum (NaN if any value is NaN,
-    else the first of equal values, as np.maximum's reduction), by the context's loops."""
+    else the last of equal values, -0.0 or 0.0, as np.maximum's reduction along leading
+    axes; along the last one numpy's SIMD tree picks either), by the context's loops."""
     dtype = numba_dtype(out.dtype)
     wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
     if fn == "sum" and wide and np.dtype(x.dtype) == np.dtype(out.dtype) and x.ndim - 1 in axes:
@@ -417,7 +418,7 @@ def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
         op = "+" if fn == "sum" else "*"
         return ctx.reduce(x, expr, axes, out, f"{dtype}({int(fn == 'prod')})",
                           lambda acc, v: f"{acc} = {acc} {op} {v}")
-    beyond, compare = ("-np.inf", ">") if fn == "max" else ("np.inf", "<")
+    beyond, compare = ("-np.inf", ">=") if fn == "max" else ("np.inf", "<=")
     return ctx.reduce(x, expr, axes, out, f"{dtype}({beyond})",
                       lambda acc, v: f"if {v} {compare} {acc} or {v} != {v}: {acc} = {v}")
 
