@@ -17,7 +17,7 @@ import numpy as np
 
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
-from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
+from . import numba_lowering_arrays, numba_lowering_linalg, numba_lowering_values  # noqa: F401  (their rules)
 from .numba_context import LoweringContext, cheaper_calls
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
 from .numba_loops import LoopNest, view_maps

@@ -9,8 +9,10 @@ rule covers every elementwise primitive whose forward is a numpy ufunc numba com
 a ufunc-backed op needs no entry here (float32 exp, tanh, log, sigmoid and softplus have
 their own rules: kernels that vectorize, numba_vecmath.py). `rule_for(prim)` is the one
 lookup. The rules of products and linear algebra (numba_lowering_linalg.py) and of scans,
-sorting and the other array ops (numba_lowering_arrays.py) are registered in the same table
-when the code generator (numba_codegen.py) imports them.
+sorting and the other array ops (numba_lowering_arrays.py), and those of the ops whose
+numba implementation gives other values than numpy's (numba_lowering_values.py: integer
+division and power, ties of maximum) are registered in the same table when the code
+generator (numba_codegen.py) imports them.
 
 Values of shape () are numba scalars in the generated code (numba reduces to scalars,
 not 0-d arrays); the backend converts them back to 0-d arrays at the boundary.
@@ -491,5 +493,3 @@ def _matmul(ctx, eqn, args) -> str:
     stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
 
-
-from . import numba_lowering_values  # noqa: E402,F401  (registers its rules)
