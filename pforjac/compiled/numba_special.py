@@ -306,21 +306,38 @@ def entr(x):
 
 
 def _rel_entr(a, b):
+    """scipy's: x log(x / y), by log1p near x == y, and by log x - log y where the ratio
+    overflows or loses digits (1e200 / 1e-200 is inf: x log(x / y) was inf, not 9.2e202)."""
     if a != a or b != b:
         return _NAN
     if a > 0.0 and b > 0.0:
-        return a * math.log(a / b) if a / b == a / b else _NAN
+        ratio = a / b
+        if 0.5 < ratio < 2.0:
+            return a * math.log1p((a - b) / b)
+        if _DOUBLE_MIN < ratio < _INF:
+            return a * math.log(ratio)
+        return a * (math.log(a) - math.log(b))
     return 0.0 if a == 0.0 and b >= 0.0 else _INF
+
+
+_DOUBLE_MIN = 2.2250738585072014e-308       # (the smallest normal float64)
 
 
 def rel_entr(x, y):
     return _like(_rel_entr(_f64(x), _f64(y)), x)
 
 
+def _x_log_ratio(a, b):
+    """x log(x / y) as scipy's kl_div computes it (inf where the ratio overflows)."""
+    if a != a or b != b:
+        return _NAN
+    return a * math.log(a / b) if a / b == a / b else _NAN
+
+
 def kl_div(x, y):
     a, b = _f64(x), _f64(y)
     if a > 0.0 and b > 0.0 or a != a or b != b:
-        r = _rel_entr(a, b) - a + b
+        r = _x_log_ratio(a, b) - a + b
     else:
         r = b if a == 0.0 and b >= 0.0 else _INF
     return _like(r, x)
@@ -423,7 +440,7 @@ INTEGER_KERNELS = ["int_power", "int_floor_divide", "int_remainder", "int_fmod"]
 _SCALAR_HELPERS = [*INTEGER_KERNELS, "_f64", "_is_integer", "_ndtr",
                    "_log_ndtr", "_logit_edge", "_lgamma_at_one", "_lgamma_small", "_gammaln",
                    "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
-                   "_rel_entr", "_hurwitz_zeta", "_polygamma"]
+                   "_rel_entr", "_x_log_ratio", "_hurwitz_zeta", "_polygamma"]
 
 
 def _compile():
