@@ -87,9 +87,10 @@ def test_merged_axes_is_a_view_of_the_same_elements():
         flat_then_middle(a[:, :, ::2])
 
 
-def test_parallel_loops_keep_their_loops_apart_and_agree(monkeypatch):
-    """A nest large enough for a parallel helper is not merged (numba's parallel loops
-    computed wrong values over merged views: the attention workloads' in-place sums)."""
+def test_parallel_loops_merge_and_agree(monkeypatch):
+    """A nest large enough for a parallel helper runs over merged views too, and its values
+    are the numpy backend's: the attention workloads' in-place sums, whose stores through
+    the view numba once dropped as dead (numba_views.py says why)."""
     import numba
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one thread: no parallel loops")
@@ -104,4 +105,30 @@ def test_parallel_loops_keep_their_loops_apart_and_agree(monkeypatch):
     numba_f, numpy_f = pj.function(attention_like, backend="numba"), pj.function(attention_like, backend="numpy")
     np.testing.assert_allclose(numba_f(x, w, b, c), numpy_f(x, w, b, c), rtol=1e-14, atol=1e-14)
     source = numba_source(numba_f.program(x, w, b, c), "program", None, 64)
-    assert "numba.prange(" in source and "K.merged_axes(" not in source
+    assert "numba.prange(4096)" in source and "K.merged_axes(" in source
+
+
+K = None      # (the kernels module, as generated code names it: set by the test below)
+
+
+def test_stores_through_a_view_in_a_prange_loop_are_kept():
+    """numba removes stores into an array nothing reads afterwards, and analyses a prange
+    loop's body without its back edge: a store through `K.merged_axes(a, ...)` keeps `a`
+    live only because numba is told the view aliases `a`. Without that, the whole loop
+    below was removed and `out` kept `np.empty`'s bytes, `a` its old values."""
+    import numba
+    from pforjac.compiled.numba_backend import kernels
+    global K
+    K = kernels()
+
+    @numba.njit(parallel=True)
+    def double(x, a):
+        out = np.empty(x.shape)
+        into, xs, inplace = K.merged_axes(out, 0, 2), K.merged_axes(x, 0, 2), K.merged_axes(a, 0, 2)
+        for i in numba.prange(60):
+            into[i] = 2.0 * xs[i]
+            inplace[i] = inplace[i] + xs[i]
+        return out
+    x, a = np.arange(60.0).reshape(6, 10), np.ones((6, 10))
+    np.testing.assert_array_equal(double(x, a), 2.0 * x)
+    np.testing.assert_array_equal(a, 1.0 + x)

@@ -287,8 +287,6 @@ class _Walk:
             self.ctx.made[name] = small
         parallel = self.min_size is not None and int(np.prod(nest.shape, dtype=np.int64)) >= self.min_size \
             and any(d != 1 for d in nest.shape)
-        if parallel:            # (numba's parallel loops over merged views compute wrong values)
-            nest.arrays = None
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
@@ -404,11 +402,9 @@ def _function_source(program: Program, name: str, lines: list[str], names: dict,
               if id(v) not in baked]
     body = lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
     helpers, body = outline(body, params, calls)
-    # (numba's cfunc wrapper stays, though nothing calls it: without it, a process that
-    # had compiled programs with cold caches later computed NaN in a scipy solve whose
-    # own functions ran on numpy; the cause is not known)
+    # (no C-callable wrapper: pforjac calls the dispatcher or its compiled entry point)
     return "".join(h + "\n" for h in helpers) + (
-        f"@numba.njit(cache=True, error_model=\"numpy\")\ndef {name}({', '.join(params)}):\n"
+        f"@numba.njit(cache=True, no_cfunc_wrapper=True, error_model=\"numpy\")\ndef {name}({', '.join(params)}):\n"
         + "".join(f"    {line}\n" for line in body))
 
 

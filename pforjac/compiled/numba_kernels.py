@@ -435,3 +435,5 @@ if numba is not None:
                   "solve_stack", "det_stack", "slogdet_stack", "cholesky_stack", "eigh_stack",
                   "eigvalsh_stack", "svd_stack", "qr_stack", "pinv_stack", "triangular_solve_stack"):
         globals()[_name] = numba.njit(cache=True)(globals()[_name])
+    del _name     # (numba names a module by its `name` or `_name` before its `__name__`: the
+                  # views' alias rule is keyed by the module's name, numba_views.py)

@@ -8,6 +8,14 @@ a handful of instructions. The loop nests of the generated code read and write a
 through it where they run over adjacent axes as one loop (numba_merge.py): a loop level
 is a good part of a nest's compile time. Both bounds are literal integers; the shape is
 read from `a` itself, so the view always has `a`'s elements, in `a`'s order.
+
+numba is told that the view aliases `a` (`_declare_alias`), as it knows of its own views
+(`reshape`, `ravel`, `transpose`, indexing): its dead-code elimination drops a store
+into an array that nothing reads afterwards, and the body of a `prange` loop is analysed
+without its back edge, so `view[i] = value` in a parallel loop, with the view read by
+nothing after the loop, was a dead store to numba, which removed it: the array under the
+view kept what it held before (a new array's leftover bytes, the unsummed product of an
+in-place sum). Serial loops keep the view live through their back edge.
 """
 from __future__ import annotations
 
@@ -44,7 +52,25 @@ def _make_merged_axes():
                            itemsize=array.itemsize, meminfo=array.meminfo, parent=array.parent)
             return impl_ret_borrowed(context, builder, result, out._getvalue())
         return result(a, lo, hi), codegen
+    _declare_alias("merged_axes", (__name__, __name__.rpartition(".")[0] + ".numba_kernels"))
     return merged_axes
+
+
+def _declare_alias(function: str, modules: tuple) -> None:
+    """Tells numba's alias analysis that `function(a, ...)`, called by that name from one of
+    `modules` (`K.merged_axes` names the kernels module), returns a view of `a`: a store
+    through the view then keeps `a` (and every alias of it) live, as a store into `a` does."""
+    from numba.core import ir_utils
+
+    def alias(lhs: str, args: list, alias_map: dict, arg_aliases: set) -> None:
+        a = args[0].name
+        if a in arg_aliases:            # (numba's own rule for a view: of an argument, or not)
+            arg_aliases.add(lhs)
+            return
+        alias_map.setdefault(a, set()).add(lhs)
+        alias_map.setdefault(lhs, set()).add(a)
+    for module in modules:
+        ir_utils.alias_func_extensions[(function, module)] = alias
 
 
 try:

@@ -8,6 +8,14 @@ those two calls replaced by the same LAPACK routines, looked up once per dtype, 
 step, Newton iteration and value is bit for bit scipy's. scipy's checks are kept: an
 input with inf or NaN goes to scipy's function, which raises as it always does, and a
 singular matrix gets scipy's warning. Sparse Jacobians keep scipy's sparse LU.
+
+One more change, to BDF's start: scipy makes its array of differences with `np.empty` and
+fills two rows, and its first step subtracts the third before writing it. The result is
+overwritten before anything reads it, so the solve is right whatever those bytes were, but
+where the leftover heap bytes hold a signaling NaN the subtraction raises numpy's "invalid
+value encountered in subtract", a warning (an error under `np.errstate(invalid="raise")`
+or an "error" warnings filter) that comes and goes with what the process freed before.
+The rows are zeroed instead, which changes no value.
 """
 from __future__ import annotations
 
@@ -36,6 +44,8 @@ def lapack_lu_method(method):
 def _subclass(base: type) -> type:
     def __init__(self, *args, **kwargs):
         base.__init__(self, *args, **kwargs)
+        if base.__name__ == "BDF":
+            _clear_unset_differences(self)
         from scipy.sparse import issparse
         # (the attributes scipy's dense branch sets; a scipy without them keeps its own)
         if not issparse(getattr(self, "J", None)) and hasattr(self, "solve_lu") \
@@ -46,6 +56,14 @@ def _subclass(base: type) -> type:
            "lu_factor/lu_solve call, without their per-call checks); otherwise scipy's.")
     return type(base.__name__, (base,), {"__init__": __init__, "__doc__": doc,
                                          "__module__": __name__})
+
+
+def _clear_unset_differences(solver) -> None:
+    """Zeroes the rows of BDF's differences `D` past the two scipy fills (see the module's
+    doc): before the first step nothing has written them."""
+    D = getattr(solver, "D", None)
+    if isinstance(D, np.ndarray) and D.ndim == 2 and getattr(solver, "order", None) == 1:
+        D[2:] = 0
 
 
 def _finite(a: np.ndarray) -> bool:
