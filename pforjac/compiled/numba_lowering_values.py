@@ -96,8 +96,8 @@ _NEGATIVE_FIRST = {"less": True, "less_equal": True, "greater": False, "greater_
 
 @lowers(*(_p(name) for name in _NEGATIVE_SECOND))
 def _comparison(ctx, eqn, args) -> str:
-    """uint64 against a signed integer: exact, as numpy's own loops for that pair (both
-    converted to float64, 2**63 == 2**63 - 1); numpy's result type of the pair is float64."""
+    """uint64 against a signed integer: exactly, as numpy's own loops for the pair compare
+    (numba compared both converted to float64, their result type: 2**63 == 2**63 - 1)."""
     kinds = [np.dtype(v.dtype).kind for v in eqn.inputs]
     unsigned64 = [np.dtype(v.dtype) == np.uint64 for v in eqn.inputs]
     if sorted(kinds) != ["i", "u"] or not any(unsigned64):
