@@ -103,11 +103,12 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.lines += ["    if args:", f"        return {src.miss}"]
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
-    after = "".join(f", {src.name('A', t)}" for t in tail)   # (no tuple unpacked a call)
+    after = [src.name("A", t) for t in tail]      # (no tuple unpacked a call; no inputs: a
+    call = f"code({', '.join([inputs] * bool(paths) + after)})"      # float's call)
     if full is None:
-        src.lines.append(f"    o = code({inputs}{after})")
+        src.lines.append(f"    o = {call}")
     else:        # (an index out of bounds: the Function's own call names the op and index)
-        src.lines += ["    try:", f"        o = code({inputs}{after})",
+        src.lines += ["    try:", f"        o = {call}",
                       "    except IndexError:", "        o = None",
                       "    if o is None:", "        return full(*args)"]
     if guards:
