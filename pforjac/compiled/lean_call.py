@@ -31,7 +31,7 @@ from typing import Callable, Container
 import numpy as np
 
 from ..tree_util import tree_flatten, tree_unflatten
-from .lean_source import MISS, entry_source, result_source
+from .lean_source import MISS, entry_source, float_bits, result_source
 from .output_layouts import c_ordered_outputs
 
 __all__ = ["lean_key", "lean_entry", "MISS"]
@@ -40,14 +40,14 @@ __all__ = ["lean_key", "lean_entry", "MISS"]
 def lean_key(args: tuple):
     """The lean key of positional arguments, or None when one is not a plain ndarray or a
     Python float. Floats are keys by value, as they are part of the trace signature; 0.0,
-    -0.0 and NaN by their repr (0.0 == -0.0, and NaN equals nothing)."""
+    -0.0 and NaN by their bits (0.0 == -0.0, and NaN equals nothing)."""
     key = ()
     for a in args:
         kind = type(a)
         if kind is np.ndarray:
             key += (a.shape, a.strides, a.dtype)
         elif kind is float:
-            key += (a if a == a and a != 0.0 else repr(a),)
+            key += (a if a == a and a != 0.0 else float_bits(a),)
         elif kind is dict or kind is list or kind is tuple:
             return _tree_key(args)
         else:
@@ -110,7 +110,7 @@ def _walk(node, out: list) -> bool:
             elif not _walk(v, out):
                 return False
     elif kind is float:
-        out.append(node if node == node and node != 0.0 else repr(node))
+        out.append(node if node == node and node != 0.0 else float_bits(node))
     elif kind is list or kind is tuple:
         out += (_LIST if kind is list else _TUPLE, len(node))
         for v in node:

@@ -18,13 +18,14 @@ For a call `f(params, X, Y)` with a dict of two arrays, the entry reads
         return {N0: asarray(memoryview(o[0]).toreadonly()), ...}
 
 (the code's inputs in the general path's flattening order: a dict's by sorted keys). Each
-array is checked by its exact shape, strides and dtype, each float by its value (its repr
+array is checked by its exact shape, strides and dtype, each float by its value (its bits
 for 0.0, -0.0 and NaN), each container by its type, length and (a dict's) keys in order:
 what `lean_key` keys. A call that does not match gets `MISS`, and takes the keyed way.
 """
 from __future__ import annotations
 
 import os
+import struct
 from typing import Callable
 
 import numpy as np
@@ -33,7 +34,7 @@ from .. import core
 from ..state import _state
 from ..tree_util import _LeafKind
 
-__all__ = ["MISS", "entry_source"]
+__all__ = ["MISS", "entry_source", "float_bits"]
 
 
 class _Miss:
@@ -53,7 +54,7 @@ class _Source:
     def __init__(self):
         self.lines: list[str] = []
         self.space: dict = {"MISS": MISS, "ndarray": np.ndarray, "C": np.ascontiguousarray,
-                            "asarray": np.asarray, "repr": repr,
+                            "asarray": np.asarray, "B": float_bits,
                             "FLOATS": frozenset((float, np.float64))}
         self.inputs: dict[str, str] = {}    # path of an array leaf -> expression
         self.floats: dict[str, str] = {}    # path of an argument a float may be -> expression
@@ -102,11 +103,12 @@ def entry_source(args: tuple, paths: list[str], code, tail: tuple, result: str,
         src.lines += ["    if args:", f"        return {src.miss}"]
     _check_children(src, list(zip(args, names, [f"a[{k}]" for k in range(len(args))])))
     inputs = ", ".join(src.inputs[p] for p in paths)
-    after = "".join(f", {src.name('A', t)}" for t in tail)   # (no tuple unpacked a call)
+    after = [src.name("A", t) for t in tail]      # (no tuple unpacked a call; no inputs: a
+    call = f"code({', '.join([inputs] * bool(paths) + after)})"      # float's call)
     if full is None:
-        src.lines.append(f"    o = code({inputs}{after})")
+        src.lines.append(f"    o = {call}")
     else:        # (an index out of bounds: the Function's own call names the op and index)
-        src.lines += ["    try:", f"        o = code({inputs}{after})",
+        src.lines += ["    try:", f"        o = {call}",
                       "    except IndexError:", "        o = None",
                       "    if o is None:", "        return full(*args)"]
     if guards:
@@ -173,7 +175,13 @@ def _array_check(src: _Source, a: np.ndarray, name: str) -> str:
 def _float_check(src: _Source, value: float, name: str) -> str:
     if value == value and value != 0.0:
         return f"type({name}) is float and {name} == {src.name('V', value)}"
-    return f"type({name}) is float and repr({name}) == {src.name('V', repr(value))}"
+    return f"type({name}) is float and B({name}) == {src.name('V', float_bits(value))}"
+
+
+def float_bits(x: float) -> bytes:
+    """A float's bits: the key of 0.0, -0.0 and NaN (of each sign and payload), which
+    equality cannot tell apart or match."""
+    return struct.pack("<d", x)
 
 
 def _container_check(src: _Source, node, name: str) -> str:

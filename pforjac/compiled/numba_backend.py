@@ -33,6 +33,7 @@ from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, 
                             parallel_helpers, variable_names)
 from .numba_lowering import NonFiniteMatrix, NotLowered
 from .numba_segments import segmented_runner, split_program
+from .numba_threads import launch as _launch
 
 __all__ = ["native_code", "BackendFallback", "cache_dir", "available", "warm_up", "started",
            "kernels"]
@@ -84,10 +85,18 @@ MAX_SEGMENTS = 6    # numba segments of one program, each a compile of its own; 
 
 
 def _baked_consts(program: Program) -> dict:
-    """{id(const): value} of the constants written into the source (small, not Variables)."""
+    """{id(const): value} of the constants written into the source (small, not Variables;
+    a number is written as its literal, which for NaN is numpy's own: a NaN of another
+    sign or payload, which numpy's arithmetic carries into its results, is passed)."""
     from ..tensor import Variable
     return {id(var): value.numpy() for var, value in zip(program.consts, program.const_values)
-            if not isinstance(value, Variable) and bakeable(value.numpy())}
+            if not isinstance(value, Variable) and bakeable(value.numpy())
+            and not _other_nan(value.numpy())}
+
+
+def _other_nan(value: np.ndarray) -> bool:
+    return value.ndim == 0 and value.dtype.kind == "f" and bool(np.isnan(value)) and \
+        value.tobytes() != np.array(np.nan, value.dtype).tobytes()
 
 
 def _signature(program: Program, baked: dict) -> tuple:
@@ -110,13 +119,17 @@ def _from_index(program: Program, name: str) -> Callable | None:
         signature = _signature(program, baked)
     except BackendFallback:
         return None
-    dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+    try:           # (a damaged or vanished file: the usual way, which writes it again)
+        dispatcher = _module(entry[0], directory / f"pj_{entry[0]}.py").program
+        stacks = "_stack(" in (directory / f"pj_{entry[0]}.py").read_text()
+    except Exception:
+        return None
     with _lock:
         if signature not in dispatcher.overloads and not numba_index.load_cached(dispatcher, signature):
             return None
         dispatcher.disable_compile()
     run = _runner(dispatcher, program, name, baked, entry[1])
-    if "_stack(" in (directory / f"pj_{entry[0]}.py").read_text():    # (as _native_whole)
+    if stacks:                                                          # (as _native_whole)
         run.direct = None
     return run
 
@@ -179,10 +192,8 @@ def _native_whole(program: Program, name: str) -> Callable:
         if signature not in dispatcher.overloads:     # (the same program seen before: ready)
             if not numba_index.load_cached(dispatcher, signature):
                 kernels().merged_axes    # (the kernels made before typing reads one: numba
-                try:                     # types an intrinsic of a module loading then as unknown)
-                    dispatcher.compile(signature)
-                except Exception as e:   # numba's typing and lowering errors (and LLVM's): numpy runs
-                    raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+                _compile(dispatcher, signature, path)   # types an intrinsic of a module
+                # loading then as unknown)
                 _check_types(program, dispatcher, signature, path, calls)
             dispatcher.disable_compile()   # a writable array converts to the read-only signature
     parallel = parallel_helpers(source) > 0
@@ -194,24 +205,26 @@ def _native_whole(program: Program, name: str) -> Callable:
     return run
 
 
+def _compile(dispatcher, signature, path: pathlib.Path) -> None:
+    """numba's compilation of `signature` (numba first tries its disk cache: a damaged
+    cache file is removed and the compilation run once more, without it), else
+    `BackendFallback` with numba's error (numpy runs)."""
+    for attempt in (0, 1):
+        try:
+            dispatcher.compile(signature)
+            return
+        except Exception as e:   # numba's typing and lowering errors (and LLVM's, a cache's)
+            cached = list(path.parent.glob(f"__pycache__/{path.stem}.*"))
+            if attempt or not cached:
+                raise BackendFallback(f"numba could not compile it: {_cause(e)}") from None
+            _forget(path, source=False)
+
+
 def _parallel_min_size() -> int | None:
     """`config.parallel_min_size`, or None (no parallel loops) where one thread runs them."""
     import numba
     threads = config.num_threads or numba.config.NUMBA_NUM_THREADS
     return None if threads == 1 else config.parallel_min_size
-
-
-def _use_threads() -> None:
-    """numba's thread count for this thread's parallel loops: `config.num_threads`."""
-    import numba
-    wanted = config.num_threads or numba.config.NUMBA_NUM_THREADS
-    if numba.get_num_threads() != wanted:
-        try:
-            numba.set_num_threads(wanted)
-        except ValueError:
-            raise ValueError(f"pforjac.config.num_threads is {wanted}, more than the "
-                             f"{numba.config.NUMBA_NUM_THREADS} threads numba started with "
-                             f"(NUMBA_NUM_THREADS); set it at most that") from None
 
 
 def _cause(e: Exception) -> str:
@@ -240,12 +253,18 @@ def _load(source: str, signature):
     directory = cache_dir()
     path = directory / f"pj_{digest}.py"
     with _lock:
-        if not path.exists():
-            directory.mkdir(parents=True, exist_ok=True)
-            temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
-            temporary.write_text(text)
-            os.replace(temporary, path)          # another process may write the same bytes
-    return _module(digest, path).program, path
+        try:
+            if not path.exists() or path.read_text() != text:     # (none, or a damaged one)
+                directory.mkdir(parents=True, exist_ok=True)
+                temporary = directory / f".pj_{digest}.{os.getpid()}.{threading.get_ident()}.tmp"
+                temporary.write_text(text)
+                os.replace(temporary, path)      # another process may write the same bytes
+                sys.modules.pop(f"pforjac_numba_{digest}", None)   # (imported from the old)
+        except OSError as e:
+            raise BackendFallback(f"its code cannot be written to the cache directory {directory} "
+                                  f"({type(e).__name__}: {e}); set PFORJAC_CACHE_DIR to a writable "
+                                  f"directory") from None
+        return _module(digest, path).program, path
 
 
 def _module(digest: str, path: pathlib.Path):
@@ -257,6 +276,8 @@ def _module(digest: str, path: pathlib.Path):
             spec = importlib.util.spec_from_file_location(module_name, path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
+            if not hasattr(module, "program"):     # (a file cut short: kept out of sys.modules)
+                raise ImportError(f"{path} defines no program")
             sys.modules[module_name] = module
     return module
 
@@ -318,13 +339,19 @@ def _same_type(numba_type_, var) -> bool:
     return np.dtype(str(numba_type_)) == var.dtype
 
 
-def _forget(path: pathlib.Path) -> None:
-    """Removes a program's source and its cached machine code."""
-    for p in [path, *path.parent.glob(f"__pycache__/{path.stem}.*")]:
+def _forget(path: pathlib.Path, source: bool = True) -> None:
+    """Removes a program's cached machine code, and its source unless `source` is False;
+    with its source, the module this process imported from it, whose dispatcher holds the
+    code (code that failed a check: the next function of that program compiles and checks
+    it again, instead of finding it ready)."""
+    for p in [path] * source + list(path.parent.glob(f"__pycache__/{path.stem}.*")):
         try:
             p.unlink()
         except OSError:
             pass
+    if source:
+        with _lock:
+            sys.modules.pop(f"pforjac_numba_{path.stem[len('pj_'):]}", None)
 
 
 def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool) -> Callable:
@@ -344,10 +371,8 @@ def _runner(dispatcher, program: Program, name: str, baked: dict, parallel: bool
                 args[k] = a[()]
             elif not a.flags.c_contiguous:
                 args[k] = np.ascontiguousarray(a)
-        if parallel:
-            _use_threads()
         try:
-            outs = dispatcher(*args)
+            outs = _launch(dispatcher, args) if parallel else dispatcher(*args)
         except NonFiniteMatrix:     # numba's LAPACK bindings refuse NaN and inf: numpy's take them
             if run.fallback is None:
                 run.fallback = run.make_fallback()

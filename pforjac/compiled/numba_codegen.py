@@ -17,7 +17,7 @@ import numpy as np
 
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
-from . import numba_lowering_arrays, numba_lowering_linalg  # noqa: F401  (register their rules)
+from . import numba_lowering_arrays, numba_lowering_linalg, numba_lowering_values  # noqa: F401  (their rules)
 from .numba_context import LoweringContext, cheaper_calls
 from .numba_copies import copy_calls
 from .numba_lowering import REDUCTIONS, NotLowered, rule_for
@@ -291,8 +291,8 @@ class _Walk:
         lines = nest.render(name, out.dtype, result, self.ctx.reused(nest, out.dtype))
         if name == self.names[id(out)]:
             note(self, eqn, made=True)
-        if parallel:
-            lines = self._parallel(name, lines)
+        if parallel and not any(_RAISES in line for line in lines):   # (numba's parallel loops
+            lines = self._parallel(name, lines)     # turn an exception into a SystemError)
         for line in lines:
             self.ctx.emit(line)
         return True
@@ -351,6 +351,7 @@ class _Walk:
         return [f"{name} = {helper}({', '.join(params)})"]
 
 
+_RAISES = "K.int_power("      # (the one elementwise kernel that raises: numpy's ValueError)
 _HELPER = "cache=True, no_cpython_wrapper=True, error_model='numpy'"   # (called from the generated code only)
 _TRANSPOSED = re.compile(r"^np\.transpose\((\w+), (\([\d, ]*\))\)$")
 _ARRAY_NAME = re.compile(r"\b(?:v_\w+|t_\d+)\b")

@@ -302,11 +302,11 @@ class LoweringContext:
         return None
 
     def reduce(self, x, expr: str, axes: tuple, out, start: str, combine: Callable,
-               convert: bool = True) -> str:
+               convert: bool = True, finish: Callable = str) -> str:
         """A reduction of `x` (source `expr`) over `axes` by a loop nest: the kept axes
         outside, the reduced ones inside, one accumulator per result element (`start`;
         `combine(acc, value)` is the statement adding a value, converted to the result's
-        dtype if `convert`). Its result's name."""
+        dtype if `convert`; `finish(acc)` the result element). Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
         nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
@@ -324,7 +324,8 @@ class LoweringContext:
         kept_index = iter(nest.index[:len(kept)])
         target = [next(kept_index) if a not in axes else "0" for a in range(x.ndim)] \
             if out.ndim == x.ndim else list(nest.index[:len(kept)])
-        nest.after[len(kept)].append(f"{name}[{', '.join(target)}] = {acc}" if out.ndim else f"{name} = {acc}")
+        nest.after[len(kept)].append(f"{name}[{', '.join(target)}] = {finish(acc)}" if out.ndim
+                                     else f"{name} = {finish(acc)}")
         lines = nest.render_store(None, None)
         if out.ndim:
             lines.insert(0, f"{name} = {new_array(out.shape, out.dtype)}")

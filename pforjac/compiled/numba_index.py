@@ -18,20 +18,33 @@ import functools
 import hashlib
 import os
 import pathlib
+import threading
 
 import numpy as np
 
 from ..program import Program
 
-__all__ = ["program_key", "lookup", "record", "load_cached"]
+__all__ = ["program_key", "lookup", "record", "load_cached", "code_files"]
+
+
+def code_files() -> list[pathlib.Path]:
+    """The modules the generated source depends on: the backend's own (`numba_*.py`: rules,
+    kernels, code generation) and the other pforjac modules they import (`_OTHERS`)."""
+    here = pathlib.Path(__file__).parent
+    return sorted(here.glob("numba_*.py")) + [here.parent / name for name in _OTHERS]
+
+
+_OTHERS = ("compiled/codegen.py", "ops/_einsum_plan.py", "ops/convolution.py")
+
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """The backend's own modules (`numba_*.py`: rules, kernels, code generation) and the
-    versions: a change of any makes new keys."""
+    """`code_files()` and the versions (numba's, numpy's, pforjac's): a change of any
+    makes new keys, so an upgraded pforjac never loads code an older one generated."""
     import numba
-    h = hashlib.sha256(f"{numba.__version__} {np.__version__}".encode())
-    for path in sorted(pathlib.Path(__file__).parent.glob("numba_*.py")):
+    from .. import __version__
+    h = hashlib.sha256(f"{numba.__version__} {np.__version__} {__version__}".encode())
+    for path in code_files():
         h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -48,6 +61,14 @@ def _text(value) -> str:
     return repr(value)
 
 
+def _ufunc(prim) -> str:
+    """The ufunc an op's forward is (the elementwise family's rule lowers it as that
+    ufunc: two primitives of one name, in two processes, may be two ufuncs), else ''."""
+    from .. import core
+    impl = core.impl_rules.get(prim)
+    return f"[{impl.__name__}]" if isinstance(impl, np.ufunc) else ""
+
+
 def program_key(program: Program, baked: dict, parallel_min_size) -> str:
     """A digest of everything the generated source of `program` depends on."""
     def aval(v) -> str:
@@ -56,8 +77,8 @@ def program_key(program: Program, baked: dict, parallel_min_size) -> str:
     lines += ["in " + aval(v) for v in program.inputs]
     lines += [f"const {aval(c)} " + (_text(np.asarray(baked[id(c)])) if id(c) in baked else "passed")
               for c in program.consts]
-    lines += [f"{' '.join(aval(v) for v in e.outputs)} = {e.prim.name} {_text(e.params)} "
-              f"{' '.join(v.name for v in e.inputs)}" for e in program.equations]
+    lines += [f"{' '.join(aval(v) for v in e.outputs)} = {e.prim.name}{_ufunc(e.prim)} "
+              f"{_text(e.params)} {' '.join(v.name for v in e.inputs)}" for e in program.equations]
     lines.append("out " + " ".join(v.name for v in program.outputs))
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:32]
 
@@ -72,11 +93,16 @@ def lookup(directory: pathlib.Path, key: str) -> tuple[str, bool] | None:
 
 
 def record(directory: pathlib.Path, key: str, digest: str, parallel: bool) -> None:
+    """Records `key`'s digest, where the directory can be written (the index is a shortcut:
+    without it, a process generates the source and finds numba's cache that way)."""
     index = directory / "index"
-    index.mkdir(parents=True, exist_ok=True)
-    temporary = index / f".{key}.{os.getpid()}.tmp"
-    temporary.write_text(f"{digest} {'parallel' if parallel else 'serial'}\n")
-    os.replace(temporary, index / key)
+    temporary = index / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        index.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(f"{digest} {'parallel' if parallel else 'serial'}\n")
+        os.replace(temporary, index / key)
+    except OSError:
+        pass
 
 
 def load_cached(dispatcher, signature) -> bool:

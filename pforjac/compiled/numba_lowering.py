@@ -9,8 +9,10 @@ rule covers every elementwise primitive whose forward is a numpy ufunc numba com
 a ufunc-backed op needs no entry here (float32 exp, tanh, log, sigmoid and softplus have
 their own rules: kernels that vectorize, numba_vecmath.py). `rule_for(prim)` is the one
 lookup. The rules of products and linear algebra (numba_lowering_linalg.py) and of scans,
-sorting and the other array ops (numba_lowering_arrays.py) are registered in the same table
-when the code generator (numba_codegen.py) imports them.
+sorting and the other array ops (numba_lowering_arrays.py), and those of the ops whose
+numba implementation gives other values than numpy's (numba_lowering_values.py: integer
+division and power, ties of maximum) are registered in the same table when the code
+generator (numba_codegen.py) imports them.
 
 Values of shape () are numba scalars in the generated code (numba reduces to scalars,
 not 0-d arrays); the backend converts them back to 0-d arrays at the boundary.
@@ -126,7 +128,10 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     if unknown:
         raise NotLowered(f"parameters {sorted(unknown)}")
     ufunc = _numba_ufunc(eqn.prim)
-    common = np.result_type(*[v.dtype for v in eqn.inputs])
+    if ufunc.__name__ in _COMPLEX_OVERFLOW and any(np.dtype(v.dtype).kind == "c" for v in eqn.inputs):
+        raise NotLowered(f"complex {ufunc.__name__} (numba's overflows to NaN where numpy's "
+                         f"gives inf or 1: exp(1e10+0j), tanh(400+1j))")
+    common = _loop_dtype(ufunc, eqn.inputs)
     operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
         if len(eqn.inputs) > 1 else list(args)
     operator = _OPERATORS.get(ufunc.__name__)
@@ -134,6 +139,21 @@ def _lower_ufunc(ctx, eqn, args) -> str:
             and all(v.ndim == 0 for v in eqn.inputs):
         return f"({operator.join(operands)})" if len(operands) == 2 else f"(-{operands[0]})"
     return f"np.{ufunc.__name__}({', '.join(operands)})"
+
+
+_COMPLEX_OVERFLOW = frozenset({"exp", "exp2", "expm1", "sin", "cos", "sinh", "cosh", "tanh"})
+
+
+def _loop_dtype(ufunc, inputs):
+    """The dtype numpy computes `ufunc` of `inputs` in: its loop's, where that takes one
+    dtype (int8 / int8 runs numpy's float64 loop, where numba picks float32's), else the
+    operands' result type."""
+    dtypes = [np.dtype(v.dtype) for v in inputs]
+    try:
+        loop = ufunc.resolve_dtypes((*dtypes, *[None] * ufunc.nout))[:ufunc.nin]
+    except (TypeError, ValueError):
+        loop = ()
+    return loop[0] if loop and all(d == loop[0] for d in loop) else np.result_type(*dtypes)
 
 
 # Scalar arithmetic of one float type written as operators: numba types and lowers a
@@ -190,25 +210,6 @@ def _polygamma(ctx, eqn, args) -> str:
     return f"K.polygamma({as_dtype(args[0], x, out.dtype)}, np.float64({int(order)}))"
 
 
-@lowers(_p("relu"))
-def _relu(ctx, eqn, args) -> str:
-    """np.maximum(x, 0): NaN stays NaN; + 0 makes -0.0 the 0.0 numpy gives (numba's
-    maximum keeps its first operand on a tie)."""
-    x = eqn.inputs[0]
-    zero = f"{numba_dtype(x.dtype)}(0)"
-    return f"(np.maximum({args[0]}, {zero}) + {zero})" if x.dtype.kind == "f" else \
-        f"np.maximum({args[0]}, {zero})"
-
-
-@lowers(_p("sign"))
-def _sign(ctx, eqn, args) -> str:
-    """np.sign; + 0 makes numba's -0.0 for -0.0 the 0.0 numpy gives."""
-    x = eqn.inputs[0]
-    if x.dtype.kind != "f":
-        return _lower_ufunc(ctx, eqn, args)
-    return f"(np.sign({args[0]}) + {numba_dtype(x.dtype)}(0))"
-
-
 @lowers(_p("copy"), _p("stop_gradient"))
 def _identity(ctx, eqn, args) -> str:
     ctx.follow(eqn.outputs[0], eqn.inputs[0])
@@ -235,14 +236,6 @@ def _cast(ctx, eqn, args) -> str:
 @lowers(_p("multiply_no_nan"))
 def _multiply_no_nan(ctx, eqn, args) -> str:
     return f"K.multiply_no_nan({', '.join(_same_dtype(eqn, args))})"
-
-
-@lowers(_p("floor_divide"), _p("remainder"))
-def _float_divmod(ctx, eqn, args) -> str:
-    """Floats: numpy's divmod-based kernels (numba's floor_divide is floor(a / b))."""
-    if eqn.outputs[0].dtype.kind != "f":
-        return _lower_ufunc(ctx, eqn, args)
-    return f"K.{eqn.prim.name}({', '.join(_same_dtype(eqn, args))})"
 
 
 @lowers(_p("where"))
@@ -413,13 +406,21 @@ def _reduction(fn: str):
 
 def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     """A sum or product in order, or a float maximum or minimum (NaN if any value is NaN,
-    else the first of equal values, as np.maximum's reduction), by the context's loops."""
+    else the last of equal values, -0.0 or 0.0, as np.maximum's reduction along leading
+    axes; along the last one numpy's SIMD tree picks either), by the context's loops."""
     dtype = numba_dtype(out.dtype)
+    wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
+    if fn == "sum" and wide and np.dtype(x.dtype) == np.dtype(out.dtype) and x.ndim - 1 in axes:
+        # (numpy sums along the last axis pairwise, its error growing as log(n); a sum in
+        # order in float32 loses about n/2 ulps: accumulated in float64, it stays within
+        # numpy's few ulps. Over leading axes alone numpy adds rows in order, as the loop)
+        return ctx.reduce(x, expr, axes, out, f"{wide}(0)", lambda acc, v: f"{acc} = {acc} + {wide}({v})",
+                          finish=lambda acc: f"{dtype}({acc})")
     if fn in ("sum", "prod"):
         op = "+" if fn == "sum" else "*"
         return ctx.reduce(x, expr, axes, out, f"{dtype}({int(fn == 'prod')})",
                           lambda acc, v: f"{acc} = {acc} {op} {v}")
-    beyond, compare = ("-np.inf", ">") if fn == "max" else ("np.inf", "<")
+    beyond, compare = ("-np.inf", ">=") if fn == "max" else ("np.inf", "<=")
     return ctx.reduce(x, expr, axes, out, f"{dtype}({beyond})",
                       lambda acc, v: f"if {v} {compare} {acc} or {v} != {v}: {acc} = {v}")
 
@@ -491,3 +492,4 @@ def _matmul(ctx, eqn, args) -> str:
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
+

@@ -18,7 +18,8 @@ import numpy as np
 
 __all__ = ["sigmoid", "softplus", "sinc", "heaviside", "erf", "erfc", "ndtr", "log_ndtr",
            "logit", "gamma", "gammaln", "gammasgn", "rgamma", "digamma", "xlogy", "xlog1py",
-           "entr", "rel_entr", "kl_div", "polygamma"]
+           "entr", "rel_entr", "kl_div", "polygamma",
+           "int_power", "int_floor_divide", "int_remainder", "int_fmod"]
 
 _INF, _NAN = math.inf, math.nan
 _SQRT_HALF = math.sqrt(0.5)
@@ -305,21 +306,38 @@ def entr(x):
 
 
 def _rel_entr(a, b):
+    """scipy's: x log(x / y), by log1p near x == y, and by log x - log y where the ratio
+    overflows or loses digits (1e200 / 1e-200 is inf: x log(x / y) was inf, not 9.2e202)."""
     if a != a or b != b:
         return _NAN
     if a > 0.0 and b > 0.0:
-        return a * math.log(a / b) if a / b == a / b else _NAN
+        ratio = a / b
+        if 0.5 < ratio < 2.0:
+            return a * math.log1p((a - b) / b)
+        if _DOUBLE_MIN < ratio < _INF:
+            return a * math.log(ratio)
+        return a * (math.log(a) - math.log(b))
     return 0.0 if a == 0.0 and b >= 0.0 else _INF
+
+
+_DOUBLE_MIN = 2.2250738585072014e-308       # (the smallest normal float64)
 
 
 def rel_entr(x, y):
     return _like(_rel_entr(_f64(x), _f64(y)), x)
 
 
+def _x_log_ratio(a, b):
+    """x log(x / y) as scipy's kl_div computes it (inf where the ratio overflows)."""
+    if a != a or b != b:
+        return _NAN
+    return a * math.log(a / b) if a / b == a / b else _NAN
+
+
 def kl_div(x, y):
     a, b = _f64(x), _f64(y)
     if a > 0.0 and b > 0.0 or a != a or b != b:
-        r = _rel_entr(a, b) - a + b
+        r = _x_log_ratio(a, b) - a + b
     else:
         r = b if a == 0.0 and b >= 0.0 else _INF
     return _like(r, x)
@@ -373,10 +391,56 @@ def polygamma(x, n):
     """polygamma(n, x) (the order second: it is the primitive's parameter)."""
     return _like(_polygamma(_f64(n), _f64(x)), x)
 
-_SCALAR_HELPERS = ["_f64", "_is_integer", "_ndtr",
+# -- integers: numpy's values where numba's differ -----------------------------------------
+# numba computes an integer power through float64 (inexact past 2**53, wrong where it
+# overflows, a number where numpy raises for a negative exponent), an integer fmod of a
+# negative operand unsigned, and traps (SIGFPE: the process dies) on int64 min % -1.
+# These are njit functions of scalars (numba.vectorize kernels cannot raise), called
+# from loop nests with int64 (signed) or uint64 operands; the rules convert the result.
+def int_power(a, b):
+    """a ** b wrapped to 64 bits, as numpy's integer power; ValueError for b < 0."""
+    if b < 0:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    result, base, e = np.uint64(1), np.uint64(a), b
+    while e > 0:
+        if e & 1:
+            result = result * base
+        base = base * base
+        e = e >> 1
+    return result
+
+
+def int_floor_divide(a, b):
+    """a // b of int64 values, as numpy's (0 for b == 0; min // -1 wraps to min)."""
+    if b == -1:
+        return np.int64(np.uint64(0) - np.uint64(a))
+    if b == 0:
+        return np.int64(0)
+    return a // b
+
+
+def int_remainder(a, b):
+    """a % b of int64 values, as numpy's (the divisor's sign; 0 for b == 0 or -1)."""
+    if b == 0 or b == -1:
+        return np.int64(0)
+    return a % b
+
+
+def int_fmod(a, b):
+    """C's fmod of int64 values, as numpy's (the dividend's sign; 0 for b == 0 or -1)."""
+    if b == 0 or b == -1:
+        return np.int64(0)
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r -= b
+    return r
+
+
+INTEGER_KERNELS = ["int_power", "int_floor_divide", "int_remainder", "int_fmod"]
+_SCALAR_HELPERS = [*INTEGER_KERNELS, "_f64", "_is_integer", "_ndtr",
                    "_log_ndtr", "_logit_edge", "_lgamma_at_one", "_lgamma_small", "_gammaln",
                    "_gammasgn", "_rgamma", "_digamma_positive", "_cot_pi", "_digamma",
-                   "_rel_entr", "_hurwitz_zeta", "_polygamma"]
+                   "_rel_entr", "_x_log_ratio", "_hurwitz_zeta", "_polygamma"]
 
 
 def _compile():
@@ -391,7 +455,7 @@ def _compile():
             return lambda r, x: numba.float32(r)
         return lambda r, x: r
 
-    compile_kernels(globals(), _SCALAR_HELPERS, __all__)
+    compile_kernels(globals(), _SCALAR_HELPERS, [k for k in __all__ if k not in INTEGER_KERNELS])
 
 
 def compile_kernels(names: dict, helpers: list, kernels: list) -> None:

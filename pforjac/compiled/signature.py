@@ -114,10 +114,11 @@ def stand_in(v: Variable) -> Variable:
 
 def value_key(leaf):
     """A Python value as the trace signature sees it: floats by their bits, so -0.0 is not
-    0.0 (x / s differs) and every NaN is the same NaN (NaN != NaN would trace every call)."""
+    0.0 (x / s differs) and a NaN is keyed by its bits, not by itself (NaN != NaN would
+    trace every call): numpy's arithmetic carries a NaN's sign and payload into results."""
     if isinstance(leaf, (float, np.floating)):
         if leaf != leaf:
-            return "nan"
+            return "nan " + np.float64(leaf).tobytes().hex()
         if isinstance(leaf, np.floating) and leaf.dtype.itemsize > 8:    # long double: every
             return np.format_float_scientific(leaf, unique=True, sign=True)   # digit it has
         return float(leaf).hex()
