@@ -7,6 +7,7 @@ of 4 MiB or more is made by the kernel asking for huge pages, and every result a
 the numpy backend to a few ulps, in float64 and float32 (no timing: what the source holds,
 and the values)."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -116,7 +117,7 @@ def test_a_large_result_is_made_by_the_huge_page_kernel_and_holds_its_zeros():
     assert np.count_nonzero(got) == np.count_nonzero(want)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("subscripts, shapes", [
     ("ij,kl->ijkl", ((2, 3), (3, 2))), ("ij,ij->ij", ((3, 4), (3, 4))),
     ("ij,j->ij", ((3, 4), (4,))), ("ij,kl->ijkl", ((40, 50), (30, 60)))])
@@ -125,17 +126,15 @@ def test_an_einsum_without_a_sum_gives_a_zero_numpys_sign(subscripts, shapes, dt
     the numpy backend's (and the eager op's) einsum gives it, where a product alone keeps
     -0.0 (small operands: one loop nest; large: an array expression)."""
     rng = np.random.default_rng(5)
-    xs = []
-    for shape in shapes:
-        x = rng.choice(np.array([-0.0, 0.0, -1.5, 2.0]), size=shape).astype(dtype)
-        if dtype == np.complex128:
-            x = x + 1j * rng.choice(np.array([-0.0, 0.0, 1.0]), size=shape)
-        xs.append(x)
+    xs = [rng.choice(np.array([-0.0, 0.0, -1.5, 2.0]), size=shape).astype(dtype)
+          for shape in shapes]
     f = lambda *o: pj.numpy.einsum(subscripts, *o)
-    want, got = (np.asarray(pj.function(f, backend=b)(*xs)) for b in ("numpy", "numba"))
+    want = np.asarray(pj.function(f, backend="numpy")(*xs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # (the einsum runs on numba, not on numpy)
+        got = np.asarray(pj.function(f, backend="numba")(*xs))
     assert np.array_equal(want, np.einsum(subscripts, *xs))
     assert np.array_equal(got, want)
-    for part in (np.real, np.imag):
-        assert (np.signbit(part(got)) == np.signbit(part(want))).all()
-    zeros = np.real(want)[np.real(want) == 0]     # (the inputs make -0.0 products)
+    assert (np.signbit(got) == np.signbit(want)).all()
+    zeros = want[want == 0]          # (the inputs make -0.0 products)
     assert zeros.size and not np.signbit(zeros).any()
