@@ -242,11 +242,11 @@ def _load(source: str, signature):
     """The dispatcher of `source`, written to (or found in) the cache directory under its
     hash and imported from there: numba's on-disk cache needs a real file, unchanged."""
     from . import (numba_copy_kernels, numba_kernels, numba_special, numba_special_inverse,
-                   numba_vecmath, numba_views)
+                   numba_sums, numba_vecmath, numba_views)
     import numba
     kernels = b"".join(pathlib.Path(m.__file__).read_bytes()
                        for m in (numba_kernels, numba_special, numba_special_inverse, numba_vecmath,
-                                 numba_views, numba_copy_kernels))
+                                 numba_views, numba_copy_kernels, numba_sums))
     text = HEADER + source
     digest = hashlib.sha256("\n".join([text, str(signature), numba.__version__, np.__version__,
                                        hashlib.sha256(kernels).hexdigest()]).encode()).hexdigest()[:24]

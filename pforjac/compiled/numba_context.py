@@ -33,6 +33,7 @@ def cheaper_calls(line: str) -> str:
     return _KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line))
 
 
+_PAIRWISE = (np.dtype(np.float32), np.dtype(np.float64))    # (numpy's complex sums pair otherwise)
 _KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
 
 
@@ -302,11 +303,13 @@ class LoweringContext:
         return None
 
     def reduce(self, x, expr: str, axes: tuple, out, start: str, combine: Callable,
-               convert: bool = True, finish: Callable = str) -> str:
+               convert: bool = True, finish: Callable = str, pairwise: bool = False) -> str:
         """A reduction of `x` (source `expr`) over `axes` by a loop nest: the kept axes
         outside, the reduced ones inside, one accumulator per result element (`start`;
         `combine(acc, value)` is the statement adding a value, converted to the result's
-        dtype if `convert`; `finish(acc)` the result element). Its result's name."""
+        dtype if `convert`; `finish(acc)` the result element). `pairwise`: a float sum
+        over trailing axes, in numpy's pairwise order (`_pairwise_row`: the values are
+        written into a row the kernel sums). Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
         nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
@@ -319,8 +322,15 @@ class LoweringContext:
         value, _ = self.read(nest, x, expr, index)
         if convert and np.dtype(x.dtype) != np.dtype(out.dtype):
             value = f"{numba_dtype(out.dtype)}({value})"
-        nest.levels[len(kept)].append(f"{acc} = {start}")
-        nest.levels[len(order)].append(combine(acc, value))
+        row = self._pairwise_row(x, axes, out) if pairwise else None
+        if row is None:
+            nest.levels[len(kept)].append(f"{acc} = {start}")
+            nest.levels[len(order)].append(combine(acc, value))
+        else:
+            size, zero = int(np.prod([x.shape[a] for a in axes])), f"{numba_dtype(out.dtype)}(0)"
+            nest.levels[len(kept)].append(f"{acc} = 0")
+            nest.levels[len(order)] += [f"{row}[{acc}] = {value}", f"{acc} = {acc} + 1"]
+            acc = f"{zero} + K.pairwise_sum({row}, 0, {size}, {zero})"
         kept_index = iter(nest.index[:len(kept)])
         target = [next(kept_index) if a not in axes else "0" for a in range(x.ndim)] \
             if out.ndim == x.ndim else list(nest.index[:len(kept)])
@@ -329,6 +339,16 @@ class LoweringContext:
         lines = nest.render_store(None, None)
         if out.ndim:
             lines.insert(0, f"{name} = {new_array(out.shape, out.dtype)}")
+        if row is not None:
+            lines.insert(0, f"{row} = np.empty({size}, {numba_dtype(out.dtype)})")
         for line in lines:
             self.emit(line)
         return name
+
+    def _pairwise_row(self, x, axes: tuple, out) -> str | None:
+        """The name of a row buffer for a float sum over trailing axes (the caller's) of 8
+        or more elements: numpy sums such a contiguous run pairwise (numba_sums.py). Under
+        8, None: numpy's order is the loop's (in order, from zero)."""
+        if np.dtype(out.dtype) not in _PAIRWISE or np.prod([x.shape[a] for a in axes]) < 8:
+            return None
+        return self.fresh()

@@ -19,6 +19,7 @@ from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv
 from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 from .numba_views import merged_axes  # noqa: F401  (views loop nests read through)
 from .numba_copy_kernels import *  # noqa: F401,F403  (copies permuting axes)
+from .numba_sums import *  # noqa: F401,F403  (numpy's pairwise sums)
 
 __all__ = ["multiply_no_nan", "select", "floor_divide", "remainder", "positions", "take_axis", "scatter_add_axis", "prod_axis", "max_axis",
            "min_axis", "batched_dot", "large", "large_zeros"]

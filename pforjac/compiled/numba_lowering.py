@@ -405,15 +405,20 @@ def _reduction(fn: str):
 
 
 def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
-    """A sum or product in order, or a float maximum or minimum (NaN if any value is NaN,
-    else the last of equal values, -0.0 or 0.0, as np.maximum's reduction along leading
-    axes; along the last one numpy's SIMD tree picks either), by the context's loops."""
+    """A float sum over trailing axes in numpy's pairwise order (in order under 8 values,
+    as numpy's), another sum or a product in order, or a float maximum or minimum (NaN if
+    any value is NaN, else the last of equal values, -0.0 or 0.0, as np.maximum's reduction
+    along leading axes; along the last one numpy's SIMD tree picks either), by loops."""
     dtype = numba_dtype(out.dtype)
     wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
-    if fn == "sum" and wide and np.dtype(x.dtype) == np.dtype(out.dtype) and x.ndim - 1 in axes:
-        # (numpy sums along the last axis pairwise, its error growing as log(n); a sum in
-        # order in float32 loses about n/2 ulps: accumulated in float64, it stays within
-        # numpy's few ulps. Over leading axes alone numpy adds rows in order, as the loop)
+    plain = np.dtype(x.dtype) == np.dtype(out.dtype)
+    if fn == "sum" and plain and out.dtype.kind == "f" and \
+            tuple(sorted(axes)) == tuple(range(x.ndim - len(axes), x.ndim)):
+        # (numpy sums a contiguous run pairwise: error ~log(n) ulps, in order ~n)
+        return ctx.reduce(x, expr, axes, out, f"{dtype}(0)", lambda acc, v: f"{acc} = {acc} + {v}",
+                          pairwise=True)
+    if fn == "sum" and wide and plain and x.ndim - 1 in axes:
+        # (numpy's order is its iterator's: float32 summed in float64 stays within a few ulps)
         return ctx.reduce(x, expr, axes, out, f"{wide}(0)", lambda acc, v: f"{acc} = {acc} + {wide}({v})",
                           finish=lambda acc: f"{dtype}({acc})")
     if fn in ("sum", "prod"):
