@@ -8,8 +8,8 @@ summed so and the two added. Its rounding error grows as log(n), where a sum in 
 grows as n (150 ulps apart at 10**6 float64 values), and the reduction starts from
 zero: the result is `0 + pairwise_sum(row)`. `pairwise_sum` here is that algorithm in
 the same order, in the row's own dtype, so a row summed by it is numpy's sum of that row
-bit for bit; its eight partial sums are independent, so LLVM can also run them in SIMD
-lanes (a sum in order is one chain of dependent additions).
+bit for bit (its eight partial sums are also independent of one another, where a sum
+in order is one chain of dependent additions).
 """
 from __future__ import annotations
 
