@@ -33,8 +33,8 @@ def cheaper_calls(line: str) -> str:
     return _KERNEL.sub(r"K.\1(", _TRANSPOSE.sub(_strided_transpose, line))
 
 
-_PAIRWISE = (np.dtype(np.float32), np.dtype(np.float64))    # (numpy's complex sums pair otherwise)
 _KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
+_PAIRWISE_MIN = 8       # values from which numpy's pairwise order differs from a loop's
 
 
 def _strided_transpose(found: re.Match) -> str:
@@ -307,9 +307,10 @@ class LoweringContext:
         """A reduction of `x` (source `expr`) over `axes` by a loop nest: the kept axes
         outside, the reduced ones inside, one accumulator per result element (`start`;
         `combine(acc, value)` is the statement adding a value, converted to the result's
-        dtype if `convert`; `finish(acc)` the result element). `pairwise`: a float sum
-        over trailing axes, in numpy's pairwise order (`_pairwise_row`: the values are
-        written into a row the kernel sums). Its result's name."""
+        dtype if `convert`; `finish(acc)` the result element). `pairwise`: a float32 or
+        float64 sum over trailing axes, which numpy sums pairwise from 8 values on
+        (numba_sums.py): the values are written into a row the kernel sums; under 8 the
+        loop's order is numpy's. Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
         nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
@@ -322,12 +323,13 @@ class LoweringContext:
         value, _ = self.read(nest, x, expr, index)
         if convert and np.dtype(x.dtype) != np.dtype(out.dtype):
             value = f"{numba_dtype(out.dtype)}({value})"
-        row = self._pairwise_row(x, axes, out) if pairwise else None
+        size = int(np.prod([x.shape[a] for a in axes]))
+        row = self.fresh() if pairwise and size >= _PAIRWISE_MIN else None
         if row is None:
             nest.levels[len(kept)].append(f"{acc} = {start}")
             nest.levels[len(order)].append(combine(acc, value))
         else:
-            size, zero = int(np.prod([x.shape[a] for a in axes])), f"{numba_dtype(out.dtype)}(0)"
+            zero = f"{numba_dtype(out.dtype)}(0)"
             nest.levels[len(kept)].append(f"{acc} = 0")
             nest.levels[len(order)] += [f"{row}[{acc}] = {value}", f"{acc} = {acc} + 1"]
             acc = f"{zero} + K.pairwise_sum({row}, 0, {size}, {zero})"
@@ -344,11 +346,3 @@ class LoweringContext:
         for line in lines:
             self.emit(line)
         return name
-
-    def _pairwise_row(self, x, axes: tuple, out) -> str | None:
-        """The name of a row buffer for a float sum over trailing axes (the caller's) of 8
-        or more elements: numpy sums such a contiguous run pairwise (numba_sums.py). Under
-        8, None: numpy's order is the loop's (in order, from zero)."""
-        if np.dtype(out.dtype) not in _PAIRWISE or np.prod([x.shape[a] for a in axes]) < 8:
-            return None
-        return self.fresh()

@@ -412,7 +412,7 @@ def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     dtype = numba_dtype(out.dtype)
     wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
     plain = np.dtype(x.dtype) == np.dtype(out.dtype)
-    if fn == "sum" and plain and out.dtype.kind == "f" and \
+    if fn == "sum" and plain and np.dtype(out.dtype) in (np.float32, np.float64) and \
             tuple(sorted(axes)) == tuple(range(x.ndim - len(axes), x.ndim)):
         # (numpy sums a contiguous run pairwise: error ~log(n) ulps, in order ~n)
         return ctx.reduce(x, expr, axes, out, f"{dtype}(0)", lambda acc, v: f"{acc} = {acc} + {v}",
@@ -497,4 +497,3 @@ def _matmul(ctx, eqn, args) -> str:
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
     return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
-
