@@ -75,6 +75,7 @@ class LoweringContext:
         self._count = 0
         self.values: dict[str, object] = {}         # name -> the program's variable (array_shape)
         self.made: dict[str, tuple] = {}            # name of a new C array a nest made -> shape
+        self.positions: dict[str, str] = {}         # a gather's `K.positions(...)` call -> its name
 
     def emit(self, line: str) -> None:
         for token in _NAME.findall(line):

@@ -66,12 +66,11 @@ def _gather_map(eqn, ctx, args) -> list[IndexMap] | None:
     axis = eqn.params["axis"] % x.ndim
     flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
     call = f"K.positions({flat}, {int(x.shape[axis])})"
-    known = ctx.__dict__.setdefault("positions", {})
-    at = known.get(call) if _unchanging(ctx, args[1]) else None
+    at = ctx.positions.get(call) if _unchanging(ctx, args[1]) else None
     if at is None:
         at = ctx.fresh()
         ctx.emit(f"{at} = {call}")
-        known[call] = at
+        ctx.positions[call] = at
     return [lambda index: positioned(index, axis, tuple(idx.shape), at)]
 
 
