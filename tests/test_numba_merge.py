@@ -103,6 +103,65 @@ def test_merged_axes_is_a_view_of_the_same_elements():
         flat_then_middle(a[:, :, ::2])
 
 
+def test_reshaped_is_a_c_order_view_and_refuses_what_does_not_fit():
+    """`K.reshaped`, the generated code's reshape: a view of the same elements in C order
+    (writes reach the array); a wrong size raises; other layouts behave as numba's own
+    reshape does (a Fortran-ordered array: a view where none is copied; a strided one is
+    not typed)."""
+    import numba
+    from pforjac.compiled.numba_backend import kernels
+    reshaped = kernels().reshaped
+
+    @numba.njit
+    def two_ways(a):
+        rows, flat = reshaped(a, (6, 4)), reshaped(a, (24,))
+        flat[5] = -1.0
+        return rows.copy(), reshaped(rows, (2, 2, 6)).copy()
+
+    @numba.njit
+    def wrong_size(a):
+        return reshaped(a, (5, 4)).copy()
+
+    @numba.njit
+    def transposed(a, shape):
+        return reshaped(a.T, shape).copy()
+
+    @numba.njit
+    def strided(a):
+        return reshaped(a[:, ::2], (a.size // 2,)).copy()
+    a = np.arange(24.0).reshape(2, 3, 4)
+    rows, back = two_ways(a)
+    assert a[0, 1, 1] == -1.0
+    np.testing.assert_array_equal(rows, a.reshape(6, 4))
+    np.testing.assert_array_equal(back, a.reshape(2, 2, 6))
+    with pytest.raises(ValueError, match="size"):
+        wrong_size(a)
+    b = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(transposed(b[:1], (4, 1)), b[:1].T)   # (F-ordered: a view)
+    with pytest.raises(NotImplementedError):                  # (one that needs a copy)
+        transposed(b, (12, 1))
+    with pytest.raises(numba.TypingError):
+        strided(b)
+
+
+def test_stores_through_reshaped_in_a_prange_loop_are_kept():
+    """As for merged_axes (below): numba is told that `K.reshaped(a, ...)` aliases `a`."""
+    import numba
+    from pforjac.compiled.numba_backend import kernels
+    global K
+    K = kernels()
+
+    @numba.njit(parallel=True)
+    def double(x):
+        out = np.empty(x.shape)
+        into, xs = K.reshaped(out, (60,)), K.reshaped(x, (60,))
+        for i in numba.prange(60):
+            into[i] = 2.0 * xs[i]
+        return out
+    x = np.arange(60.0).reshape(6, 10)
+    np.testing.assert_array_equal(double(x), 2.0 * x)
+
+
 def test_parallel_loops_merge_and_agree(monkeypatch):
     """A nest large enough for a parallel helper runs over merged views too, and its values
     are the numpy backend's: the attention workloads' in-place sums, whose stores through

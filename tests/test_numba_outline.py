@@ -85,6 +85,10 @@ class _PlainKernels:
     def merged_axes(a, lo, hi):          # (numba's intrinsic: a view, as this reshape is)
         return a.reshape(a.shape[:lo] + (-1,) + a.shape[hi:])
 
+    @staticmethod
+    def reshaped(a, shape):              # (numba's intrinsic: a C-order view)
+        return a.reshape(shape)
+
     def __getattr__(self, name):
         from pforjac.compiled.numba_backend import kernels
         return getattr(kernels(), name)

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _index_source, new_array, numba_dtype, rule_for
+from .numba_lowering import NotLowered, _index_source, new_array, numba_dtype, reshaped, rule_for
 from .numba_loops import LoopNest, ScalarContext, basic_index, broadcast, scalar_equation
 
 __all__ = ["LoweringContext", "cheaper_calls"]
@@ -130,7 +130,7 @@ class LoweringContext:
         if source is var or source.ndim == 0:
             return self.loop(var.shape, var.dtype, lambda nest: self.read(nest, var))
         name = self.loop(source.shape, var.dtype, lambda nest: self.read(nest, source))
-        return f"{name}.reshape({tuple(var.shape)})"
+        return reshaped(name, var.shape)
 
     def blas_operand(self, var, expr: str) -> str:
         """`expr` as an operand of numba's np.dot: a matrix transposed from a C-contiguous
@@ -300,7 +300,7 @@ class LoweringContext:
             if element in nest.loads:
                 del self.reusable[name]
                 nest.target = element       # (stored as read: LLVM then sees one address)
-                return name if tuple(shape) == nest.shape else f"{name}.reshape({nest.shape})"
+                return name if tuple(shape) == nest.shape else reshaped(name, nest.shape)
         return None
 
     def reduce(self, x, expr: str, axes: tuple, out, start: str, combine: Callable,

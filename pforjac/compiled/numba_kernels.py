@@ -17,7 +17,7 @@ from .numba_special import _like      # (r in x's float type: floor_divide, rema
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
 from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
-from .numba_views import merged_axes  # noqa: F401  (views loop nests read through)
+from .numba_views import merged_axes, reshaped  # noqa: F401  (views generated code makes)
 from .numba_copy_kernels import *  # noqa: F401,F403  (copies permuting axes)
 from .numba_sums import *  # noqa: F401,F403  (numpy's pairwise sums)
 

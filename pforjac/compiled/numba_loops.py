@@ -59,12 +59,12 @@ def view_maps(eqn, ctx=None, args=None) -> list[IndexMap] | None:
 
 
 def _gather_map(eqn, ctx, args) -> list[IndexMap] | None:
-    from .numba_lowering import positioned
+    from .numba_lowering import positioned, reshaped
     x, idx = eqn.inputs
     if x.ndim == 0 or idx.ndim == 0 or idx.dtype.kind not in "iu":
         return None
     axis = eqn.params["axis"] % x.ndim
-    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
     call = f"K.positions({flat}, {int(x.shape[axis])})"
     at = ctx.positions.get(call) if _unchanging(ctx, args[1]) else None
     if at is None:

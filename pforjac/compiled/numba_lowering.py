@@ -94,6 +94,14 @@ def new_array(shape, dtype, zeros: bool = False) -> str:
 LARGE = 1 << 22
 
 
+def reshaped(expr: str, shape) -> str:
+    """The source of a C-order reshape of the C-contiguous array `expr` to `shape`: the
+    kernels' view `K.reshaped` (numba_views.py), a few instructions, where numba's own
+    `reshape` compiles a helper and a C call at every use (30-40 ms of a first compile
+    each)."""
+    return f"K.reshaped({expr}, {tuple(int(d) for d in shape)})"
+
+
 def as_dtype(expr: str, var, dtype) -> str:
     """`expr` (the value of `var`) converted to `dtype` (unchanged if it has it already)."""
     if np.dtype(var.dtype) == np.dtype(dtype):
@@ -258,7 +266,7 @@ def _reshape(ctx, eqn, args) -> str:
         return f"np.full({tuple(out.shape)}, {args[0]})"
     if out.ndim == 0:
         return f"{ctx.contiguous(x, args[0])}.ravel()[0]"
-    return f"{ctx.contiguous(x, args[0])}.reshape({tuple(out.shape)})"
+    return reshaped(ctx.contiguous(x, args[0]), out.shape)
 
 
 @lowers(_p("transpose"))
@@ -332,10 +340,10 @@ def _gather(ctx, eqn, args) -> str:
     axis = eqn.params["axis"] % x.ndim
     if idx.dtype.kind not in "iu":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
-    x3 = f"{ctx.contiguous(x, args[0])}.reshape({_split_at(x.shape, axis)})"
-    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))" if idx.ndim \
+    x3 = reshaped(ctx.contiguous(x, args[0]), _split_at(x.shape, axis))
+    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),)) if idx.ndim \
         else f"np.full(1, {args[1]})"
-    return f"K.take_axis({x3}, {flat}).reshape({tuple(eqn.outputs[0].shape)})"
+    return reshaped(f"K.take_axis({x3}, {flat})", eqn.outputs[0].shape)
 
 
 @lowers(_p("scatter_add"))
@@ -345,7 +353,7 @@ def _scatter_add(ctx, eqn, args) -> str:
     axis, size = eqn.params["axis"], eqn.params["size"]
     if idx.dtype.kind not in "iu" or idx.ndim == 0 or g.dtype.kind not in "fc":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
-    flat = f"{ctx.contiguous(idx, args[1])}.reshape(({int(np.prod(idx.shape))},))"
+    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
     if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
         out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
         ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
@@ -353,8 +361,8 @@ def _scatter_add(ctx, eqn, args) -> str:
         ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
                      g, args[0], g.dtype, "+=")
         return name
-    g3 = f"{ctx.contiguous(g, args[0])}.reshape({_split_at(g.shape, axis, idx.ndim)})"
-    return f"K.scatter_add_axis({g3}, {flat}, {int(size)}).reshape({tuple(eqn.outputs[0].shape)})"
+    g3 = reshaped(ctx.contiguous(g, args[0]), _split_at(g.shape, axis, idx.ndim))
+    return reshaped(f"K.scatter_add_axis({g3}, {flat}, {int(size)})", eqn.outputs[0].shape)
 
 
 def positioned(index: list, axis: int, idx_shape: tuple, positions: str) -> list:
@@ -398,9 +406,9 @@ def _reduction(fn: str):
                 expr = f"np.sum({expr}, axis={a})"
             else:
                 split = _split_at(shape, a)
-                expr = f"K.{fn}_axis(np.ascontiguousarray({expr}).reshape({split}))"
+                expr = f"K.{fn}_axis({reshaped(f'np.ascontiguousarray({expr})', split)})"
             del shape[a]
-        return f"{expr}.reshape({tuple(out.shape)})"
+        return reshaped(expr, out.shape)
     return rule
 
 
@@ -460,9 +468,9 @@ def _stack(ctx, v, arg: str, batch: tuple) -> str:
     core, own = tuple(v.shape[-2:]), tuple(v.shape[:-2])
     count = int(np.prod(own, dtype=np.int64))
     if count == 1 or (1,) * (len(batch) - len(own)) + own == batch:
-        return f"{ctx.contiguous(v, arg)}.reshape({(count,) + core})"
-    return (f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + core}))"
-            f".reshape({(int(np.prod(batch, dtype=np.int64)),) + core})")
+        return reshaped(ctx.contiguous(v, arg), (count,) + core)
+    return reshaped(f"np.ascontiguousarray(np.broadcast_to({arg}, {batch + core}))",
+                    (int(np.prod(batch, dtype=np.int64)),) + core)
 
 
 
@@ -482,18 +490,18 @@ def _matmul(ctx, eqn, args) -> str:
         small, wide = rows
         count, name = int(np.prod(small.shape[:-1], dtype=np.int64)), ctx.fresh()
         shape = tuple(small.shape[:-1]) + (b.shape[1],)
-        ctx.emit(f"{name} = np.dot({ctx.contiguous(small, ctx.names[id(small)])}.reshape({(count, a.shape[-1])}), "
-                 f"{operand(b, args[1])}).reshape({shape})")
+        rows_of = reshaped(ctx.contiguous(small, ctx.names[id(small)]), (count, a.shape[-1]))
+        ctx.emit(f"{name} = {reshaped(f'np.dot({rows_of}, {operand(b, args[1])})', shape)}")
         ctx.product_view(eqn.outputs[0], name, shape, tuple(wide.shape[:-1]) + (b.shape[1],))
         return None
     if a.ndim in (1, 2) and b.ndim in (1, 2):
         return f"np.dot({operand(a, args[0])}, {operand(b, args[1])})"
     if b.ndim == 2:                          # (a stack times one matrix: one product)
         rows = int(np.prod(a.shape[:-1], dtype=np.int64))
-        return (f"np.dot({ctx.contiguous(a, args[0])}.reshape({(rows, a.shape[-1])}), "
-                f"{operand(b, args[1])}).reshape({tuple(eqn.outputs[0].shape)})")
+        matrix = reshaped(ctx.contiguous(a, args[0]), (rows, a.shape[-1]))
+        return reshaped(f"np.dot({matrix}, {operand(b, args[1])})", eqn.outputs[0].shape)
     if a.ndim < 2 or b.ndim < 2:
         raise NotLowered("a batched product with a 1-D operand")
     batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
     stacks = [_stack(ctx, v, arg, batch) for arg, v in zip(args, (a, b))]
-    return f"K.batched_dot({stacks[0]}, {stacks[1]}).reshape({tuple(eqn.outputs[0].shape)})"
+    return reshaped(f"K.batched_dot({stacks[0]}, {stacks[1]})", eqn.outputs[0].shape)

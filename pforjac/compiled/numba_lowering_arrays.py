@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _p, _split_at, as_dtype, lowers, numba_dtype
+from .numba_lowering import NotLowered, _p, _split_at, as_dtype, lowers, numba_dtype, reshaped
 
 __all__: list = []
 
 
 def _three(ctx, var, expr: str, axis: int) -> str:
     """`expr` (the value of `var`) as a C-contiguous (before, axis, after) array."""
-    return f"{ctx.contiguous(var, expr)}.reshape({_split_at(var.shape, axis)})"
+    return reshaped(ctx.contiguous(var, expr), _split_at(var.shape, axis))
 
 
 def _along(kernel: str, extra: str = "", kinds: str = "fiub"):
@@ -26,7 +26,7 @@ def _along(kernel: str, extra: str = "", kinds: str = "fiub"):
             raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
         x3 = _three(ctx, x, as_dtype(args[0], x, out.dtype), eqn.params["axis"] % x.ndim)
         call = f"K.{kernel}({x3}{extra})"
-        return f"{call}[0, 0]" if out.ndim == 0 else f"{call}.reshape({tuple(out.shape)})"
+        return f"{call}[0, 0]" if out.ndim == 0 else reshaped(call, out.shape)
     return rule
 
 
@@ -40,7 +40,7 @@ def _arg_extremum(smallest: bool):
         if x.ndim == 0 or x.dtype.kind not in "fiu":
             raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
         call = f"K.argmax_axis({_three(ctx, x, args[0], eqn.params['axis'] % x.ndim)}, {smallest})"
-        return f"{call}[0, 0]" if out.ndim == 0 else f"{call}.reshape({tuple(out.shape)})"
+        return f"{call}[0, 0]" if out.ndim == 0 else reshaped(call, out.shape)
     return rule
 
 
@@ -57,7 +57,7 @@ def _sort(ctx, eqn, args) -> str:
     if x.ndim == 0 or x.dtype.kind not in "fiu":
         raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
     x3 = _three(ctx, x, args[0], eqn.params["axis"] % x.ndim)
-    return f"K.{eqn.prim.name}_axis({x3}).reshape({tuple(out.shape)})"
+    return reshaped(f"K.{eqn.prim.name}_axis({x3})", out.shape)
 
 
 @lowers(_p("take_along_axis"))
@@ -66,8 +66,8 @@ def _take_along_axis(ctx, eqn, args) -> str:
     axis = eqn.params["axis"] % x.ndim
     if idx.dtype.kind not in "iu":
         raise NotLowered(f"indices of dtype {idx.dtype}")
-    return (f"K.take_along_axis3({_three(ctx, x, args[0], axis)}, {_three(ctx, idx, args[1], axis)})"
-            f".reshape({tuple(eqn.outputs[0].shape)})")
+    return reshaped(f"K.take_along_axis3({_three(ctx, x, args[0], axis)}, {_three(ctx, idx, args[1], axis)})",
+                    eqn.outputs[0].shape)
 
 
 @lowers(_p("put_along_axis_add"))
@@ -76,8 +76,8 @@ def _put_along_axis_add(ctx, eqn, args) -> str:
     axis = eqn.params["axis"] % g.ndim
     if idx.dtype.kind not in "iu" or g.dtype.kind not in "fiu":
         raise NotLowered(f"indices of dtype {idx.dtype}, values of dtype {g.dtype}")
-    return (f"K.put_along_axis_add3({_three(ctx, g, args[0], axis)}, {_three(ctx, idx, args[1], axis)}, "
-            f"{int(eqn.params['size'])}).reshape({tuple(eqn.outputs[0].shape)})")
+    return reshaped(f"K.put_along_axis_add3({_three(ctx, g, args[0], axis)}, {_three(ctx, idx, args[1], axis)}, "
+                    f"{int(eqn.params['size'])})", eqn.outputs[0].shape)
 
 
 @lowers(_p("searchsorted"))
@@ -125,15 +125,15 @@ def _tile(ctx, eqn, args) -> str:
         raise NotLowered(f"reps {reps} for shape {tuple(x.shape)}")
     split = tuple(v for d in x.shape for v in (1, d))
     wide = tuple(v for r, d in zip(reps, x.shape) for v in (r, d))
-    return (f"np.ascontiguousarray(np.broadcast_to({ctx.contiguous(x, args[0])}.reshape({split}), "
-            f"{wide})).reshape({tuple(out.shape)})")
+    return reshaped(f"np.ascontiguousarray(np.broadcast_to({reshaped(ctx.contiguous(x, args[0]), split)}, "
+                    f"{wide}))", out.shape)
 
 
 @lowers(_p("one_hot"))
 def _one_hot(ctx, eqn, args) -> str:
     x, out = eqn.inputs[0], eqn.outputs[0]
     depth = int(eqn.params["depth"])
-    rows = f"{ctx.contiguous(x, args[0])}.reshape({tuple(x.shape) + (1,)})" if x.ndim else args[0]
+    rows = reshaped(ctx.contiguous(x, args[0]), tuple(x.shape) + (1,)) if x.ndim else args[0]
     return (f"({rows} == np.arange({depth}).astype({numba_dtype(x.dtype)}))"
             f".astype({numba_dtype(out.dtype)})")
 

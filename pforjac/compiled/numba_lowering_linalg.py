@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _p, as_dtype, lowers, numba_dtype
+from .numba_lowering import NotLowered, _p, as_dtype, lowers, numba_dtype, reshaped
 
 __all__: list = []
 
@@ -53,12 +53,12 @@ def _permuted(ctx, x: _Operand, letters: str, sizes: dict, grouped: tuple) -> st
     perm = tuple(x.letters.index(c) for c in letters)
     shape = tuple(math.prod(sizes[c] for c in g) for g in grouped)
     if perm == tuple(range(len(perm))) and not x.strided:
-        return f"{x.expr}.reshape({shape})"
+        return reshaped(x.expr, shape)
     if hasattr(ctx, "loop"):
         copy = ctx.loop(tuple(sizes[c] for c in letters), x.dtype, lambda nest: _read(
             ctx, nest, x, [nest.index[letters.index(c)] for c in x.letters]))
-        return f"{copy}.reshape({shape})"
-    return f"np.ascontiguousarray(np.transpose({x.expr}, {perm})).reshape({shape})"
+        return reshaped(copy, shape)
+    return reshaped(f"np.ascontiguousarray(np.transpose({x.expr}, {perm}))", shape)
 
 
 def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = "") -> _Operand:
@@ -84,14 +84,15 @@ def _pair(ctx, x: _Operand, y: _Operand, keep: str, sizes: dict, order: str = ""
     shape = tuple(sizes[c] for c in letters) or (1,)       # (no letters: one value)
     name = ctx.fresh()
     if summed and not batch:                # (one product: BLAS straight into the result)
-        ctx.emit(f"{name} = np.dot({a}.reshape({(m, k)}), {b}.reshape({(k, n)})).reshape({shape})")
+        ctx.emit(f"{name} = {reshaped(f'np.dot({reshaped(a, (m, k))}, {reshaped(b, (k, n))})', shape)}")
     elif summed:
-        ctx.emit(f"{name} = K.batched_dot({a}, {b}).reshape({shape})")
+        ctx.emit(f"{name} = {reshaped(f'K.batched_dot({a}, {b})', shape)}")
     else:
         m, n = math.prod(sizes[c] for c in left), math.prod(sizes[c] for c in right)
         batch_size = math.prod(sizes[c] for c in batch)
-        ctx.emit(f"{name} = ({numba_dtype(x.dtype)}(0) + {a}.reshape({(batch_size, m, 1)}) * "
-                 f"{b}.reshape({(batch_size, 1, n)})).reshape({shape})")   # (as in the loop)
+        product = f"({numba_dtype(x.dtype)}(0) + {reshaped(a, (batch_size, m, 1))} * " \
+                  f"{reshaped(b, (batch_size, 1, n))})"
+        ctx.emit(f"{name} = {reshaped(product, shape)}")   # (as in the loop)
     return _Operand(name, letters, False, dtype=x.dtype)
 
 
@@ -191,9 +192,9 @@ def _stacked(ctx, eqn, args, dtype, core_ranks) -> tuple[list[str], tuple]:
         expr = as_dtype(a, x, dtype)
         if tuple(x.shape[:x.ndim - r]) != batch:
             expr = f"np.broadcast_to({expr}, {batch + core})"
-            stacks.append(f"np.ascontiguousarray({expr}).reshape({(count,) + core})")
+            stacks.append(reshaped(f"np.ascontiguousarray({expr})", (count,) + core))
         else:
-            stacks.append(f"{_contiguous_as(ctx, x, a, dtype)}.reshape({(count,) + core})")
+            stacks.append(reshaped(_contiguous_as(ctx, x, a, dtype), (count,) + core))
     return stacks, batch
 
 
@@ -212,7 +213,7 @@ def _lapack_rule(kernel: str, core_ranks: tuple, extra=lambda params: (), pick: 
         picked = "" if pick is None else f"[{pick}]"
         ctx.emit(f"{name} = K.{kernel}({', '.join(stacks + params)}){picked}")
         parts = [name] if len(eqn.outputs) == 1 else [f"{name}[{k}]" for k in range(len(eqn.outputs))]
-        outs = [f"{p}[0]" if out.ndim == 0 else f"{p}.reshape({tuple(out.shape)})"
+        outs = [f"{p}[0]" if out.ndim == 0 else reshaped(p, out.shape)
                 for p, out in zip(parts, eqn.outputs)]
         return outs[0] if len(outs) == 1 else f"({', '.join(outs)},)"
     return rule

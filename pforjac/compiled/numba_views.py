@@ -9,6 +9,15 @@ through it where they run over adjacent axes as one loop (numba_merge.py): a loo
 is a good part of a nest's compile time. Both bounds are literal integers; the shape is
 read from `a` itself, so the view always has `a`'s elements, in `a`'s order.
 
+`reshaped(a, shape)`: the C-order reshape of `a` to `shape` (a tuple of integers), for
+the reshapes the generated code makes of arrays it knows are C-contiguous. numba's own
+`reshape` compiles its shape check (a helper function) and a C call at every use, 30-40
+ms of a first compile each; of an array numba types as C-contiguous this view is a size
+check (a ValueError where the shape does not fit) and the new shape's strides. Other
+arrays get numba's own reshape, as `a.reshape(shape)` would: of a Fortran-ordered one,
+its view where no copy is needed (else its NotImplementedError); of one typed as strided,
+numba's typing error ("contiguous array only").
+
 numba is told that the view aliases `a` (`_declare_alias`), as it knows of its own views
 (`reshape`, `ravel`, `transpose`, indexing): its dead-code elimination drops a store
 into an array that nothing reads afterwards, and the body of a `prange` loop is analysed
@@ -19,7 +28,7 @@ in-place sum). Serial loops keep the view live through their back edge.
 """
 from __future__ import annotations
 
-__all__ = ["merged_axes"]
+__all__ = ["merged_axes", "reshaped"]
 
 
 def _make_merged_axes():
@@ -56,6 +65,50 @@ def _make_merged_axes():
     return merged_axes
 
 
+def _make_reshaped():
+    from numba import types
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.core.typing import signature
+    from numba.extending import intrinsic
+    from numba.np.arrayobj import array_reshape, make_array, populate_array
+
+    @intrinsic
+    def reshaped(typingctx, a, shape):
+        if not (isinstance(a, types.Array) and a.layout in "CF" and isinstance(shape, types.BaseTuple)
+                and len(shape) and all(isinstance(t, types.Integer) for t in shape)):
+            return None
+        ndim = len(shape)
+        result = a.copy(ndim=ndim)       # (numba's type of a.reshape(shape))
+
+        def codegen(context, builder, sig, args):
+            intp = types.intp
+            new = [context.cast(builder, v, t, intp)
+                   for v, t in zip(cgutils.unpack_tuple(builder, args[1], ndim), shape)]
+            if a.layout != "C":          # (numba's reshape, which reads the strides)
+                tuple_type = types.UniTuple(intp, ndim)
+                return array_reshape(context, builder, signature(result, a, tuple_type),
+                                     [args[0], context.make_tuple(builder, tuple_type, new)])
+            array = make_array(a)(context, builder, args[0])
+            size = context.get_constant(intp, 1)
+            for d in new:
+                size = builder.mul(size, d)
+            with cgutils.if_unlikely(builder, builder.icmp_signed("!=", size, array.nitems)):
+                context.call_conv.return_user_exc(
+                    builder, ValueError, ("reshaped: the new shape does not have the array's size",))
+            strides, step = [], array.itemsize
+            for d in reversed(new):
+                strides.insert(0, step)
+                step = builder.mul(step, d)
+            out = make_array(result)(context, builder)
+            populate_array(out, data=array.data, shape=new, strides=strides, itemsize=array.itemsize,
+                           meminfo=array.meminfo, parent=array.parent)
+            return impl_ret_borrowed(context, builder, result, out._getvalue())
+        return result(a, shape), codegen
+    _declare_alias("reshaped", (__name__, __name__.rpartition(".")[0] + ".numba_kernels"))
+    return reshaped
+
+
 def _declare_alias(function: str, modules: tuple) -> None:
     """Tells numba's alias analysis that `function(a, ...)`, called by that name from one of
     `modules` (`K.merged_axes` names the kernels module), returns a view of `a`: a store
@@ -76,6 +129,6 @@ def _declare_alias(function: str, modules: tuple) -> None:
 try:
     import numba  # noqa: F401
 except ImportError:          # numba is optional: only generated code uses these views
-    merged_axes = None
+    merged_axes = reshaped = None
 else:
-    merged_axes = _make_merged_axes()
+    merged_axes, reshaped = _make_merged_axes(), _make_reshaped()
