@@ -78,3 +78,25 @@ def test_the_thread_settings_are_checked(monkeypatch):
             config.num_threads = bad
     with pytest.raises(ValueError, match="parallel_min_size: expected a positive integer, got None"):
         config.parallel_min_size = None
+
+
+def test_a_program_calling_blas_has_no_parallel_loops(settings):
+    """BLAS's threads spin between its calls and take the cores a parallel loop's threads
+    need: the same large chain gets its parallel helper alone, not after a product."""
+    settings.num_threads = 2
+    settings.parallel_min_size = 1000
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(200, 40)), rng.normal(size=(40, 40))
+
+    def chain_alone(x, w):
+        return pj.tanh(x * w[0]) * 2.0 + x
+
+    def after_a_product(x, w):
+        return pj.tanh((x @ w) * w[0]) * 2.0 + x
+    for fn, helpers in ((chain_alone, 1), (after_a_product, 0)):
+        f = pj.function(fn, backend="numba")
+        np.testing.assert_allclose(f(x, w), pj.function(fn, backend="numpy")(x, w), rtol=1e-13, atol=1e-14)
+        source = numba_source(f.program(x, w), "p", None, 1000)
+        assert parallel_helpers(source) == helpers
+        assert ("K.dot(" in source) == (helpers == 0)
+        assert _code(f).parallel == bool(helpers)

@@ -170,7 +170,26 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     (numba compiles them in), which are then no parameters. `parallel_min_size`: an
     elementwise expression with at least this many elements runs in a helper compiled
     with `parallel=True` (its loop split across threads; None: none does). `calls`: see
-    `numba_outline.outline` (which names of the body each helper call stands for)."""
+    `numba_outline.outline` (which names of the body each helper call stands for).
+
+    A program that calls BLAS or LAPACK gets no parallel helpers: the library's own
+    threads wait for its next call spinning on the cores, and the helpers' threads then
+    wait for them (the zoo's attention programs ran 1.2-1.3x slower with their parallel
+    loops on two threads than without; programs without products ran 1.3-3x faster)."""
+    source = _source(program, name, baked, parallel_min_size, calls)
+    if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source):
+        if calls is not None:
+            calls.clear()
+        source = _source(program, name, baked, None, calls)
+    return source
+
+
+_BLAS_CALL = re.compile(r"\bK\.(?:dot|batched_dot|(?!triangular_solve)\w+_stack)\(")   # (the kernels'
+# calls of BLAS and LAPACK: products, and the stacks' factorizations and solves)
+
+
+def _source(program: Program, name: str, baked: dict | None, parallel_min_size: int | None,
+            calls: list | None) -> str:
     missing = unlowered_ops(program)
     if missing:
         raise NotLowered(", ".join(missing))
