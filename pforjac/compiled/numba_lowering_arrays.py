@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .numba_lowering import NotLowered, _p, _split_at, as_dtype, lowers, numba_dtype, reshaped
+from .numba_lowering import (NotLowered, _p, _split_at, as_dtype, lowers, new_array, numba_dtype, positioned,
+                             reshaped)
 
 __all__: list = []
 
@@ -58,6 +59,38 @@ def _sort(ctx, eqn, args) -> str:
         raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
     x3 = _three(ctx, x, args[0], eqn.params["axis"] % x.ndim)
     return reshaped(f"K.{eqn.prim.name}_axis({x3})", out.shape)
+
+
+@lowers(_p("gather"))
+def _gather(ctx, eqn, args) -> str:
+    """np.take along an axis: the operand as (before, axis, after), the indices flat."""
+    x, idx = eqn.inputs
+    axis = eqn.params["axis"] % x.ndim
+    if idx.dtype.kind not in "iu":
+        raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
+    x3 = reshaped(ctx.contiguous(x, args[0]), _split_at(x.shape, axis))
+    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),)) if idx.ndim \
+        else f"np.full(1, {args[1]})"
+    return reshaped(f"K.take_axis({x3}, {flat})", eqn.outputs[0].shape)
+
+
+@lowers(_p("scatter_add"))
+def _scatter_add(ctx, eqn, args) -> str:
+    """Zeros with g added at the indices along an axis (repeated ones add up, in order)."""
+    g, idx = eqn.inputs
+    axis, size = eqn.params["axis"], eqn.params["size"]
+    if idx.dtype.kind not in "iu" or idx.ndim == 0 or g.dtype.kind not in "fc":
+        raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
+    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
+    if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
+        out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
+        ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
+        ctx.emit(f"{name} = {new_array(out.shape, out.dtype, zeros=True)}")
+        ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
+                     g, args[0], g.dtype, "+=")
+        return name
+    g3 = reshaped(ctx.contiguous(g, args[0]), _split_at(g.shape, axis, idx.ndim))
+    return reshaped(f"K.scatter_add_axis({g3}, {flat}, {int(size)})", eqn.outputs[0].shape)
 
 
 @lowers(_p("take_along_axis"))

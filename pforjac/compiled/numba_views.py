@@ -94,8 +94,7 @@ def _make_reshaped():
             for d in new:
                 size = builder.mul(size, d)
             with cgutils.if_unlikely(builder, builder.icmp_signed("!=", size, array.nitems)):
-                context.call_conv.return_user_exc(
-                    builder, ValueError, ("reshaped: the new shape does not have the array's size",))
+                context.call_conv.return_user_exc(builder, ValueError, ("reshaped: not the array's size",))
             strides, step = [], array.itemsize
             for d in reversed(new):
                 strides.insert(0, step)
