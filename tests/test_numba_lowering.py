@@ -13,6 +13,7 @@ import os
 import numpy as np
 import pytest
 
+import pforjac as pj
 from pforjac import core
 from pforjac.compiled.codegen import compile_program
 from pforjac.compiled.numba_codegen import numba_source
@@ -139,3 +140,28 @@ def test_every_lowered_primitive_agrees_with_numpy_on_its_examples(chunk):
             np.testing.assert_allclose(g, w, rtol=16 * eps, atol=16 * eps, err_msg=what)
         else:
             np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def test_all_finite_of_a_whole_array_calls_the_kernel_and_of_a_part_loops():
+    """The structure guard `all_finite` over an array's values in any order (the array,
+    its transpose) is the cached kernel `K.all_finite`; over part of one (a slice) it
+    stays a loop nest, which sees only that part: a NaN outside the slice is not its."""
+    pytest.importorskip("numba")
+    from pforjac.compiled import numba_backend
+    from pforjac.ops.reductions import all_finite_p
+
+    def guards(x):
+        return (all_finite_p.bind(x.T, axes=(0, 1), nonzero=False),
+                all_finite_p.bind(x, axes=(0, 1), nonzero=True),
+                all_finite_p.bind(x[1:], axes=(0, 1), nonzero=False))
+    f, g = pj.function(guards, backend="numba"), pj.function(guards, backend="numpy")
+    x = np.arange(1.0, 13.0).reshape(3, 4)
+    source = numba_source(f.program(x), "p", numba_backend._baked_consts(f.program(x)))
+    assert source.count("K.all_finite(") == 2 and "np.isfinite(" in source
+    for changed, want in ((None, (True, True, True)), ((0, 0, np.nan), (False, False, True)),
+                          ((2, 1, 0.0), (True, False, True)), ((1, 3, -np.inf), (False, False, False))):
+        y = x.copy()
+        if changed is not None:
+            y[changed[0], changed[1]] = changed[2]
+        got = tuple(bool(v) for v in f(y))
+        assert got == want == tuple(bool(v) for v in g(y)), changed

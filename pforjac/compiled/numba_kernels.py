@@ -169,6 +169,17 @@ def batched_dot(a, b):
     return out
 
 
+def all_finite(a, nonzero):
+    """Whether every value of the array `a` (any layout) is finite (and, if `nonzero`,
+    not zero): the degenerate-value checks of a program over an array it already has, a
+    call of this kernel compiled once per machine and types instead of a loop nest
+    compiled with every program."""
+    for v in a.flat:
+        if not np.isfinite(v) or nonzero and v == 0:
+            return False
+    return True
+
+
 def _finite(a):
     """Raises NonFiniteMatrix unless every value of `a` is finite."""
     for v in a.ravel():
@@ -425,6 +436,7 @@ if numba is not None:
     empty = numba.njit(cache=True)(empty)
     zeros = numba.njit(cache=True)(zeros)
     _finite = numba.njit(cache=True)(_finite)
+    all_finite = numba.njit(cache=True)(all_finite)
     if sys.platform.startswith("linux"):
         _advise_huge = _madvise_intrinsic(numba)
     else:

@@ -419,6 +419,9 @@ def _all_finite(ctx, eqn, args) -> str:
         raise NotLowered("all_finite over some of the axes")
     if x.dtype.kind not in "fc":
         return "True" if not eqn.params["nonzero"] else f"np.all({args[0]} != 0)"
+    whole = _whole_array(ctx, x) if x.ndim and 0 not in x.shape else None
+    if whole is not None:
+        return f"K.all_finite({whole}, {bool(eqn.params['nonzero'])})"
     if x.ndim and hasattr(ctx, "reduce"):
         nonzero = eqn.params["nonzero"]
         return ctx.reduce(x, args[0], tuple(range(x.ndim)), eqn.outputs[0], "True",
@@ -426,6 +429,19 @@ def _all_finite(ctx, eqn, args) -> str:
                           + (f" and {v} != 0" if nonzero else ""), convert=False)
     check = f"np.isfinite({args[0]})" + (f" & ({args[0]} != 0)" if eqn.params["nonzero"] else "")
     return f"np.all({check})" if x.ndim else f"({check})"
+
+
+def _whole_array(ctx, x) -> str | None:
+    """The name of an array holding exactly the values of `x` (its own, or under
+    transposes and reshapes, which only reorder them), else None (a value computed in
+    loops, a view of part of an array, or of more values)."""
+    var = x
+    while hasattr(ctx, "views") and id(var) in ctx.views and ctx.kinds.get(id(var)) in ("transpose", "reshape"):
+        var = ctx.views[id(var)][0]
+    if not hasattr(ctx, "views") or id(var) in ctx.views or id(var) in ctx.inlined or var.ndim == 0 \
+            or int(np.prod(var.shape, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
+        return None
+    return ctx.names.get(id(var))
 
 
 # -- products --------------------------------------------------------------------------------
