@@ -76,7 +76,7 @@ def _make_reshaped():
     @intrinsic
     def reshaped(typingctx, a, shape):
         if not (isinstance(a, types.Array) and a.layout in "CF" and isinstance(shape, types.BaseTuple)
-                and len(shape) and all(isinstance(t, types.Integer) for t in shape)):
+                and all(isinstance(t, types.Integer) for t in shape)):
             return None
         ndim = len(shape)
         result = a.copy(ndim=ndim)       # (numba's type of a.reshape(shape))
