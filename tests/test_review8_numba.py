@@ -34,3 +34,21 @@ def test_a_gather_of_one_element_reshapes_to_no_axes_on_numba():
     for g, w in zip(got, want):
         assert np.shape(g) == np.shape(w) == ()
         assert float(g) == float(w)
+
+
+def test_a_product_too_small_for_blas_threads_keeps_the_parallel_loops():
+    """A program calling BLAS is generated without parallel helpers (BLAS's spinning
+    threads take the cores). A 4x4 product runs on the caller's thread: beside it, a
+    chain of 2^18 elements keeps its parallel helper (generated serial, a 10^6-element one
+    took 21.9 ms instead of 10.9 on two threads); beside a 64x64 product it has none."""
+    from pforjac.compiled import numba_backend
+    from pforjac.compiled.numba_codegen import numba_source, parallel_helpers
+
+    def chain_and(product):
+        return lambda x, a: (pj.tanh(x) * 2.0 + x, pnp.sum(product(a, a)))
+    x = np.linspace(-1.0, 1.0, 1 << 18).reshape(512, 512)
+    matmul, einsum = (lambda a, b: a @ b), (lambda a, b: pnp.einsum("ij,jk->ik", a, b))
+    for product, n, helpers in ((matmul, 4, 1), (matmul, 64, 0), (einsum, 64, 0)):
+        program = pj.function(chain_and(product), backend="numba").program(x, np.ones((n, n)))
+        source = numba_source(program, "p", numba_backend._baked_consts(program), 1 << 18, [])
+        assert "K.dot(" in source and parallel_helpers(source) == helpers, (n, source)

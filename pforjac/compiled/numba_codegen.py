@@ -177,7 +177,8 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     wait for them (the zoo's attention programs ran 1.2-1.3x slower with their parallel
     loops on two threads than without; programs without products ran 1.3-3x faster)."""
     source = _source(program, name, baked, parallel_min_size, calls)
-    if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source):
+    if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source) \
+            and _threaded_blas(program):
         if calls is not None:
             calls.clear()
         source = _source(program, name, baked, None, calls)
@@ -186,6 +187,32 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
 
 _BLAS_CALL = re.compile(r"\bK\.(?:dot|batched_dot|(?!triangular_solve)\w+_stack)\(")   # (the kernels'
 # calls of BLAS and LAPACK: products, and the stacks' factorizations and solves)
+BLAS_THREADED = 2304 * 4    # (multiply-adds of one call from which OpenBLAS may use its threads:
+# its matrix-vector products' bound; a matrix product's is 65536 * 4)
+_LAPACK_OPS = ("solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv")
+
+
+def _threaded_blas(program: Program) -> bool:
+    """Whether a BLAS or LAPACK call of the program may be large enough for the library to
+    run it on its threads (below `BLAS_THREADED` multiply-adds it runs on the caller's: a
+    4x4 product beside a parallel loop of 10^6 elements costs nothing, and generated
+    serial that loop took 2x as long on two threads). Each equation's count is an upper
+    bound of one call's (its whole work, every matrix of a stack); a program calling BLAS
+    from an op not known here counts as threaded."""
+    known = [e for e in program.equations if e.prim.name in ("matmul", "einsum", *_LAPACK_OPS)]
+    return not known or max(_work(e) for e in known) >= BLAS_THREADED
+
+
+def _work(eqn) -> int:
+    """An upper bound of the multiply-adds of one BLAS or LAPACK call `eqn` makes."""
+    size = lambda shape: int(np.prod(shape, dtype=np.int64))     # noqa: E731
+    if eqn.prim.name == "matmul":
+        return size(eqn.outputs[0].shape) * int(eqn.inputs[0].shape[-1])
+    if eqn.prim.name == "einsum":       # (every letter's size: the whole contraction's)
+        letters = {c: d for s, x in zip(eqn.params["subscripts"].replace(" ", "").split("->")[0].split(","),
+                                        eqn.inputs) for c, d in zip(s, x.shape)}
+        return size(tuple(letters.values()))
+    return sum(size(x.shape) * int(x.shape[-1]) for x in eqn.inputs if x.ndim)
 
 
 def _source(program: Program, name: str, baked: dict | None, parallel_min_size: int | None,
