@@ -52,3 +52,25 @@ def test_a_product_too_small_for_blas_threads_keeps_the_parallel_loops():
         program = pj.function(chain_and(product), backend="numba").program(x, np.ones((n, n)))
         source = numba_source(program, "p", numba_backend._baked_consts(program), 1 << 18, [])
         assert "K.dot(" in source and parallel_helpers(source) == helpers, (n, source)
+
+
+def test_all_finite_kernel_reads_every_layout_and_dtype():
+    """`K.all_finite`, the structure guards' kernel, against numpy's check on C, F and
+    strided arrays, float32 and complex, with NaN, infinities and zeros at either end
+    (a complex value is finite where both parts are, zero where both are)."""
+    from pforjac.compiled.numba_backend import kernels
+    from pforjac.ops.reductions import _all_finite_impl
+    all_finite = kernels().all_finite
+    base = np.arange(1.0, 25.0).reshape(4, 6)
+    for dtype in (np.float64, np.float32, np.complex128):
+        for at, value in ((None, 1.0), ((0, 0), np.nan), ((3, 5), np.inf), ((3, 4), -np.inf),
+                          ((0, 5), 0.0), ((2, 2), complex(1.0, np.nan)), ((1, 1), complex(0.0, 1.0))):
+            if dtype != np.complex128 and isinstance(value, complex):
+                continue
+            a = base.astype(dtype)
+            if at is not None:
+                a[at] = value
+            for view in (a, a.T, a[:, ::2]):
+                for nonzero in (False, True):
+                    assert all_finite(view, nonzero) == _all_finite_impl(view, None, nonzero), \
+                        (dtype, at, value, view.strides, nonzero)
