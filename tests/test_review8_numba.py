@@ -74,3 +74,30 @@ def test_all_finite_kernel_reads_every_layout_and_dtype():
                 for nonzero in (False, True):
                     assert all_finite(view, nonzero) == _all_finite_impl(view, None, nonzero), \
                         (dtype, at, value, view.strides, nonzero)
+
+
+def _central(f, x, h=1e-6):
+    grad = np.zeros_like(x)
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[k] = h
+        grad.flat[k] = (f(x + e) - f(x - e)) / (2 * h)
+    return grad
+
+
+def test_the_derivative_of_one_gathered_element_runs_on_numba():
+    """The gradient of `x[i]` for a 0-d index (an argmax's, a traced position) scatters
+    g at one index: scatter_add with 0-d indices, which numba declined (the program ran
+    in segments), and the gather's one element, a 0-d array where 0-d values are scalars
+    (numba refused `np.full` of it: the whole program ran on the numpy backend)."""
+    def f(x):
+        return x[pnp.argmax(x)] * pnp.sum(x * x)
+
+    def g(m):
+        return pnp.sum(pnp.take(m, pnp.argmin(m[0]), axis=1) * pnp.take(m, 2, axis=0))
+    x, m = np.array([0.3, 1.7, -0.4, 1.1]), np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.1, 0.2, 0.3]])
+    for fn, arg in ((f, x), (g, m)):
+        got, want = _both(pj.grad(fn), arg)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_allclose(got, _central(lambda v: float(pj.function(fn, backend="numpy")(v)), arg),
+                                   rtol=1e-7, atol=1e-7)

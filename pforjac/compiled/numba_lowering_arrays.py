@@ -71,7 +71,8 @@ def _gather(ctx, eqn, args) -> str:
     x3 = reshaped(ctx.contiguous(x, args[0]), _split_at(x.shape, axis))
     flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),)) if idx.ndim \
         else f"np.full(1, {args[1]})"
-    return reshaped(f"K.take_axis({x3}, {flat})", eqn.outputs[0].shape)
+    call = f"K.take_axis({x3}, {flat})"      # (one element: a scalar, as 0-d values are)
+    return f"{call}[0, 0, 0]" if eqn.outputs[0].ndim == 0 else reshaped(call, eqn.outputs[0].shape)
 
 
 @lowers(_p("scatter_add"))
@@ -79,8 +80,12 @@ def _scatter_add(ctx, eqn, args) -> str:
     """Zeros with g added at the indices along an axis (repeated ones add up, in order)."""
     g, idx = eqn.inputs
     axis, size = eqn.params["axis"], eqn.params["size"]
-    if idx.dtype.kind not in "iu" or idx.ndim == 0 or g.dtype.kind not in "fc":
+    if idx.dtype.kind not in "iu" or g.dtype.kind not in "fc":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
+    if idx.ndim == 0:                       # (one index: g has no axis for it)
+        g3 = f"np.full((1, 1, 1), {args[0]})" if g.ndim == 0 else \
+            reshaped(ctx.contiguous(g, args[0]), _split_at(g.shape, axis, 0))
+        return reshaped(f"K.scatter_add_axis({g3}, np.full(1, {args[1]}), {int(size)})", eqn.outputs[0].shape)
     flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
     if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
         out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
