@@ -173,9 +173,10 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     `numba_outline.outline` (which names of the body each helper call stands for).
 
     A program that calls BLAS or LAPACK with a call large enough for the library's threads
-    (`_threaded_blas`) gets no parallel helpers: the library's own threads wait for its next call spinning on the cores, and the helpers' threads then
-    wait for them (the zoo's attention programs ran 1.2-1.3x slower with their parallel
-    loops on two threads than without; programs without products ran 1.3-3x faster)."""
+    (`_threaded_blas`) gets no parallel helpers: the library's own threads wait for its
+    next call spinning on the cores, and the helpers' threads then wait for them (the
+    zoo's attention programs ran 1.2-1.3x slower with their parallel loops on two threads
+    than without; programs without products ran 1.3-3x faster)."""
     source = _source(program, name, baked, parallel_min_size, calls)
     if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source) \
             and _threaded_blas(program):
