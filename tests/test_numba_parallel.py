@@ -80,6 +80,7 @@ def test_the_thread_settings_are_checked(monkeypatch):
         config.parallel_min_size = None
 
 
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="numba runs one thread here")
 def test_a_program_calling_blas_has_no_parallel_loops(settings):
     """BLAS's threads spin between its calls and take the cores a parallel loop's threads
     need: the same large chain gets its parallel helper alone, not after a product."""
