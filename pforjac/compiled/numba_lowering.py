@@ -435,11 +435,12 @@ def _whole_array(ctx, x) -> str | None:
     """The name of an array holding exactly the values of `x` (its own, or under
     transposes and reshapes, which only reorder them), else None (a value computed in
     loops, a view of part of an array, or of more values)."""
+    if not hasattr(ctx, "views"):        # (a scalar context: no arrays of its own)
+        return None
     var = x
-    while hasattr(ctx, "views") and id(var) in ctx.views and ctx.kinds.get(id(var)) in ("transpose", "reshape"):
+    while id(var) in ctx.views and ctx.kinds.get(id(var)) in ("transpose", "reshape"):
         var = ctx.views[id(var)][0]
-    if not hasattr(ctx, "views") or id(var) in ctx.views or id(var) in ctx.inlined or var.ndim == 0 \
-            or int(np.prod(var.shape, dtype=np.int64)) != int(np.prod(x.shape, dtype=np.int64)):
+    if id(var) in ctx.views or id(var) in ctx.inlined or var.ndim == 0:
         return None
     return ctx.names.get(id(var))
 
