@@ -144,15 +144,15 @@ def test_the_index_key_covers_every_module_the_generated_source_depends_on():
 
 
 def test_the_index_key_changes_with_pforjac_version(monkeypatch):
-    numba_index._code_digest.cache_clear()
-    before = numba_index._code_digest()
+    numba_index.code_digest.cache_clear()
+    before = numba_index.code_digest()
     monkeypatch.setattr(pj, "__version__", pj.__version__ + ".post1")
-    numba_index._code_digest.cache_clear()
+    numba_index.code_digest.cache_clear()
     try:
-        assert numba_index._code_digest() != before
+        assert numba_index.code_digest() != before
     finally:
         monkeypatch.undo()
-        numba_index._code_digest.cache_clear()
+        numba_index.code_digest.cache_clear()
 
 
 @pytest.mark.parametrize("first, second", [

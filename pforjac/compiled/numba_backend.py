@@ -240,16 +240,13 @@ def _cause(e: Exception) -> str:
 
 def _load(source: str, signature):
     """The dispatcher of `source`, written to (or found in) the cache directory under its
-    hash and imported from there: numba's on-disk cache needs a real file, unchanged."""
-    from . import (numba_copy_kernels, numba_kernels, numba_special, numba_special_inverse,
-                   numba_sums, numba_vecmath, numba_views)
-    import numba
-    kernels = b"".join(pathlib.Path(m.__file__).read_bytes()
-                       for m in (numba_kernels, numba_special, numba_special_inverse, numba_vecmath,
-                                 numba_views, numba_copy_kernels, numba_sums))
+    hash and imported from there: numba's on-disk cache needs a real file, unchanged. The
+    hash covers the kernels its code calls (numba links their machine code into it) through
+    `numba_index.code_digest`: every module the generated code depends on, and the
+    versions."""
     text = HEADER + source
-    digest = hashlib.sha256("\n".join([text, str(signature), numba.__version__, np.__version__,
-                                       hashlib.sha256(kernels).hexdigest()]).encode()).hexdigest()[:24]
+    key = "\n".join([text, str(signature), numba_index.code_digest()])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:24]
     directory = cache_dir()
     path = directory / f"pj_{digest}.py"
     with _lock:

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..program import Program
 
-__all__ = ["program_key", "lookup", "record", "load_cached", "code_files"]
+__all__ = ["program_key", "lookup", "record", "load_cached", "code_files", "code_digest"]
 
 
 def code_files() -> list[pathlib.Path]:
@@ -38,7 +38,7 @@ _OTHERS = ("compiled/codegen.py", "ops/_einsum_plan.py", "ops/convolution.py")
 
 
 @functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
+def code_digest() -> str:
     """`code_files()` and the versions (numba's, numpy's, pforjac's): a change of any
     makes new keys, so an upgraded pforjac never loads code an older one generated."""
     import numba
@@ -73,7 +73,7 @@ def program_key(program: Program, baked: dict, parallel_min_size) -> str:
     """A digest of everything the generated source of `program` depends on."""
     def aval(v) -> str:
         return f"{v.name}:{np.dtype(v.dtype).str}{tuple(v.shape)}"
-    lines = [_code_digest(), f"parallel {parallel_min_size}"]
+    lines = [code_digest(), f"parallel {parallel_min_size}"]
     lines += ["in " + aval(v) for v in program.inputs]
     lines += [f"const {aval(c)} " + (_text(np.asarray(baked[id(c)])) if id(c) in baked else "passed")
               for c in program.consts]
