@@ -267,12 +267,16 @@ class LoweringContext:
         index_map, region = found
         self.store_at(target, region, index_map, var, expr, dtype, op)
 
-    def store_at(self, target: str, region: tuple, index_map, var, expr: str, dtype, op: str = "=") -> None:
-        """`target[index_map(i)] op value of var at i` for every index i of `region`."""
+    def store_at(self, target: str, region: tuple, index_map, var, expr: str, dtype, op: str = "=",
+                 plus_zero: bool = False) -> None:
+        """`target[index_map(i)] op value of var at i` for every index i of `region`
+        (`plus_zero`: the value + 0 in `dtype`)."""
         nest = self.nest(region)
         value, _ = self.read(nest, var, expr)
         if np.dtype(var.dtype) != np.dtype(dtype):
             value = f"{numba_dtype(dtype)}({value})"
+        if plus_zero:
+            value = f"({value} + {numba_dtype(dtype)}(0))"
         for line in nest.render_store(f"{target}[{', '.join(index_map(nest.index))}]", value, op):
             self.emit(line)
 

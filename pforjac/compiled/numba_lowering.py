@@ -81,14 +81,15 @@ def numba_dtype(dtype) -> str:
 
 
 def new_array(shape, dtype, zeros: bool = False) -> str:
-    """The source making a new array (`np.empty`, or `np.zeros`). One of 4 MiB or more
-    is made by the kernels `large`/`large_zeros`, which ask for its memory in huge pages
-    (numba_kernels.py), as numpy does for its own arrays of that size."""
+    """The source making a new array (`np.empty`, or `np.zeros`: the kernels' `K.zeros`,
+    its memory from calloc as numpy's, numba_alloc.py). One of 4 MiB or more is passed
+    through the kernel `large`, which asks for its memory in huge pages (numba_kernels.py),
+    as numpy does for its own arrays of that size."""
     shape = tuple(int(d) for d in shape)
     made = f"np.{'zeros' if zeros else 'empty'}({shape}, {numba_dtype(dtype)})"
     if int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize < LARGE:
         return made
-    return f"K.large{'_zeros' if zeros else ''}(np.empty({shape}, {numba_dtype(dtype)}))"
+    return f"K.large({made})"
 
 
 LARGE = 1 << 22

@@ -28,7 +28,7 @@ __all__ = ["outline", "MIN_REPEATS"]
 
 _NAME = re.compile(r"(?<![.\w])(?:v_\w+|t_\d+|s_\w+)\b")
 _TARGETS = re.compile(r"^\s*((?:v_\w+|t_\d+|s_\w+)(?:\s*,\s*(?:v_\w+|t_\d+|s_\w+))*)\s*=(?!=)")
-_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:(?:np|K)\.(?:empty|zeros|large|large_zeros|merged_axes)\(|"
+_BEFORE = re.compile(r"^(?:(?:v_\w+|t_\d+) = (?:(?:np|K)\.(?:empty|zeros|large|merged_axes)\(|"
                      r"(?:v_\w+|t_\d+)$|K\.reshaped\((?:v_\w+|t_\d+), [\d, ()]*\)$)|s_\w+ = )")
 _VIEW = re.compile(r"^(?:v_\w+|t_\d+) = K\.merged_axes\(")
 _AFTER = re.compile(r"^(?:v_\w+|t_\d+) = s_\w+$")
