@@ -15,10 +15,15 @@ is handed to numba's runtime through the runtime's public C API for extensions
 this process and in one that loads the code from numba's cache (the functions are named,
 and found again when the code is loaded). The API's table has had its layout since numba
 0.53 (pforjac needs 0.60); the test suite checks it against the runtime's own functions.
+
+`zeros`, the kernel generated code calls as `K.zeros`, is compiled (and cached on disk)
+here, beside the code it runs: numba keys a function's disk cache by the file defining
+it, so an edit of this file makes it again (a kernel in numba_kernels.py would keep the
+old machine code until that file changed).
 """
 from __future__ import annotations
 
-__all__ = ["zeroed"]
+__all__ = ["zeroed", "zeros"]
 
 _MANAGE_MEMORY = 2        # the table's slots: allocate, allocate_external, manage_memory, ...
 
@@ -120,9 +125,15 @@ def _managed(builder, data):
     return builder.call(manage, [data, free])
 
 
+def zeros(shape, dtype):
+    """np.zeros(shape, dtype), its memory from calloc."""
+    return zeroed(shape, dtype)
+
+
 try:
-    import numba  # noqa: F401
+    import numba
 except ImportError:          # numba is optional: only generated code makes these arrays
     zeroed = None
 else:
     zeroed = _make_zeroed()
+    zeros = numba.njit(cache=True)(zeros)

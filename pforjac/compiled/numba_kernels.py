@@ -18,7 +18,7 @@ from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, 
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
 from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 from .numba_views import merged_axes, reshaped  # noqa: F401  (views generated code makes)
-from .numba_alloc import zeroed
+from .numba_alloc import zeros  # noqa: F401  (np.zeros for generated code, from calloc)
 from .numba_copy_kernels import *  # noqa: F401,F403  (copies permuting axes)
 from .numba_sums import *  # noqa: F401,F403  (numpy's pairwise sums)
 
@@ -151,14 +151,10 @@ def dot(a, b, out=None):
 
 
 def empty(shape, dtype=np.float64):
-    """np.empty, and `zeros` np.zeros, for generated code, cached as `dot` is (numba compiles
-    its allocation for each rank and dtype, a tenth to a third of a second each)."""
+    """np.empty, and `zeros` (numba_alloc.py) np.zeros, for generated code, cached as `dot`
+    is (numba compiles its allocation for each rank and dtype, a tenth to a third of a
+    second each)."""
     return np.empty(shape, dtype)
-
-
-def zeros(shape, dtype):
-    """(Its memory from calloc, as numpy's: numba_alloc.py.)"""
-    return zeroed(shape, dtype)
 
 
 def batched_dot(a, b):
@@ -438,7 +434,6 @@ if numba is not None:
     batched_dot = numba.njit(cache=True)(batched_dot)
     dot = numba.njit(cache=True)(dot)
     empty = numba.njit(cache=True)(empty)
-    zeros = numba.njit(cache=True)(zeros)
     _finite = numba.njit(cache=True)(_finite)
     all_finite = numba.njit(cache=True)(all_finite)
     if sys.platform.startswith("linux"):
