@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import pforjac
@@ -40,3 +41,29 @@ def test_an_edit_of_the_zeros_code_is_not_hidden_by_numbas_cache_of_the_kernel(t
     assert text.count("zeros: a negative dimension") == 1
     source.write_text(text.replace("zeros: a negative dimension", "zeros: a dimension below zero"))
     assert message().startswith("zeros: a dimension below zero")
+
+
+def _stored(x):
+    from pforjac.ops.indexing import scatter_add_p
+    return scatter_add_p.bind(x * 1.0, np.array([3, 0, 2]), axis=1, size=4, unique=True)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.float32])
+def test_a_stored_scatter_gives_numpys_bits_for_signed_zeros_nan_payloads_and_infinities(dtype):
+    """(A guard, true before and after: the store of `g + 0` is the addition into +0 bit for
+    bit, NaN payloads and signs included, in the real and imaginary parts.)"""
+    import pforjac as pj
+    if dtype == np.complex128:
+        x = np.array([[complex(-0.0, -0.0), complex(np.inf, -0.0), complex(-0.0, np.nan)]])
+    else:
+        x = np.array([[-0.0, -np.inf, 0.0]], dtype)
+        x.view(np.uint32)[0, 2] = 0xFFC00005            # a negative NaN with a payload
+    got = pj.function(_stored, backend="numba")(x)
+    want = pj.function(_stored, backend="numpy")(x)
+    assert got.dtype == want.dtype == dtype
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    if dtype == np.float32:     # x's -0.0 stored at 3 as +0.0; the NaN kept, payload and sign
+        assert not np.signbit(got[0, 3]) and got.view(bits)[0, 2] == 0xFFC00005
+    else:                       # x's (-0, -0) at 3, (inf, -0) at 0: every zero part is +0.0
+        assert not np.signbit([got[0, 3].real, got[0, 3].imag, got[0, 0].imag]).any()
