@@ -176,14 +176,17 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     (`_threaded_blas`) gets no parallel helpers: the library's own threads wait for its
     next call spinning on the cores, and the helpers' threads then wait for them (the
     zoo's attention programs ran 1.2-1.3x slower with their parallel loops on two threads
-    than without; programs without products ran 1.3-3x faster)."""
-    source = _source(program, name, baked, parallel_min_size, calls)
-    if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source) \
-            and _threaded_blas(program):
+    than without; programs without products ran 1.3-3x faster). Such a program is
+    generated serial first (one generation, not two: 30-80 ms of a first compile); where
+    its source then calls no BLAS after all (an einsum without a sum is a loop), again
+    with its parallel helpers."""
+    if parallel_min_size is not None and _threaded_blas(program):
+        source = _source(program, name, baked, None, calls)
+        if _BLAS_CALL.search(source):
+            return source
         if calls is not None:
             calls.clear()
-        source = _source(program, name, baked, None, calls)
-    return source
+    return _source(program, name, baked, parallel_min_size, calls)
 
 
 _BLAS_CALL = re.compile(r"\bK\.(?:dot|batched_dot|(?!triangular_solve)\w+_stack)\(")   # (the kernels'
@@ -197,10 +200,9 @@ def _threaded_blas(program: Program) -> bool:
     run it on its threads (below `BLAS_THREADED` multiply-adds it runs on the caller's: a
     4x4 product beside a parallel loop of 10^6 elements costs nothing, and generated
     serial that loop took 2x as long on two threads). Each equation's count is its rule's
-    bound (`lowers(..., blas=)`: its whole work, every matrix of a stack); a program
-    calling BLAS from a rule that gives none counts as threaded."""
-    known = [e for e in program.equations if e.prim in blas_work]
-    return not known or max(blas_work[e.prim](e) for e in known) >= BLAS_THREADED
+    bound (`lowers(..., blas=)`: its whole work, every matrix of a stack; the rules that
+    call BLAS or LAPACK all give one)."""
+    return any(blas_work[e.prim](e) >= BLAS_THREADED for e in program.equations if e.prim in blas_work)
 
 
 def _source(program: Program, name: str, baked: dict | None, parallel_min_size: int | None,
