@@ -101,3 +101,51 @@ def test_a_program_calling_blas_has_no_parallel_loops(settings):
         assert parallel_helpers(source) == helpers
         assert ("K.dot(" in source) == (helpers == 0)
         assert _code(f).parallel == bool(helpers)
+
+
+def test_an_einsum_without_a_sum_keeps_the_parallel_loops(settings):
+    """A program whose equations may call BLAS with the library's threads is generated
+    serial first; one whose source then calls no BLAS (an einsum without a summed letter
+    is a loop) is generated again with its parallel helper."""
+    settings.num_threads = 2
+    settings.parallel_min_size = 1000
+    x = np.linspace(0.0, 1.0, 200 * 60).reshape(200, 60)
+
+    def product_free(x):
+        return pj.numpy.einsum("ij,ij->ij", x, x) * pj.tanh(x) + x
+    f = pj.function(product_free, backend="numba")
+    program = f.program(x)
+    from pforjac.compiled.numba_codegen import _threaded_blas
+    assert _threaded_blas(program)          # (the einsum's bound: 12,000 multiply-adds)
+    calls = []
+    source = numba_source(program, "p", None, 1000, calls)
+    assert parallel_helpers(source) == 1 and "K.dot(" not in source
+    np.testing.assert_allclose(f(x), pj.function(product_free, backend="numpy")(x), rtol=1e-14)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, w: pj.tanh(x @ w),
+    lambda x, w: pj.matmul(pj.numpy.reshape(x, (4, 50, 40)), w) * 2.0,
+    lambda x, w: pj.numpy.einsum("ij,jk->ik", x, w),
+    lambda x, w: pj.numpy.linalg.solve(w + 40.0 * pj.numpy.eye(40), pj.transpose(x)),
+    lambda x, w: pj.numpy.linalg.slogdet(w @ pj.transpose(w) + pj.numpy.eye(40))[1] * x,
+    lambda x, w: pj.numpy.linalg.pinv(x[:40]) @ w[:, :2],
+])
+def test_every_blas_call_comes_from_a_rule_giving_its_bound(fn):
+    """The parallel loops are dropped by the rules' bounds alone: a rule whose code calls
+    BLAS or LAPACK must give one (`lowers(..., blas=)`)."""
+    from pforjac import core
+    from pforjac.compiled.numba_codegen import _BLAS_CALL
+    from pforjac.compiled.numba_lowering import blas_work
+    rng = np.random.default_rng(5)
+    x, w = rng.normal(size=(200, 40)), rng.normal(size=(40, 40))
+    program = pj.function(fn, backend="numba").program(x, w)
+    calling = [e.prim.name for e in program.equations
+               if _BLAS_CALL.search(numba_source(_only(program, e), "p"))]
+    assert calling and all(core.primitive_named(name) in blas_work for name in calling)
+
+
+def _only(program, eqn):
+    """A program of the one equation `eqn` of `program` (its inputs made the inputs)."""
+    from pforjac.program import Program
+    return Program(list(eqn.inputs), [], [], [eqn], list(eqn.outputs))

@@ -20,7 +20,7 @@ from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg, numba_lowering_values  # noqa: F401  (their rules)
 from .numba_context import LoweringContext, cheaper_calls
 from .numba_copies import copy_calls
-from .numba_lowering import REDUCTIONS, NotLowered, rule_for
+from .numba_lowering import REDUCTIONS, NotLowered, blas_work, rule_for
 from .numba_loops import LoopNest, view_maps
 from .numba_outline import outline
 from .numba_reuse import note
@@ -176,44 +176,33 @@ def numba_source(program: Program, name: str = "program", baked: dict | None = N
     (`_threaded_blas`) gets no parallel helpers: the library's own threads wait for its
     next call spinning on the cores, and the helpers' threads then wait for them (the
     zoo's attention programs ran 1.2-1.3x slower with their parallel loops on two threads
-    than without; programs without products ran 1.3-3x faster)."""
-    source = _source(program, name, baked, parallel_min_size, calls)
-    if parallel_min_size is not None and parallel_helpers(source) and _BLAS_CALL.search(source) \
-            and _threaded_blas(program):
+    than without; programs without products ran 1.3-3x faster). Such a program is
+    generated serial first (one generation, not two: 30-80 ms of a first compile); where
+    its source then calls no BLAS after all (an einsum without a sum is a loop), again
+    with its parallel helpers."""
+    if parallel_min_size is not None and _threaded_blas(program):
+        source = _source(program, name, baked, None, calls)
+        if _BLAS_CALL.search(source):
+            return source
         if calls is not None:
             calls.clear()
-        source = _source(program, name, baked, None, calls)
-    return source
+    return _source(program, name, baked, parallel_min_size, calls)
 
 
 _BLAS_CALL = re.compile(r"\bK\.(?:dot|batched_dot|(?!triangular_solve)\w+_stack)\(")   # (the kernels'
 # calls of BLAS and LAPACK: products, and the stacks' factorizations and solves)
 BLAS_THREADED = 2304 * 4    # (multiply-adds of one call from which OpenBLAS may use its threads:
 # its matrix-vector products' bound; a matrix product's is 65536 * 4)
-_LAPACK_OPS = ("solve", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "svdvals", "qr", "pinv")
 
 
 def _threaded_blas(program: Program) -> bool:
     """Whether a BLAS or LAPACK call of the program may be large enough for the library to
     run it on its threads (below `BLAS_THREADED` multiply-adds it runs on the caller's: a
     4x4 product beside a parallel loop of 10^6 elements costs nothing, and generated
-    serial that loop took 2x as long on two threads). Each equation's count is an upper
-    bound of one call's (its whole work, every matrix of a stack); a program calling BLAS
-    from an op not known here counts as threaded."""
-    known = [e for e in program.equations if e.prim.name in ("matmul", "einsum", *_LAPACK_OPS)]
-    return not known or max(_work(e) for e in known) >= BLAS_THREADED
-
-
-def _work(eqn) -> int:
-    """An upper bound of the multiply-adds of one BLAS or LAPACK call `eqn` makes."""
-    size = lambda shape: int(np.prod(shape, dtype=np.int64))     # noqa: E731
-    if eqn.prim.name == "matmul":
-        return size(eqn.outputs[0].shape) * int(eqn.inputs[0].shape[-1])
-    if eqn.prim.name == "einsum":       # (every letter's size: the whole contraction's)
-        letters = {c: d for s, x in zip(eqn.params["subscripts"].replace(" ", "").split("->")[0].split(","),
-                                        eqn.inputs) for c, d in zip(s, x.shape)}
-        return size(tuple(letters.values()))
-    return sum(size(x.shape) * int(x.shape[-1]) for x in eqn.inputs if x.ndim)
+    serial that loop took 2x as long on two threads). Each equation's count is its rule's
+    bound (`lowers(..., blas=)`: its whole work, every matrix of a stack; the rules that
+    call BLAS or LAPACK all give one)."""
+    return any(blas_work[e.prim](e) >= BLAS_THREADED for e in program.equations if e.prim in blas_work)
 
 
 def _source(program: Program, name: str, baked: dict | None, parallel_min_size: int | None,

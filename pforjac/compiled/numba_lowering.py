@@ -29,9 +29,10 @@ import numpy as np
 from .. import core
 from .numba_vecmath import FLOAT32_KERNELS
 
-__all__ = ["numba_rules", "lowers", "rule_for", "NotLowered", "NonFiniteMatrix"]
+__all__ = ["numba_rules", "blas_work", "lowers", "rule_for", "NotLowered", "NonFiniteMatrix"]
 
 numba_rules: dict[core.Primitive, Callable] = {}
+blas_work: dict[core.Primitive, Callable] = {}     # (the rules calling BLAS or LAPACK: `lowers`)
 
 
 def _p(name: str) -> core.Primitive:
@@ -48,10 +49,15 @@ class NonFiniteMatrix(ArithmeticError):
     NaN, or raises as numpy does)."""
 
 
-def lowers(*prims: core.Primitive):
-    """Decorator: `rule(ctx, eqn, args) -> expression` becomes the numba rule of `prims`."""
+def lowers(*prims: core.Primitive, blas: Callable | None = None):
+    """Decorator: `rule(ctx, eqn, args) -> expression` becomes the numba rule of `prims`.
+    `blas(eqn)`, for a rule whose code calls BLAS or LAPACK: an upper bound of the
+    multiply-adds of one such call (whether a program keeps its parallel loops beside the
+    library's threads depends on it: numba_codegen.numba_source)."""
     def register(rule):
         core.register_once(numba_rules, prims, rule, "numba lowering rule")
+        if blas is not None:
+            core.register_once(blas_work, prims, blas, "BLAS work bound")
         return rule
     return register
 
@@ -460,7 +466,8 @@ def _stack(ctx, v, arg: str, batch: tuple) -> str:
 
 
 
-@lowers(_p("matmul"))
+@lowers(_p("matmul"), blas=lambda e: int(np.prod(e.outputs[0].shape, dtype=np.int64))
+        * int(e.inputs[0].shape[-1]))
 def _matmul(ctx, eqn, args) -> str:
     """np.dot through BLAS for 1-D and 2-D operands of one float dtype, made contiguous (a
     matrix transposed from a C-contiguous one passed as it is: `blas_operand`); batched

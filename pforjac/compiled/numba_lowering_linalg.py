@@ -140,7 +140,23 @@ def _einsum_steps(subscripts: str, ins: list, out: str, shapes: tuple, order) ->
     return [(0, 1)] * (len(ins) - 1)
 
 
-@lowers(_p("einsum"))
+def _elements(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _einsum_work(eqn) -> int:
+    """Every letter's size multiplied: the whole contraction's multiply-adds."""
+    letters = {c: d for s, x in zip(eqn.params["subscripts"].replace(" ", "").split("->")[0].split(","),
+                                    eqn.inputs) for c, d in zip(s, x.shape)}
+    return _elements(tuple(letters.values()))
+
+
+def _stack_work(eqn) -> int:
+    """A bound of a factorization's or solve's multiply-adds: n per element of each operand."""
+    return sum(_elements(x.shape) * int(x.shape[-1]) for x in eqn.inputs if x.ndim)
+
+
+@lowers(_p("einsum"), blas=_einsum_work)
 def _einsum(ctx, eqn, args) -> str:
     """Pairwise contractions (`_pair`) in the equation's order, then the sums over the
     letters left that the output lacks and a transpose to its order."""
@@ -228,20 +244,20 @@ def _lower_only(rule):
     return checked
 
 
-lowers(_p("solve"))(_lapack_rule("solve_stack", (2, 2)))
-lowers(_p("det"))(_lapack_rule("det_stack", (2,)))
-lowers(_p("slogdet"))(_lapack_rule("slogdet_stack", (2,)))
-lowers(_p("cholesky"))(_lapack_rule("cholesky_stack", (2,)))
-lowers(_p("eigh"))(_lower_only(_lapack_rule("eigh_stack", (2,))))
-lowers(_p("eigvalsh"))(_lower_only(_lapack_rule("eigvalsh_stack", (2,))))
-lowers(_p("svd"))(_lapack_rule("svd_stack", (2,)))
-lowers(_p("qr"))(_lapack_rule("qr_stack", (2,)))
+lowers(_p("solve"), blas=_stack_work)(_lapack_rule("solve_stack", (2, 2)))
+lowers(_p("det"), blas=_stack_work)(_lapack_rule("det_stack", (2,)))
+lowers(_p("slogdet"), blas=_stack_work)(_lapack_rule("slogdet_stack", (2,)))
+lowers(_p("cholesky"), blas=_stack_work)(_lapack_rule("cholesky_stack", (2,)))
+lowers(_p("eigh"), blas=_stack_work)(_lower_only(_lapack_rule("eigh_stack", (2,))))
+lowers(_p("eigvalsh"), blas=_stack_work)(_lower_only(_lapack_rule("eigvalsh_stack", (2,))))
+lowers(_p("svd"), blas=_stack_work)(_lapack_rule("svd_stack", (2,)))
+lowers(_p("qr"), blas=_stack_work)(_lapack_rule("qr_stack", (2,)))
 lowers(_p("triangular_solve"))(_lapack_rule(
     "triangular_solve_stack", (2, 2),
     lambda p: (bool(p["lower"]), bool(p["transpose"]), bool(p["unit_diagonal"]))))
 
 
-@lowers(_p("pinv"))
+@lowers(_p("pinv"), blas=_stack_work)
 def _pinv(ctx, eqn, args) -> str:
     rcond = eqn.params["rcond"]
     if not isinstance(rcond, (float, int, np.floating, np.integer)):
@@ -249,7 +265,7 @@ def _pinv(ctx, eqn, args) -> str:
     return _lapack_rule("pinv_stack", (2,), lambda p: (float(rcond),))(ctx, eqn, args)
 
 
-lowers(_p("svdvals"))(_lapack_rule("svd_stack", (2,), pick=1))   # (numba: no compute_uv=False)
+lowers(_p("svdvals"), blas=_stack_work)(_lapack_rule("svd_stack", (2,), pick=1))   # (numba: no compute_uv=False)
 
 
 @lowers(_p("convolve"))
