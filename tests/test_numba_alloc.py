@@ -169,3 +169,25 @@ def test_a_stored_negative_zero_becomes_positive_as_added_to_zero_it_does():
     got = pj.function(neg, backend="numba")(x)
     np.testing.assert_array_equal(got, [[-2.0, 1.0, 0.0, 0.0, 0.0]])
     assert not np.signbit(got[0, 3]) and np.signbit(x[0, 0])
+
+
+def test_tracemalloc_sees_the_zeros_as_it_sees_numbas_own_arrays():
+    """The memory is Python's raw allocator's (as numba's own arrays' is): a memory
+    profile built on tracemalloc counts it while the array lives, and not after."""
+    import tracemalloc
+
+    @numba.njit
+    def both(n):
+        return K.zeros((n, 1024), np.float64), np.empty((n, 1024), np.float64)
+    both(1)
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        zeros, empty = both(1024)                  # 8 MiB each
+        held = tracemalloc.get_traced_memory()[0] - base
+        del zeros, empty
+        after = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert 2 * (8 << 20) <= held < 2 * (8 << 20) + (1 << 20)
+    assert after < 1 << 20

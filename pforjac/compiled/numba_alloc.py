@@ -8,12 +8,13 @@ memory that numpy does not. A batch Jacobian of an elementwise function is such 
 with its diagonal written: (64, 512, 512) float32 zeros and 32,768 values added into them
 took 8.7-10.5 ms with numba's zeros, 7.4-9.5 with these (four runs, the same loop).
 
-`zeroed(shape, dtype)` is a C-ordered array of zeros whose memory comes from `calloc`. It
-is handed to numba's runtime through the runtime's public C API for extensions
-(`NRT_get_api()`, numba's `nrt_external.h`: its `manage_memory`, with the C library's
-`free` as the destructor), so the array is counted and freed as every numba array is, in
-this process and in one that loads the code from numba's cache (the functions are named,
-and found again when the code is loaded). The API's table has had its layout since numba
+`zeroed(shape, dtype)` is a C-ordered array of zeros whose memory comes from Python's
+`PyMem_RawCalloc` (calloc itself under Python's default allocator; numba's own arrays come
+from `PyMem_RawMalloc`, so tracemalloc sees both). It is handed to numba's runtime through
+the runtime's public C API for extensions (`NRT_get_api()`, numba's `nrt_external.h`: its
+`manage_memory`, with `PyMem_RawFree` as the destructor), so the array is counted and
+freed as every numba array is, in this process and in one that loads the code from
+numba's cache (the functions are named, and found again when the code is loaded). The API's table has had its layout since numba
 0.53 (pforjac needs 0.60); the test suite checks it against the runtime's own functions.
 
 `zeros`, the kernel generated code calls as `K.zeros`, is compiled (and cached on disk)
@@ -57,7 +58,7 @@ def _make_zeroed():
 
 def _zeros_of(context, builder, result, sizes):
     """The code making the array: its size checked (a negative dimension or an overflow is
-    numpy's ValueError), its memory from calloc and its owner from numba's runtime (a
+    numpy's ValueError), its memory from PyMem_RawCalloc and its owner from numba's runtime (a
     MemoryError where either fails), its strides C-ordered."""
     from numba import types
     from numba.core import cgutils
@@ -96,11 +97,11 @@ def _void_p():
 
 
 def _calloc(builder, nbytes):
-    """calloc(max(nbytes, 1), 1): a zero-size array still owns (a byte of) memory."""
+    """PyMem_RawCalloc(max(nbytes, 1), 1): a zero-size array still owns (a byte of) memory."""
     from llvmlite import ir
     from numba.core import cgutils
     fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_void_p(), [nbytes.type] * 2),
-                                        "calloc")
+                                        "PyMem_RawCalloc")
     one = nbytes.type(1)
     return builder.call(fn, [builder.select(builder.icmp_signed("==", nbytes, nbytes.type(0)), one, nbytes),
                              one])
@@ -109,11 +110,12 @@ def _calloc(builder, nbytes):
 def _free(builder):
     from llvmlite import ir
     from numba.core import cgutils
-    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [_void_p()]), "free")
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [_void_p()]),
+                                          "PyMem_RawFree")
 
 
 def _managed(builder, data):
-    """`NRT_get_api()->manage_memory(data, free)`: a new reference-counted owner of `data`
+    """`NRT_get_api()->manage_memory(data, PyMem_RawFree)`: a new reference-counted owner of `data`
     that frees it when its count reaches zero (NULL where its own allocation fails)."""
     from llvmlite import ir
     from numba.core import cgutils
@@ -126,7 +128,7 @@ def _managed(builder, data):
 
 
 def zeros(shape, dtype):
-    """np.zeros(shape, dtype), its memory from calloc."""
+    """np.zeros(shape, dtype), its memory from PyMem_RawCalloc."""
     return zeroed(shape, dtype)
 
 
