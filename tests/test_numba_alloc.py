@@ -1,7 +1,7 @@
-"""The numba backend's arrays of zeros (`K.zeros`: memory from calloc, handed to numba's
-runtime, numba_alloc.py) and the stores of a scatter whose positions do not repeat: the
-values, the memory freed, the code loaded from the disk cache by a second process, and
-the layout of numba's C API table that the code reads."""
+"""The numba backend's arrays of zeros (`K.zeros`: memory from Python's raw calloc,
+handed to numba's runtime, numba_alloc.py) and the stores of a scatter whose positions do
+not repeat: the values, the memory freed, the code loaded from the disk cache by a second
+process, and the layout of numba's C API table that the code reads."""
 import ctypes
 import os
 import subprocess
@@ -46,7 +46,7 @@ def test_a_negative_dimension_is_a_value_error():
 
 
 _FREED = textwrap.dedent("""
-    import resource, numpy as np, numba
+    import tracemalloc, numpy as np, numba
     from numba.core.runtime import _nrt_python, rtsys
     from pforjac.compiled.numba_backend import kernels
     K = kernels()
@@ -65,24 +65,33 @@ _FREED = textwrap.dedent("""
         return K.zeros((1 << 20,), np.float64)
 
     churn(1)
+    kept()
     _nrt_python.memsys_enable_stats()
     before = rtsys.get_allocation_stats()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
     assert churn(60) == 60.0
     arrays = [kept() for _ in range(10)]
     assert all(not a.any() for a in arrays)
+    held = tracemalloc.get_traced_memory()[0] - base
     del arrays
+    left = tracemalloc.get_traced_memory()[0] - base
+    peak = tracemalloc.get_traced_memory()[1] - base
     after = rtsys.get_allocation_stats()
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    print(after.mi_alloc - before.mi_alloc, after.mi_free - before.mi_free, grown // 1024)
+    print(after.mi_alloc - before.mi_alloc, after.mi_free - before.mi_free, held >> 20, left >> 20,
+          peak >> 20)
 """)
 
 
 def test_the_memory_is_freed_when_the_array_is_dropped():
+    """NRT's counts of owners made and freed, and Python's raw allocator's traced bytes:
+    each 64 MiB array made in a loop is freed before the next, the ten returned arrays
+    when dropped."""
     out = subprocess.run([sys.executable, "-c", _FREED], capture_output=True, text=True, check=True)
-    made, freed, grown_mib = map(int, out.stdout.split())
+    made, freed, held_mib, left_mib, peak_mib = map(int, out.stdout.split())
     assert made == freed == 70              # 60 dropped inside numba, 10 returned then dropped
-    assert grown_mib < 200                  # (60 of them kept would be 3.75 GiB)
+    assert 80 <= held_mib < 82 and left_mib == 0
+    assert peak_mib < 64 + 82               # (60 arrays never freed would be 3.75 GiB)
 
 
 _CACHED_RUN = textwrap.dedent("""
@@ -153,7 +162,7 @@ def test_a_scatter_with_no_repeated_position_stores_and_adds_zero(unique, dtype)
     got, want = f(x), pj.function(lambda x: _scatter(x, unique), backend="numpy")(x)
     assert got.dtype == want.dtype == dtype
     np.testing.assert_array_equal(got, want)
-    assert not np.signbit(got[got == 0]).any()     # (x's -0.0 times 3 is -0.0: stored as it is, it would show)
+    assert not np.signbit(got[got == 0]).any()     # (x's -0.0 times 3 is -0.0: stored, it would show)
     source = numba_source(f.program(x))
     stores = [line for line in source.splitlines() if "K.positions" not in line and "[" in line
               and ("+=" in line or f"+ np.{np.dtype(dtype).name}(0)" in line)]

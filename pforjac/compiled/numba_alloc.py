@@ -1,21 +1,23 @@
 """Arrays of zeros for the numba backend's generated code, made as numpy makes them.
 
-numba's `np.zeros` takes memory from `malloc` and fills it with `memset`. numpy's takes
-it from `calloc`, which knows memory fresh from the operating system is zero already (the
-kernel zeroes each page as it is first touched) and writes nothing: for any array of
-more than a few MiB (the C library maps those fresh) numba makes one whole pass over the
-memory that numpy does not. A batch Jacobian of an elementwise function is such an array
-with its diagonal written: (64, 512, 512) float32 zeros and 32,768 values added into them
-took 8.7-10.5 ms with numba's zeros, 7.4-9.5 with these (four runs, the same loop).
+numba's `np.zeros` takes memory from its runtime's allocator (`PyMem_RawMalloc`) and
+fills it with `memset`. numpy's takes it from `calloc`, which knows memory fresh from the
+operating system is zero already (the kernel zeroes each page as it is first touched)
+and writes nothing: for any array of more than a few MiB (the C library maps those
+fresh) numba makes one whole pass over the memory that numpy does not. A batch Jacobian
+of an elementwise function is such an array with its diagonal written: (64, 512, 512)
+float32 zeros and 32,768 values added into them took 8.7-10.5 ms with numba's zeros,
+7.4-9.5 with these (four runs, the same loop).
 
 `zeroed(shape, dtype)` is a C-ordered array of zeros whose memory comes from Python's
-`PyMem_RawCalloc` (calloc itself under Python's default allocator; numba's own arrays come
-from `PyMem_RawMalloc`, so tracemalloc sees both). It is handed to numba's runtime through
-the runtime's public C API for extensions (`NRT_get_api()`, numba's `nrt_external.h`: its
+`PyMem_RawCalloc` (calloc itself under Python's default allocator, and traced by
+tracemalloc as numba's own arrays are). It is handed to numba's runtime through the
+runtime's public C API for extensions (`NRT_get_api()`, numba's `nrt_external.h`: its
 `manage_memory`, with `PyMem_RawFree` as the destructor), so the array is counted and
 freed as every numba array is, in this process and in one that loads the code from
-numba's cache (the functions are named, and found again when the code is loaded). The API's table has had its layout since numba
-0.53 (pforjac needs 0.60); the test suite checks it against the runtime's own functions.
+numba's cache (the functions are named, and found again when the code is loaded). The
+API's table has had its layout since numba 0.53 (pforjac needs 0.60); the test suite
+checks it against the runtime's own functions.
 
 `zeros`, the kernel generated code calls as `K.zeros`, is compiled (and cached on disk)
 here, beside the code it runs: numba keys a function's disk cache by the file defining
@@ -58,8 +60,8 @@ def _make_zeroed():
 
 def _zeros_of(context, builder, result, sizes):
     """The code making the array: its size checked (a negative dimension or an overflow is
-    numpy's ValueError), its memory from PyMem_RawCalloc and its owner from numba's runtime (a
-    MemoryError where either fails), its strides C-ordered."""
+    numpy's ValueError), its memory from PyMem_RawCalloc and its owner from numba's
+    runtime (a MemoryError where either fails), its strides C-ordered."""
     from numba import types
     from numba.core import cgutils
     from numba.core.imputils import impl_ret_new_ref
@@ -115,8 +117,9 @@ def _free(builder):
 
 
 def _managed(builder, data):
-    """`NRT_get_api()->manage_memory(data, PyMem_RawFree)`: a new reference-counted owner of `data`
-    that frees it when its count reaches zero (NULL where its own allocation fails)."""
+    """`NRT_get_api()->manage_memory(data, PyMem_RawFree)`: a new reference-counted owner
+    of `data` that frees it when its count reaches zero (NULL where its own allocation
+    fails)."""
     from llvmlite import ir
     from numba.core import cgutils
     get_api = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_void_p(), []), "NRT_get_api")
