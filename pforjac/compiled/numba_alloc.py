@@ -26,7 +26,7 @@ old machine code until that file changed).
 """
 from __future__ import annotations
 
-__all__ = ["zeroed", "zeros"]
+__all__ = ["zeroed", "zeros", "c_strides"]
 
 _MANAGE_MEMORY = 2        # the table's slots: allocate, allocate_external, manage_memory, ...
 
@@ -83,14 +83,22 @@ def _zeros_of(context, builder, result, sizes):
     with cgutils.if_unlikely(builder, cgutils.is_null(builder, meminfo)):
         builder.call(_free(builder), [data])
         context.call_conv.return_user_exc(builder, MemoryError, ("zeros: out of memory",))
-    strides, step = [], itemsize
-    for d in reversed(sizes):
-        strides.insert(0, step)
-        step = builder.mul(step, d)
     array = make_array(result)(context, builder)
     populate_array(array, data=builder.bitcast(data, context.get_data_type(result.dtype).as_pointer()),
-                   shape=sizes, strides=strides, itemsize=itemsize, meminfo=meminfo, parent=None)
+                   shape=sizes, strides=c_strides(builder, itemsize, sizes), itemsize=itemsize,
+                   meminfo=meminfo, parent=None)
     return impl_ret_new_ref(context, builder, result, array._getvalue())
+
+
+def c_strides(builder, itemsize, shape: list) -> list:
+    """The C-order strides (LLVM values) of an array of `shape` (LLVM values) and items of
+    `itemsize` bytes. (Here, where the cached `zeros` kernel is compiled: numba keys a
+    kernel's disk cache by its own file, so its code stays in this one.)"""
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step = builder.mul(step, d)
+    return strides
 
 
 def _void_p():

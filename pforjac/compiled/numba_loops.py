@@ -59,13 +59,13 @@ def view_maps(eqn, ctx=None, args=None) -> list[IndexMap] | None:
 
 
 def _gather_map(eqn, ctx, args) -> list[IndexMap] | None:
-    from .numba_lowering import positioned, reshaped
+    from .numba_lowering import positioned
+    from .numba_lowering_arrays import flat_indices
     x, idx = eqn.inputs
     if x.ndim == 0 or idx.ndim == 0 or idx.dtype.kind not in "iu":
         return None
     axis = eqn.params["axis"] % x.ndim
-    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
-    call = f"K.positions({flat}, {int(x.shape[axis])})"
+    call = f"K.positions({flat_indices(ctx, idx, args[1])}, {int(x.shape[axis])})"
     at = ctx.positions.get(call) if _unchanging(ctx, args[1]) else None
     if at is None:
         at = ctx.fresh()

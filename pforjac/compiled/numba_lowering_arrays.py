@@ -18,6 +18,11 @@ def _three(ctx, var, expr: str, axis: int) -> str:
     return reshaped(ctx.contiguous(var, expr), _split_at(var.shape, axis))
 
 
+def flat_indices(ctx, idx, expr: str) -> str:
+    """The index array `idx` (source `expr`) as one C-contiguous row."""
+    return reshaped(ctx.contiguous(idx, expr), (int(np.prod(idx.shape)),))
+
+
 def _along(kernel: str, extra: str = "", kinds: str = "fiub"):
     """The rule of an op along `params['axis']` computed by `K.<kernel>` of the operand as
     (before, axis, after), its result reshaped to the output's shape."""
@@ -69,8 +74,7 @@ def _gather(ctx, eqn, args) -> str:
     if idx.dtype.kind not in "iu":
         raise NotLowered(f"indices of dtype {idx.dtype} and shape {tuple(idx.shape)}")
     x3 = reshaped(ctx.contiguous(x, args[0]), _split_at(x.shape, axis))
-    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),)) if idx.ndim \
-        else f"np.full(1, {args[1]})"
+    flat = flat_indices(ctx, idx, args[1]) if idx.ndim else f"np.full(1, {args[1]})"
     call = f"K.take_axis({x3}, {flat})"      # (one element: a scalar, as 0-d values are)
     return f"{call}[0, 0, 0]" if eqn.outputs[0].ndim == 0 else reshaped(call, eqn.outputs[0].shape)
 
@@ -91,14 +95,14 @@ def _scatter_add(ctx, eqn, args) -> str:
         g3 = f"np.full((1, 1, 1), {args[0]})" if g.ndim == 0 else \
             reshaped(ctx.contiguous(g, args[0]), _split_at(g.shape, axis, 0))
         return reshaped(f"K.scatter_add_axis({g3}, np.full(1, {args[1]}), {int(size)})", eqn.outputs[0].shape)
-    flat = reshaped(ctx.contiguous(idx, args[1]), (int(np.prod(idx.shape)),))
+    flat = flat_indices(ctx, idx, args[1])
     if hasattr(ctx, "store_at"):            # (a loop nest reading g through its views)
         out, name, at = eqn.outputs[0], ctx.fresh(), ctx.fresh()
+        unique = eqn.params.get("unique") is True
         ctx.emit(f"{at} = K.positions({flat}, {int(size)})")
         ctx.emit(f"{name} = {new_array(out.shape, out.dtype, zeros=True)}")
         ctx.store_at(name, tuple(g.shape), lambda i: positioned(i, axis % out.ndim, idx.shape, at),
-                     g, args[0], g.dtype, "=" if eqn.params.get("unique") is True else "+=",
-                     plus_zero=eqn.params.get("unique") is True)
+                     g, args[0], g.dtype, "=" if unique else "+=", plus_zero=unique)
         return name
     g3 = reshaped(ctx.contiguous(g, args[0]), _split_at(g.shape, axis, idx.ndim))
     return reshaped(f"K.scatter_add_axis({g3}, {flat}, {int(size)})", eqn.outputs[0].shape)

@@ -146,8 +146,9 @@ def _elements(shape) -> int:
 
 def _einsum_work(eqn) -> int:
     """Every letter's size multiplied: the whole contraction's multiply-adds."""
-    letters = {c: d for s, x in zip(eqn.params["subscripts"].replace(" ", "").split("->")[0].split(","),
-                                    eqn.inputs) for c, d in zip(s, x.shape)}
+    from ..ops._einsum_plan import parse_einsum
+    ins, _ = parse_einsum(eqn.params["subscripts"], [x.ndim for x in eqn.inputs])
+    letters = {c: d for s, x in zip(ins, eqn.inputs) for c, d in zip(s, x.shape)}
     return _elements(tuple(letters.values()))
 
 

@@ -72,6 +72,7 @@ def _make_reshaped():
     from numba.core.typing import signature
     from numba.extending import intrinsic
     from numba.np.arrayobj import array_reshape, make_array, populate_array
+    from .numba_alloc import c_strides
 
     @intrinsic
     def reshaped(typingctx, a, shape):
@@ -95,12 +96,9 @@ def _make_reshaped():
                 size = builder.mul(size, d)
             with cgutils.if_unlikely(builder, builder.icmp_signed("!=", size, array.nitems)):
                 context.call_conv.return_user_exc(builder, ValueError, ("reshaped: not the array's size",))
-            strides, step = [], array.itemsize
-            for d in reversed(new):
-                strides.insert(0, step)
-                step = builder.mul(step, d)
             out = make_array(result)(context, builder)
-            populate_array(out, data=array.data, shape=new, strides=strides, itemsize=array.itemsize,
+            populate_array(out, data=array.data, shape=new, strides=c_strides(builder, array.itemsize, new),
+                           itemsize=array.itemsize,
                            meminfo=array.meminfo, parent=array.parent)
             return impl_ret_borrowed(context, builder, result, out._getvalue())
         return result(a, shape), codegen
