@@ -146,7 +146,7 @@ abs_p = _unary("abs", np.abs, domain="nonzero",     # (its rules below: complex 
                zero_preserving=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype), domain="nonzero", zero_preserving=True)
-sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x), domain="nonzero",
+sign_p = _unary("sign", np.sign, domain="nonzero",   # (its rules: ops/complex_parts.py)
                 zero_preserving=True)
 sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x), zero_preserving=True)
 cosh_p = _unary("cosh", np.cosh, lambda ans, x: sinh(x))

@@ -395,7 +395,14 @@ defcurvature("linear", _E.neg_p, _E.add_p, _E.subtract_p, _E.cast_p)
 defcurvature("piecewise_linear", _E.abs_p, _E.relu_p, _E.maximum_p, _E.minimum_p, _E.where_p)
 defcurvature("bilinear", _E.multiply_p, _E.multiply_no_nan_p, _E.multiply_zero_safe_p)
 defcurvature("quotient", _E.divide_p)
-defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+defcurvature("constant", _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+
+
+@defsparsity(_E.sign_p)
+def _sign_rule(eqn, ctx):
+    """A real sign is a step (zero derivative); numpy's complex sign x / |x| is not."""
+    complex_input = np.dtype(eqn.inputs[0].dtype).kind == "c"
+    return elementwise_rule(eqn, ctx) if complex_input else _no_dependency(eqn, ctx)
 
 
 # -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
