@@ -291,11 +291,17 @@ def _tracked(t) -> bool:
 
 
 def _pow_dy(g, ans, x, y):
-    # log x where it is defined: x > 0 for real x (as TensorFlow), x != 0 for complex x
-    # (numpy orders complex numbers by their real part first: x > 0 would drop most)
-    defined = not_equal(x, 0.0) if x.dtype.kind == "c" else greater(x, 0.0)
-    safe_log = where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
-    return g * ans * safe_log
+    """x**y log x. At x == 0 it is 0 (0**y is constant in y > 0). A negative real base has
+    no derivative in y (x**y is real only at integer y): NaN there, never TensorFlow's 0, yet
+    a zero cotangent stays zero (`where(x > 0, x ** y, 0)`). For complex x, log x is defined
+    wherever x != 0 (numpy orders complex numbers by their real part: x > 0 would drop most)."""
+    if x.dtype.kind == "c":
+        defined = not_equal(x, 0.0)
+        return g * ans * where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
+    defined = greater(x, 0.0)
+    undefined = where(less(x, 0.0), np.nan, 0.0)
+    safe_log = where(defined, log(where(defined, x, ones_like(x))), undefined)
+    return multiply_no_nan(ans * safe_log, g)
 
 
 def _conj_sign(ans, x):
