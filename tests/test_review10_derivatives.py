@@ -42,7 +42,8 @@ def _assert_every_path(f, x, want, rtol=1e-12):
 
 def _central(f, x, h=1e-6):
     x = np.asarray(x, np.float64)
-    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+    steps = [h * e.reshape(x.shape) for e in np.eye(x.size)]
+    return np.array([(f(x + e) - f(x - e)) / (2 * h) for e in steps]).reshape(x.shape)
 
 
 # -- numpy 2's complex sign z / |z| had a zero derivative (a real sign's) ----------------------
@@ -124,3 +125,39 @@ def test_a_pole_that_is_taken_still_gives_its_infinity():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert pj.grad(lambda v: np.sum(np.log(v)))(np.array([0.0, 2.0]))[0] == np.inf
         assert pj.grad(lambda v: np.sum(1.0 / v))(np.array([0.0, 2.0]))[0] == -np.inf
+
+
+# -- qr at a rank-deficient matrix: the rule divided by a zero of R's diagonal ----------------
+_RANK_DROP = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, -1.0], [3.0, 6.0, 2.0], [-1.0, -2.0, 1.0]])
+_W = np.arange(1.0, 13.0).reshape(4, 3) / 7.0
+
+
+@pytest.mark.parametrize("name, f, defined", [
+    ("first column of Q", lambda a: np.sum(np.linalg.qr(a)[0][:, 0] * _W[:, 0]), True),
+    ("first column of R", lambda a: np.sum(np.linalg.qr(a)[1][:, 0] * _W[0]), True),
+    ("R's first row", lambda a: np.sum(np.linalg.qr(a)[1][0] * _W[0]), False),   # was wrong
+    ("R past the drop", lambda a: np.linalg.qr(a)[1][1, 1], False),
+    ("Q past the drop", lambda a: np.sum(np.linalg.qr(a)[0][:, 1] * _W[:, 1]), False),
+])
+def test_qr_past_a_rank_drop_is_nan_with_a_warning_never_finite(name, f, defined):
+    """Column 1 is twice column 0: R[1, 1] is at rounding level. A cotangent that reaches
+    Q's or R's columns from there on gives NaN (R's first row is smooth, but the rule
+    divides by R[1, 1] for it: it gave a finite wrong number); one that does not is exact."""
+    with pytest.warns(RuntimeWarning, match="qr: its derivative at a rank-deficient"):
+        pj.jacfwd(f)(_RANK_DROP)               # forward mode: any tangent moves Q's completion
+    paths = _grads(f, _RANK_DROP)
+    del paths["jacfwd"]
+    for path, got in paths.items():
+        if defined:
+            np.testing.assert_allclose(got, _central(lambda v: float(f(v)), _RANK_DROP),
+                                       atol=1e-7, err_msg=path)
+        else:
+            assert np.all(np.isnan(got)), (path, got)
+
+
+def test_qr_at_full_rank_is_unchanged():
+    a = _RANK_DROP + np.eye(4, 3)
+    f = lambda v: np.sum(np.linalg.qr(v)[1] ** 2 * _W[:3]) + np.sum(np.linalg.qr(v)[0] * _W)  # noqa: E731
+    want = _central(lambda v: float(f(v)), a)
+    for path, got in _grads(f, a).items():
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=path)
