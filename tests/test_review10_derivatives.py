@@ -85,6 +85,9 @@ def test_power_exponent_derivative_at_a_negative_base_is_nan():
         assert got[0] == 12.0 and np.isnan(got[1]), (path, got)
     _assert_every_path(lambda v: v[0] ** v[1], [2.0, 3.0], [12.0, 8.0 * np.log(2.0)])
     _assert_every_path(lambda v: v[0] ** v[1], [0.0, 2.0], [0.0, 0.0])   # 0**y constant in y > 0
+    _assert_every_path(lambda v: v[0] ** v[1], [2.0, 0.0], [0.0, np.log(2.0)])
+    for path, got in _grads(lambda v: v[0] ** v[1], [0.0, 0.0]).items():
+        assert got[0] == 0.0 and np.isnan(got[1]), (path, got)        # 0**y jumps at y == 0
     # a where that keeps the negative base out still has a finite gradient (zero cotangent)
     guarded = lambda v: np.sum(np.where(v[:2] > 0, v[:2] ** v[2], 0.0))  # noqa: E731
     _assert_every_path(guarded, [-2.0, 3.0, 2.0], [0.0, 6.0, 9.0 * np.log(3.0)])

@@ -294,15 +294,16 @@ def _tracked(t) -> bool:
 
 
 def _pow_dy(g, ans, x, y):
-    """x**y log x. At x == 0 it is 0 (0**y is constant in y > 0). A negative real base has
-    no derivative in y (x**y is real only at integer y): NaN there, never TensorFlow's 0, yet
-    a zero cotangent stays zero (`where(x > 0, x ** y, 0)`). For complex x, log x is defined
-    wherever x != 0 (numpy orders complex numbers by their real part: x > 0 would drop most)."""
+    """x**y log x. At x == 0 it is 0 where y > 0 (0**y is 0 nearby), NaN at y == 0 (0**y
+    jumps from 1 to 0). A negative real base has no derivative in y (x**y is real only at
+    integer y): NaN there, never TensorFlow's 0, yet a zero cotangent stays zero
+    (`where(x > 0, x ** y, 0)`). For complex x, log x is defined wherever x != 0 (numpy
+    orders complex numbers by their real part: x > 0 would drop most)."""
     if x.dtype.kind == "c":
         defined = not_equal(x, 0.0)
         return g * ans * where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
     defined = greater(x, 0.0)
-    undefined = where(less(x, 0.0), np.nan, 0.0)
+    undefined = where(logical_or(less(x, 0.0), less_equal(y, 0.0)), np.nan, 0.0)
     safe_log = where(defined, log(where(defined, x, ones_like(x))), undefined)
     return multiply_no_nan(ans * safe_log, g)
 
