@@ -164,3 +164,19 @@ def test_qr_at_full_rank_is_unchanged():
     want = _central(lambda v: float(f(v)), a)
     for path, got in _grads(f, a).items():
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=path)
+
+
+# -- pforjac.sparse's Hessian pattern took a complex abs as piecewise linear ------------------
+@pytest.mark.parametrize("f", [
+    lambda x: pj.abs(x[0] + 1j * x[1]) * x[2],
+    lambda x: np.linalg.norm(x[:2] + 1j * x[2:], 1),
+    lambda x: np.linalg.norm(x[:2] + 1j * x[2:], np.inf),
+])
+def test_sparse_hessian_through_a_complex_abs_equals_the_dense_one(f):
+    x = np.array([2.0, 0.7, 1.0, 3.0])
+    dense = np.asarray(pj.hessian(f)(x))
+    assert np.count_nonzero(dense) > 2
+    np.testing.assert_allclose(pforjac.sparse.hessian(f, x).toarray(), dense, rtol=1e-12,
+                               atol=1e-15)
+    real = pforjac.sparse.hessian_sparsity(lambda v: np.sum(np.abs(v[:2] * v[2:])), x)
+    assert real.toarray()[0, 0] == 0           # a real abs stays piecewise linear: no x0 x0 pair
