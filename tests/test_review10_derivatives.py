@@ -123,6 +123,15 @@ def test_the_untaken_branch_of_a_where_at_a_pole_adds_zero_not_nan(name):
     assert np.all(np.isfinite(hess)) and np.all(hess[0] == 0.0), hess
 
 
+def test_an_integer_divisor_or_base_keeps_true_division():
+    """divide's rule takes 1 / y in the quotient's dtype (numpy's reciprocal of an int
+    array is an int: 1 / 2 -> 0); power's y-derivative reads log of an integer base."""
+    for divisor in (np.array([2, 4]), np.array([2, 4], np.int32)):
+        _assert_every_path(lambda v: np.sum(v / divisor), [1.0, 2.0], [0.5, 0.25])
+    _assert_every_path(lambda v: np.sum(np.array([2, 3]) ** v), [1.5, 2.0],
+                       [2 ** 1.5 * np.log(2.0), 9.0 * np.log(3.0)])
+
+
 def test_a_pole_that_is_taken_still_gives_its_infinity():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -334,9 +334,10 @@ add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
 subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g)
 multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
 # x / y's zero cotangents (and tangents) stay zero where y == 0: `where(y != 0, x / y, 0)`
-# has a finite gradient, not NaN (0 * inf), as sqrt's and power's
+# has a finite gradient, not NaN (0 * inf), as sqrt's and power's. (1 / y in the quotient's
+# dtype: numpy's reciprocal of an integer is an integer, 1 / 2 -> 0)
 divide_p = _binary("divide", np.true_divide,
-                   lambda g, a, x, y: multiply_no_nan(reciprocal(y), g),
+                   lambda g, a, x, y: multiply_no_nan(reciprocal(cast(y, a.dtype)), g),
                    lambda g, a, x, y: multiply_no_nan(-a / y, g), domain=("real", "nonzero"))
 power_p = _binary("power", np.power, lambda g, a, x, y: multiply_no_nan(_pow_dx(x, y), g),
                   _pow_dy, domain=("positive", "real"))
