@@ -12,8 +12,9 @@ by default) and take the matrix as the symmetric one that triangle defines, so t
 gradients are zero in the other triangle. `eigh`'s vector derivatives need distinct
 eigenvalues, `svd`'s distinct nonzero singular values (where they are used at a tie, the
 result is NaN with a warning: `ties.tie_divide`), `qr`'s a full-rank matrix with at
-least as many rows as columns (past a rank drop, NaN with a warning: `_rank_drop`). float16 is computed in float32 and rounded back (LAPACK
-has no float16), integers and bools in float64; complex matrices are refused.
+least as many rows as columns (past a rank drop, NaN with a warning: `_rank_drop`).
+float16 is computed in float32 and rounded back (LAPACK has no float16), integers and
+bools in float64; complex matrices are refused.
 """
 from __future__ import annotations
 
