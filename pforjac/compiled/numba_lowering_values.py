@@ -31,11 +31,39 @@ def _float_divmod(ctx, eqn, args) -> str:
 @lowers(_p("power"))
 def _power(ctx, eqn, args) -> str:
     """Integers: `K.int_power`, exact and wrapping as numpy's (numba's goes through
-    float64), raising numpy's ValueError for a negative exponent."""
+    float64), raising numpy's ValueError for a negative exponent. Floats by a 0-d exponent
+    (`whole_ndim`: also for its elements in a loop nest) of 0.5: np.sqrt, as numpy's loop
+    (-0.0 ** 0.5 is -0.0, -inf ** 0.5 NaN; C's pow, numba's, gives 0.0 and inf)."""
     kind = eqn.outputs[0].dtype.kind
     if kind in "iu" and all(np.dtype(v.dtype).kind in "iub" for v in eqn.inputs):
         return _integer_kernel(eqn, args, "int_power", np.int64 if kind == "i" else np.uint64)
+    exponent = eqn.inputs[1]
+    if kind == "f" and getattr(exponent, "whole_ndim", exponent.ndim) == 0 and _SQRT_FOR_HALF:
+        x, e = _same_dtype(eqn, args)
+        return f"(np.sqrt({x}) if {e} == 0.5 else {_lower_ufunc(ctx, eqn, args)})"
     return _lower_ufunc(ctx, eqn, args)
+
+
+def _numpy_takes_sqrt_for_half() -> bool:
+    """Whether numpy's power of floats by one exponent (the same all along its loop) of 0.5
+    is np.sqrt, as numpy 2's is: -0.0 ** 0.5 is -0.0 and -inf ** 0.5 NaN there (C's pow
+    gives 0.0 and inf, as numba's and numpy's of an array of exponents do)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.power(np.full(4, -np.inf), 0.5)[0]))
+
+
+_SQRT_FOR_HALF = _numpy_takes_sqrt_for_half()
+
+
+@lowers(_p("divide"), _p("reciprocal"))
+def _complex_division(ctx, eqn, args) -> str:
+    """Complex: numpy's division and reciprocal (`K.complex_divide`, numba_complex.py), where
+    numba's divide by a zero by the signs of its parts (1j / -0j: nan-infj, numpy's nan+infj)
+    and give 1 / (1+0j) as 1+0j (numpy's 1-0j)."""
+    if eqn.outputs[0].dtype.kind != "c" or set(eqn.params) - {"order"}:
+        return _lower_ufunc(ctx, eqn, args)
+    name = "divide" if len(args) == 2 else "reciprocal"
+    return f"K.complex_{name}({', '.join(_same_dtype(eqn, args))})"
 
 
 @lowers(_p("fmod"))

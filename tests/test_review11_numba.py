@@ -1,0 +1,104 @@
+"""Adversarial checks of the numba backend against the numpy backend, bit for bit, where
+numba's complex arithmetic, its power and its sort give other values than numpy's: complex
+division and reciprocal by zeros of either sign, the complex functions numba gets wrong at
+infinite, NaN or denormal parts (they run on numpy, named), a float power by a scalar 0.5
+(numpy's loop takes np.sqrt: -0.0 and -inf differ from C's pow) and a stable sort of
+-0.0 and 0.0. Each input once gave a wrong result."""
+import warnings
+
+import numpy as np
+import pytest
+
+import pforjac as pj
+
+numba = pytest.importorskip("numba")
+
+_PARTS = [0.0, -0.0, 1.0, -1.5, 1e-310, 1e300, np.inf, -np.inf, np.nan]
+_GRID = np.array([complex(a, b) for a in _PARTS for b in _PARTS])
+
+
+def _run(fn, args, backend, record):
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        out = pj.function(fn, backend=backend)(*args)
+    record.extend(str(w.message) for w in caught if "numba" in str(w.message))
+    return out
+
+
+def _both(fn, *args):
+    """(numba's results, numpy's, the numba backend's warnings)."""
+    warned: list = []
+    got = _run(fn, args, "numba", warned)
+    return got, _run(fn, args, "numpy", []), warned
+
+
+def _same_bits(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype.kind == "c":
+        _same_bits(got.real, want.real)
+        _same_bits(got.imag, want.imag)
+        return
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan], want[~nan])
+    np.testing.assert_array_equal(np.signbit(got[~nan]), np.signbit(want[~nan]))
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_division_and_reciprocal_are_numpys(dtype):
+    """numba divided by a zero by the signs of its parts (1j / -0j was nan-infj, numpy's
+    nan+infj) and gave 1 / (1+0j) as 1+0j (numpy's 1-0j): now numpy's loops, on numba."""
+    with np.errstate(all="ignore"):
+        z = _GRID.astype(dtype)
+    got, want, warned = _both(lambda a, b: (a / b, 1.0 / a, pj.reciprocal(a) * 2.0),
+                              z[:, None], z[None, :])
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    one_j_by_zero = np.asarray(got[0])[2, 1]                # 1j / complex(0.0, -0.0)
+    assert np.isnan(one_j_by_zero.real) and one_j_by_zero.imag == np.inf
+
+
+_OTHER = {"sign": (pj.sign, complex(np.inf, 1.0)), "sqrt": (pj.sqrt, 1e-310j),
+          "arcsinh": (pj.numpy.arcsinh, complex(np.nan, 0.0)), "tan": (pj.tan, complex(0.0, np.nan)),
+          "power": (lambda a: a ** (a + 1.0), 0j)}
+
+
+@pytest.mark.parametrize("name", sorted(_OTHER))
+def test_complex_functions_numba_gets_wrong_run_on_numpy_named(name):
+    """numba's sign(inf+1j) was NaN (numpy's 1), 0j ** (1+0j) NaN (numpy's 0), arcsinh(nan+0j)
+    nan+nanj (numpy's nan+0j), sqrt(1e-310j) 100 ulps off: those ops run on numpy."""
+    fn, edge = _OTHER[name]
+    z = np.array([edge, 0.5 - 2j, -3 + 0.25j])
+    got, want, warned = _both(fn, z)
+    assert any(f"complex {name}" in w for w in warned), warned
+    _same_bits(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_float_power_by_a_scalar_half_is_numpys_sqrt(dtype):
+    """numpy's power loop by one exponent of 0.5 is np.sqrt: -0.0 ** 0.5 is -0.0 and -inf ** 0.5
+    NaN; numba's C pow gave 0.0 and inf. An array of exponents is C's pow in both."""
+    x = np.array([-0.0, 0.0, -np.inf, 2.0, np.nan, 9.0], dtype)
+    half = dtype(0.5)
+    got, want, warned = _both(lambda a, e: (a ** 0.5, a ** e, pj.exp(a ** 0.5) + 1.0, a[:, None] ** 0.5),
+                              x, half)
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    assert np.signbit(np.asarray(got[0])[0]) and np.isnan(np.asarray(got[1])[2])
+    got, want, _ = _both(lambda a, e: a ** e, x, np.full(6, half))
+    _same_bits(got, want)
+    assert np.asarray(got)[2] == np.inf
+
+
+def test_a_stable_sort_keeps_numpys_order_of_signed_zeros():
+    """numba's quicksort put -0.0 before 0.0 whatever their order; numpy's stable sort keeps
+    it (argsort was already stable)."""
+    x = np.random.default_rng(1).choice([-0.0, 0.0, 1.0, np.nan, -np.inf], size=(4, 40))
+    got, want, warned = _both(lambda a: (pj.numpy.sort(a, axis=1, kind="stable"),
+                                         pj.numpy.sort(a.T, axis=0, stable=True)), x)
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)
