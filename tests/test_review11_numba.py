@@ -102,3 +102,23 @@ def test_a_stable_sort_keeps_numpys_order_of_signed_zeros():
     assert not warned
     for g, w in zip(got, want):
         _same_bits(g, w)
+
+
+def test_gammaln_and_rgamma_where_one_over_x_overflows_are_scipys():
+    """scipy's gammaln is inf for |x| < 5.6e-309 (its recurrence divides by x; numba's gave
+    713.8 at 1e-310) and its rgamma(1e-310) is 1e-310 (numba's 1 / gamma gave 0)."""
+    from pforjac.ops.special import gammaln, rgamma
+    x = np.array([1e-310, -1e-310, 5.5e-309, 1e-307, 5e-324, -0.0, 2.5, 0.25])
+    got, want, warned = _both(lambda a: (gammaln(a), rgamma(a)), x)
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)
+    assert np.asarray(got[0])[0] == np.inf and np.asarray(got[1])[0] == 1e-310
+
+
+def test_an_integer_reciprocal_runs_on_numpy():
+    """numpy's reciprocal of an int32 0 is -2**31 (of an int8 0, 0); numba's was 0."""
+    x = np.array([0, 1, -1, 2], np.int32)
+    got, want, warned = _both(lambda a: pj.reciprocal(a) + a, x)
+    assert any("integer reciprocal" in w for w in warned), warned
+    np.testing.assert_array_equal(got, want)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .numba_lowering import _lower_ufunc, _p, _same_dtype, as_dtype, lowers, numba_dtype
+from .numba_lowering import NotLowered, _lower_ufunc, _p, _same_dtype, as_dtype, lowers, numba_dtype
 
 __all__: list = []
 
@@ -60,7 +60,11 @@ def _complex_division(ctx, eqn, args) -> str:
     """Complex: numpy's division and reciprocal (`K.complex_divide`, numba_complex.py), where
     numba's divide by a zero by the signs of its parts (1j / -0j: nan-infj, numpy's nan+infj)
     and give 1 / (1+0j) as 1+0j (numpy's 1-0j)."""
-    if eqn.outputs[0].dtype.kind != "c" or set(eqn.params) - {"order"}:
+    kind = eqn.outputs[0].dtype.kind
+    if kind in "iu" and len(args) == 1:
+        raise NotLowered("an integer reciprocal (numpy's of 0 is its loop's: -2**31 in int32, "
+                         "0 in int8; numba's 0)")
+    if kind != "c" or set(eqn.params) - {"order"}:
         return _lower_ufunc(ctx, eqn, args)
     name = "divide" if len(args) == 2 else "reciprocal"
     return f"K.complex_{name}({', '.join(_same_dtype(eqn, args))})"
@@ -85,7 +89,8 @@ def _integer_kernel(eqn, args, name: str, wide) -> str:
 @lowers(_p("maximum"), _p("minimum"))
 def _extremum(ctx, eqn, args) -> str:
     """Floats: the operands swapped (numpy's maximum(-0.0, 0.0) is 0.0, numba's -0.0; NaN
-    wins either way)."""
+    wins either way). (numpy's fmax and fmin give either zero of a tie, by the element's
+    place in their SIMD loop: numba's own loop is one of those answers.)"""
     if eqn.outputs[0].dtype.kind == "f" and len(args) == 2:
         args = args[::-1]
         eqn = SimpleNamespace(prim=eqn.prim, params=eqn.params, inputs=eqn.inputs[::-1],
