@@ -122,3 +122,13 @@ def test_an_integer_reciprocal_runs_on_numpy():
     got, want, warned = _both(lambda a: pj.reciprocal(a) + a, x)
     assert any("integer reciprocal" in w for w in warned), warned
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_float16_value_inside_a_program_runs_on_numpy():
+    """numpy's sin of a bool (or int8) is float16; numba computed it in float64 and went on
+    with those digits (2 sin(1) was 1.682942, numpy's 1.682617): such equations run on numpy."""
+    x = np.array([True, False, True])
+    got, want, warned = _both(lambda a: pj.cast(pj.sin(a), np.float64) * 2.0 + 1.0, x)
+    assert any("float16" in w for w in warned), warned
+    _same_bits(got, want)
+    assert np.asarray(got)[0] == 2.0 * float(np.sin(np.float16(1.0))) + 1.0

@@ -50,6 +50,11 @@ def unlowered_ops(program: Program) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
+# dtypes numba types no arithmetic for (long double: only where it is wider than float64)
+_NO_ARITHMETIC = frozenset({np.dtype(np.float16)} | ({np.dtype(np.longdouble), np.dtype(np.clongdouble)}
+                                                     - {np.dtype(np.float64), np.dtype(np.complex128)}))
+
+
 def declined_equations(program: Program) -> dict[int, str]:
     """{index: op and cause} of the equations numba cannot lower: no rule, or a rule that
     declines the case (each rule tried on placeholder operands: whether it lowers depends
@@ -59,6 +64,10 @@ def declined_equations(program: Program) -> dict[int, str]:
         rule = rule_for(eqn.prim)
         if rule is None:
             declined[k] = eqn.prim.name
+            continue
+        unusual = [v.dtype for v in (*eqn.inputs, *eqn.outputs) if np.dtype(v.dtype) in _NO_ARITHMETIC]
+        if unusual:         # (numba computed sin of a bool in float64 where numpy's is float16)
+            declined[k] = f"{eqn.prim.name} (a {np.dtype(unusual[0]).name} value: numba has no arithmetic in it)"
             continue
         try:
             rule(ctx, eqn, [f"a_{j}" for j in range(len(eqn.inputs))])
