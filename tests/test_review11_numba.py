@@ -132,3 +132,20 @@ def test_a_float16_value_inside_a_program_runs_on_numpy():
     assert any("float16" in w for w in warned), warned
     _same_bits(got, want)
     assert np.asarray(got)[0] == 2.0 * float(np.sin(np.float16(1.0))) + 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_narrow_integer_scalars_wrap_as_numpy_before_they_are_read(dtype):
+    """A 0-d int8 product read by a cast: numba's int8 -45 * -45 is -23 when returned but
+    was read as 233 by np.int32 (in loops the elements were already computed in int64 and
+    truncated; 0-d values, numba scalars, were not)."""
+    a = np.array(np.iinfo(dtype).min // 3 + 1, dtype)      # (int8: -42; its square wraps)
+
+    def f(x, y):
+        square = x * x
+        return pj.cast(square, np.int32) * pj.cast(square, np.int32), (x + y) > 0, square * 3 // 2
+    got, want, warned = _both(f, a, np.array(np.iinfo(dtype).max, dtype))
+    assert not warned
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)

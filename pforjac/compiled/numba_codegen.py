@@ -18,7 +18,7 @@ import numpy as np
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg, numba_lowering_values  # noqa: F401  (their rules)
-from .numba_context import LoweringContext, cheaper_calls
+from .numba_context import LoweringContext, cheaper_calls, integer_element
 from .numba_copies import copy_calls
 from .numba_lowering import REDUCTIONS, NotLowered, blas_work, rule_for
 from .numba_loops import LoopNest, view_maps
@@ -281,7 +281,9 @@ class _Walk:
             rule, made = rule_for(eqn.prim), ", ".join(self.names[id(v)] for v in eqn.outputs)
             ctx.defer(eqn, index_maps, lambda: ctx.emit(f"{made} = {rule(ctx, eqn, args)}"))
             return
-        expr = rule_for(eqn.prim)(ctx, eqn, args)
+        rule = rule_for(eqn.prim)
+        expr = integer_element(eqn, args, lambda a: rule(ctx, eqn, a)) \
+            if eqn.prim.elementwise and out.ndim == 0 else rule(ctx, eqn, args)
         if expr is None:                        # (the rule made the result a view)
             return
         if self.fusion.fusible(eqn):

@@ -56,6 +56,16 @@ def _narrow_integer(dtype) -> bool:
     return dtype.kind in "iu" and dtype.itemsize < 8
 
 
+def integer_element(eqn, args: list, compute: Callable[[list], str]) -> str:
+    """`compute(args)`: the code of an element of the elementwise `eqn` (or of its 0-d
+    value); for a narrow integer result, computed on the integer operands as int64 and
+    truncated to its dtype (`_narrow_integer`: numba's int8 -45 * -45 was read as 233)."""
+    if not _narrow_integer(eqn.outputs[0].dtype):
+        return compute(args)
+    args = [f"np.int64({a})" if np.dtype(v.dtype).kind in "iu" else a for a, v in zip(args, eqn.inputs)]
+    return f"{numba_dtype(eqn.outputs[0].dtype)}({compute(args)})"
+
+
 class LoweringContext:
     """Statements, fresh names, strided values; views not made yet (`defer`: loops read
     through them; one is made where a statement first names it); inlined results."""
@@ -247,13 +257,8 @@ class LoweringContext:
         key = (id(eqn), tuple(index))
         if key not in nest.elements:
             operands = [self.read(nest, v, index=index) for v in eqn.inputs]
-            args, narrow = [o[0] for o in operands], _narrow_integer(eqn.outputs[0].dtype)
-            if narrow:
-                args = [f"np.int64({a})" if np.dtype(v.dtype).kind in "iu" else a
-                        for a, v in zip(args, eqn.inputs)]
-            expr = rule_for(eqn.prim)(ScalarContext(), scalar_equation(eqn), args)
-            if narrow:
-                expr = f"{numba_dtype(eqn.outputs[0].dtype)}({expr})"
+            expr = integer_element(eqn, [o[0] for o in operands], lambda args: rule_for(eqn.prim)(
+                ScalarContext(), scalar_equation(eqn), args))
             nest.elements[key] = nest.value(expr, max((o[1] for o in operands), default=0))
         return nest.elements[key]
 
