@@ -37,6 +37,10 @@ UNARY = {
     "to_f32": lambda a: pj.cast(a, np.float32), "to_f64": lambda a: pj.cast(a, np.float64),
     "to_i32": lambda a: pj.cast(a, np.int32) if a.dtype.kind != "f" else a,
     "expand": lambda a: a[None], "flatten": lambda a: pj.reshape(a, (-1,)),
+    "pow_half": lambda a: a ** 0.5, "reciprocal": lambda a: 1.0 / a, "sin": lambda a: pj.sin(a),
+    "sort_stable": lambda a: P.sort(a, axis=-1, kind="stable") if a.ndim and a.dtype.kind != "c" else a,
+    "argmax": lambda a: P.argmax(a, axis=-1) if a.ndim and a.shape[-1] and a.dtype.kind != "c" else a,
+    "to_c128": lambda a: pj.cast(a, np.complex128), "log": lambda a: pj.log(a),
 }
 BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
@@ -45,10 +49,11 @@ BINARY = {
     "mod": lambda a, b: a % (pj.abs(b) + 1), "fmod": lambda a, b: pj.fmod(a, pj.abs(b) + 1),
     "less": lambda a, b: pj.cast(a < b, a.dtype) + b,
     "hypot": lambda a, b: pj.hypot(pj.cast(a, np.float64), b),
+    "true_div": lambda a, b: a / b, "pow": lambda a, b: pj.abs(a) ** (b * 0.5 if b.dtype.kind in "fc" else b),
 }
 DTYPES = (np.float64, np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8,
-          np.uint64, np.bool_)
-NARROW = ("float32", "int8", "uint8", "int32", "bool", "to_f32", "to_i32")
+          np.uint64, np.bool_, np.complex128, np.complex64)
+NARROW = ("float32", "int8", "uint8", "int32", "bool", "to_f32", "to_i32", "complex64")
 
 
 def _shape(rng) -> tuple:
@@ -72,6 +77,8 @@ def _value(rng, shape, dtype) -> np.ndarray:
             v.flat[0] = info.max if rng.random() < 0.5 else info.min
         return v
     v = (rng.standard_normal(shape) * 3).astype(dtype)
+    if dtype.kind == "c":
+        v = v + 1j * (rng.standard_normal(shape) * 3).astype(dtype)
     if v.size and rng.random() < 0.3:
         v.flat[int(rng.integers(v.size))] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0])
     return v
