@@ -149,3 +149,18 @@ def test_narrow_integer_scalars_wrap_as_numpy_before_they_are_read(dtype):
     for g, w in zip(got, want):
         assert np.asarray(g).dtype == np.asarray(w).dtype
         np.testing.assert_array_equal(g, w)
+
+
+def test_a_complex128_sum_along_the_last_axis_is_numpys_to_the_bit():
+    """numpy sums complex values pairwise (each part in four partial sums, blocks of 64);
+    the loop summed them in order: 82 ulps off at 2**20 values, 1 ulp at 67."""
+    rng = np.random.default_rng(7)
+    z = rng.standard_normal((2, 1 << 19)) + 1j * rng.standard_normal((2, 1 << 19)) + (1 + 1j)
+    small = z[:, :67 * 5].reshape(10, 67)
+
+    def f(a, b):
+        return pj.numpy.sum(a), pj.numpy.sum(b, axis=1), pj.numpy.sum(b[:, :5], axis=-1)
+    got, want, warned = _both(f, z, small)
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)

@@ -394,7 +394,7 @@ def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     dtype = numba_dtype(out.dtype)
     wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
     plain = np.dtype(x.dtype) == np.dtype(out.dtype)
-    if fn == "sum" and plain and np.dtype(out.dtype) in (np.float32, np.float64) and \
+    if fn == "sum" and plain and np.dtype(out.dtype) in (np.float32, np.float64, np.complex128) and \
             tuple(sorted(axes)) == tuple(range(x.ndim - len(axes), x.ndim)):
         # (numpy sums a contiguous run pairwise: error ~log(n) ulps, in order ~n)
         return ctx.reduce(x, expr, axes, out, f"{dtype}(0)", lambda acc, v: f"{acc} = {acc} + {v}",
