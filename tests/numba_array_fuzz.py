@@ -8,8 +8,9 @@ among them), reductions, scans, sorts, transposes, slices and casts, drawn from 
 Results are compared exactly where numpy's are integers or booleans, and to 16 ulps of
 the largest magnitude for floats (of float32 where a float32 or a narrow integer took
 part: numpy's float32 loops are not correctly rounded), with NaN, infinities and the
-signs of zeros exactly. A program numpy refuses is skipped; one numba runs in segments
-or on numpy counts its warning. `python -m tests.numba_array_fuzz --programs 500` runs
+signs of zeros exactly (complex values: each part so, to ulps of the largest modulus:
+numpy's complex abs, a SIMD loop, differs from hypot by an ulp). A program numpy refuses
+is skipped; one numba runs in segments or on numpy counts its warning. `python -m tests.numba_array_fuzz --programs 500` runs
 a profile (test_review6_numba.py runs a few seeds).
 """
 from __future__ import annotations
@@ -124,13 +125,15 @@ def program(seed: int):
     return fn, args, text
 
 
-def difference(got, want, eps: float) -> str | None:
-    """None if `got` is `want` (see the module's doc), else what differs."""
+def difference(got, want, eps: float, scale: float = 0.0) -> str | None:
+    """None if `got` is `want` (see the module's doc), else what differs (`scale`: at least
+    the magnitude ulps are counted at)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"shape/dtype {got.shape} {got.dtype} against {want.shape} {want.dtype}"
-    if want.dtype.kind == "c":
-        return difference(got.real, want.real, eps) or difference(got.imag, want.imag, eps)
+    if want.dtype.kind == "c":      # (each part's NaN, inf, zeros; values to ulps of the largest |z|)
+        scale = np.abs(want[np.isfinite(want)]).max(initial=0.0)
+        return difference(got.real, want.real, eps, scale) or difference(got.imag, want.imag, eps, scale)
     if want.dtype.kind != "f":
         return None if np.array_equal(got, want) else "integers differ"
     infinite, zeros = np.isinf(want), (want == 0) & (got == 0)
@@ -141,7 +144,7 @@ def difference(got, want, eps: float) -> str | None:
     finite = np.isfinite(want)
     if not finite.any():
         return None
-    scale = np.abs(want[finite]).max()
+    scale = max(np.abs(want[finite]).max(), scale)
     err = np.abs(got[finite].astype(np.float64) - want[finite]).max()
     return None if err <= 16 * eps * scale else f"{err / (eps * scale):.1f} ulps apart"
 
