@@ -164,3 +164,15 @@ def test_a_complex128_sum_along_the_last_axis_is_numpys_to_the_bit():
     assert not warned
     for g, w in zip(got, want):
         _same_bits(g, w)
+
+
+def test_a_constant_of_zeros_of_both_signs_is_not_read_as_one_value():
+    """The code generator reads a constant whose entries are all equal as one value; it
+    compared them with ==, so [0.0, -0.0, 0.0] was read as 0.0 (x * it: -0.0 * -0.0 gave
+    -0.0, numpy's 0.0): equal now means the same bits."""
+    x = np.array([1.0, -0.0, 0.0])
+    got, want, warned = _both(lambda a: (a * np.array([0.0, -0.0, 0.0]),
+                                         pj.where(a > 0, np.array([-0.0, 0.0, -0.0]), np.array([0.0, -0.0, 0.0]))), x)
+    assert not warned
+    for g, w in zip(got, want):
+        _same_bits(g, w)

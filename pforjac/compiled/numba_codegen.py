@@ -246,9 +246,11 @@ def _source(program: Program, name: str, baked: dict | None, parallel_min_size: 
 def _read_uniform_once(ctx, var, value: np.ndarray) -> None:
     """A constant whose values are the same along some axes (a seed of ones per example)
     is read at index 0 there: loops see it as a broadcast, and what they compute from it
-    is computed once for all its copies."""
+    is computed once for all its copies. Equal means the same bits (-0.0 is not 0.0)."""
+    def bits(a):
+        return np.ascontiguousarray(a).tobytes()
     uniform = [k for k in range(value.ndim) if value.shape[k] > 1
-               and np.array_equal(value, np.take(value, [0] * value.shape[k], axis=k))]
+               and bits(value) == bits(np.take(value, [0] * value.shape[k], axis=k))]
     if not uniform:
         return
     ctx.views[id(var)] = (ctx.stand_in(ctx.names[id(var)], tuple(value.shape), var.dtype),
