@@ -1,9 +1,11 @@
 """Adversarial checks of the numba backend against the numpy backend, bit for bit, where
-numba's complex arithmetic, its power and its sort give other values than numpy's: complex
+numba's own arithmetic or the code generator gave other values than numpy's: complex
 division and reciprocal by zeros of either sign, the complex functions numba gets wrong at
 infinite, NaN or denormal parts (they run on numpy, named), a float power by a scalar 0.5
-(numpy's loop takes np.sqrt: -0.0 and -inf differ from C's pow) and a stable sort of
--0.0 and 0.0. Each input once gave a wrong result."""
+(numpy's loop takes np.sqrt: -0.0 and -inf differ from C's pow), a stable sort of -0.0
+and 0.0, scipy's gammaln and rgamma at tiny x, integer reciprocals, float16 values inside
+a program, 0-d narrow integer products, complex128 sums, a constant of zeros of both
+signs, and a program in segments returning its input. Each input once gave a wrong result."""
 import warnings
 
 import numpy as np
