@@ -65,9 +65,10 @@ def declined_equations(program: Program) -> dict[int, str]:
         if rule is None:
             declined[k] = eqn.prim.name
             continue
-        unusual = [v.dtype for v in (*eqn.inputs, *eqn.outputs) if np.dtype(v.dtype) in _NO_ARITHMETIC]
+        unusual = [np.dtype(v.dtype).name for v in (*eqn.inputs, *eqn.outputs)
+                   if np.dtype(v.dtype) in _NO_ARITHMETIC]
         if unusual:         # (numba computed sin of a bool in float64 where numpy's is float16)
-            declined[k] = f"{eqn.prim.name} (a {np.dtype(unusual[0]).name} value: numba has no arithmetic in it)"
+            declined[k] = f"{eqn.prim.name} (a {unusual[0]} value: numba has no arithmetic in it)"
             continue
         try:
             rule(ctx, eqn, [f"a_{j}" for j in range(len(eqn.inputs))])
