@@ -55,13 +55,18 @@ def _numpy_takes_sqrt_for_half() -> bool:
 _SQRT_FOR_HALF = _numpy_takes_sqrt_for_half()
 
 
-@lowers(_p("abs"))
-def _abs(ctx, eqn, args) -> str:
-    """Complex: numpy's |z| (`K.complex_abs`, numba_complex.py), where numba's hypot differs
-    by an ulp for a third of values."""
-    if eqn.inputs[0].dtype.kind != "c" or set(eqn.params) - {"order"}:
+_COMPLEX_KERNELS = {"abs": "complex_abs", "multiply": "complex_multiply",
+                    "multiply_zero_safe": "complex_multiply", "square": "complex_square"}
+
+
+@lowers(*(_p(name) for name in _COMPLEX_KERNELS))
+def _complex_kernel(ctx, eqn, args) -> str:
+    """Complex: numpy's products and |z| (numba_complex.py: fused multiply-adds, where numba
+    rounds each product, and numpy's |z|, where numba's hypot is an ulp off)."""
+    if all(v.dtype.kind != "c" for v in eqn.inputs) or set(eqn.params) - {"order"}:
         return _lower_ufunc(ctx, eqn, args)
-    return f"K.complex_abs({args[0]})"
+    operands = args if eqn.prim.name == "abs" else _same_dtype(eqn, args)
+    return f"K.{_COMPLEX_KERNELS[eqn.prim.name]}({', '.join(operands)})"
 
 
 @lowers(_p("divide"), _p("reciprocal"))
