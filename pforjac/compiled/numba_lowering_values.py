@@ -3,7 +3,9 @@ than numpy's (part of the one table, `numba_lowering.numba_rules`): floor_divide
 remainder (of floats: numpy's divmod-based kernels), and on integers also fmod and power,
 by the scalar kernels of numba_special.py (`K.int_power`, ...) on int64 (or uint64)
 elements; maximum and minimum of floats, whose ties (-0.0 and 0.0) numpy resolves to
-the second operand, numba to the first; relu and sign (-0.0, unsigned integers).
+the second operand, numba to the first; relu and sign (-0.0, unsigned integers); a float
+power by a 0-d 0.5 (numpy's loop takes np.sqrt); complex products, |z|, division and
+reciprocal, by numpy's own loops (numba_complex.py); integer reciprocals (declined).
 """
 from __future__ import annotations
 
