@@ -8,8 +8,9 @@ among them), reductions, scans, sorts, transposes, slices and casts, drawn from 
 Results are compared exactly where numpy's are integers or booleans, and to 16 ulps of
 the largest magnitude for floats (of float32 where a float32 or a narrow integer took
 part: numpy's float32 loops are not correctly rounded), with NaN, infinities and the
-signs of zeros exactly. A program numpy refuses is skipped; one numba runs in segments
-or on numpy counts its warning. `python -m tests.numba_array_fuzz --programs 500` runs
+signs of zeros exactly (complex values: each part so, to ulps of the largest modulus:
+numpy's complex abs, a SIMD loop, differs from hypot by an ulp). A program numpy refuses
+is skipped; one numba runs in segments or on numpy counts its warning. `python -m tests.numba_array_fuzz --programs 500` runs
 a profile (test_review6_numba.py runs a few seeds).
 """
 from __future__ import annotations
@@ -37,6 +38,10 @@ UNARY = {
     "to_f32": lambda a: pj.cast(a, np.float32), "to_f64": lambda a: pj.cast(a, np.float64),
     "to_i32": lambda a: pj.cast(a, np.int32) if a.dtype.kind != "f" else a,
     "expand": lambda a: a[None], "flatten": lambda a: pj.reshape(a, (-1,)),
+    "pow_half": lambda a: a ** 0.5, "reciprocal": lambda a: 1.0 / a, "sin": lambda a: pj.sin(a),
+    "sort_stable": lambda a: P.sort(a, axis=-1, kind="stable") if a.ndim and a.dtype.kind != "c" else a,
+    "argmax": lambda a: P.argmax(a, axis=-1) if a.ndim and a.shape[-1] and a.dtype.kind != "c" else a,
+    "to_c128": lambda a: pj.cast(a, np.complex128), "log": lambda a: pj.log(a),
 }
 BINARY = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
@@ -45,10 +50,11 @@ BINARY = {
     "mod": lambda a, b: a % (pj.abs(b) + 1), "fmod": lambda a, b: pj.fmod(a, pj.abs(b) + 1),
     "less": lambda a, b: pj.cast(a < b, a.dtype) + b,
     "hypot": lambda a, b: pj.hypot(pj.cast(a, np.float64), b),
+    "true_div": lambda a, b: a / b, "pow": lambda a, b: pj.abs(a) ** (b * 0.5 if b.dtype.kind in "fc" else b),
 }
 DTYPES = (np.float64, np.float64, np.float32, np.int64, np.int32, np.int8, np.uint8,
-          np.uint64, np.bool_)
-NARROW = ("float32", "int8", "uint8", "int32", "bool", "to_f32", "to_i32")
+          np.uint64, np.bool_, np.complex128, np.complex64)
+NARROW = ("float32", "int8", "uint8", "int32", "bool", "to_f32", "to_i32", "complex64")
 
 
 def _shape(rng) -> tuple:
@@ -72,6 +78,8 @@ def _value(rng, shape, dtype) -> np.ndarray:
             v.flat[0] = info.max if rng.random() < 0.5 else info.min
         return v
     v = (rng.standard_normal(shape) * 3).astype(dtype)
+    if dtype.kind == "c":
+        v = v + 1j * (rng.standard_normal(shape) * 3).astype(dtype)
     if v.size and rng.random() < 0.3:
         v.flat[int(rng.integers(v.size))] = rng.choice([np.nan, np.inf, -np.inf, 0.0, -0.0])
     return v
@@ -117,13 +125,15 @@ def program(seed: int):
     return fn, args, text
 
 
-def difference(got, want, eps: float) -> str | None:
-    """None if `got` is `want` (see the module's doc), else what differs."""
+def difference(got, want, eps: float, scale: float = 0.0) -> str | None:
+    """None if `got` is `want` (see the module's doc), else what differs (`scale`: at least
+    the magnitude ulps are counted at)."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"shape/dtype {got.shape} {got.dtype} against {want.shape} {want.dtype}"
-    if want.dtype.kind == "c":
-        return difference(got.real, want.real, eps) or difference(got.imag, want.imag, eps)
+    if want.dtype.kind == "c":      # (each part's NaN, inf, zeros; values to ulps of the largest |z|)
+        scale = np.abs(want[np.isfinite(want)]).max(initial=0.0)
+        return difference(got.real, want.real, eps, scale) or difference(got.imag, want.imag, eps, scale)
     if want.dtype.kind != "f":
         return None if np.array_equal(got, want) else "integers differ"
     infinite, zeros = np.isinf(want), (want == 0) & (got == 0)
@@ -134,7 +144,7 @@ def difference(got, want, eps: float) -> str | None:
     finite = np.isfinite(want)
     if not finite.any():
         return None
-    scale = np.abs(want[finite]).max()
+    scale = max(np.abs(want[finite]).max(), scale)
     err = np.abs(got[finite].astype(np.float64) - want[finite]).max()
     return None if err <= 16 * eps * scale else f"{err / (eps * scale):.1f} ulps apart"
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..program import Program
 from .codegen import _readers, borrowed_outputs
 from . import numba_lowering_arrays, numba_lowering_linalg, numba_lowering_values  # noqa: F401  (their rules)
-from .numba_context import LoweringContext, cheaper_calls
+from .numba_context import LoweringContext, cheaper_calls, integer_element
 from .numba_copies import copy_calls
 from .numba_lowering import REDUCTIONS, NotLowered, blas_work, rule_for
 from .numba_loops import LoopNest, view_maps
@@ -50,6 +50,11 @@ def unlowered_ops(program: Program) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
+# dtypes numba types no arithmetic for (long double: only where it is wider than float64)
+_NO_ARITHMETIC = frozenset({np.dtype(np.float16)} | ({np.dtype(np.longdouble), np.dtype(np.clongdouble)}
+                                                     - {np.dtype(np.float64), np.dtype(np.complex128)}))
+
+
 def declined_equations(program: Program) -> dict[int, str]:
     """{index: op and cause} of the equations numba cannot lower: no rule, or a rule that
     declines the case (each rule tried on placeholder operands: whether it lowers depends
@@ -59,6 +64,11 @@ def declined_equations(program: Program) -> dict[int, str]:
         rule = rule_for(eqn.prim)
         if rule is None:
             declined[k] = eqn.prim.name
+            continue
+        unusual = [np.dtype(v.dtype).name for v in (*eqn.inputs, *eqn.outputs)
+                   if np.dtype(v.dtype) in _NO_ARITHMETIC]
+        if unusual:         # (numba computed sin of a bool in float64 where numpy's is float16)
+            declined[k] = f"{eqn.prim.name} (a {unusual[0]} value: numba has no arithmetic in it)"
             continue
         try:
             rule(ctx, eqn, [f"a_{j}" for j in range(len(eqn.inputs))])
@@ -237,9 +247,11 @@ def _source(program: Program, name: str, baked: dict | None, parallel_min_size: 
 def _read_uniform_once(ctx, var, value: np.ndarray) -> None:
     """A constant whose values are the same along some axes (a seed of ones per example)
     is read at index 0 there: loops see it as a broadcast, and what they compute from it
-    is computed once for all its copies."""
+    is computed once for all its copies. Equal means the same bits (-0.0 is not 0.0)."""
+    def bits(a):
+        return np.ascontiguousarray(a).tobytes()
     uniform = [k for k in range(value.ndim) if value.shape[k] > 1
-               and np.array_equal(value, np.take(value, [0] * value.shape[k], axis=k))]
+               and bits(value) == bits(np.take(value, [0] * value.shape[k], axis=k))]
     if not uniform:
         return
     ctx.views[id(var)] = (ctx.stand_in(ctx.names[id(var)], tuple(value.shape), var.dtype),
@@ -272,7 +284,9 @@ class _Walk:
             rule, made = rule_for(eqn.prim), ", ".join(self.names[id(v)] for v in eqn.outputs)
             ctx.defer(eqn, index_maps, lambda: ctx.emit(f"{made} = {rule(ctx, eqn, args)}"))
             return
-        expr = rule_for(eqn.prim)(ctx, eqn, args)
+        rule = rule_for(eqn.prim)
+        expr = integer_element(eqn, args, lambda a: rule(ctx, eqn, a)) \
+            if eqn.prim.elementwise and out.ndim == 0 else rule(ctx, eqn, args)
         if expr is None:                        # (the rule made the result a view)
             return
         if self.fusion.fusible(eqn):

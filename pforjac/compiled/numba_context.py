@@ -34,7 +34,7 @@ def cheaper_calls(line: str) -> str:
 
 
 _KERNEL = re.compile(r"\bnp\.(dot|empty|zeros)\(")
-_PAIRWISE_MIN = 8       # values from which numpy's pairwise order differs from a loop's
+_PAIRWISE_MIN = {"f": 8, "c": 4}    # values from which numpy's pairwise order differs from a loop's
 
 
 def _strided_transpose(found: re.Match) -> str:
@@ -54,6 +54,16 @@ def _narrow_integer(dtype) -> bool:
     where int64 arithmetic on their values cannot, and truncating wraps as numpy does."""
     dtype = np.dtype(dtype)
     return dtype.kind in "iu" and dtype.itemsize < 8
+
+
+def integer_element(eqn, args: list, compute: Callable[[list], str]) -> str:
+    """`compute(args)`: the code of an element of the elementwise `eqn` (or of its 0-d
+    value); for a narrow integer result, computed on the integer operands as int64 and
+    truncated to its dtype (`_narrow_integer`: numba's int8 -45 * -45 was read as 233)."""
+    if not _narrow_integer(eqn.outputs[0].dtype):
+        return compute(args)
+    args = [f"np.int64({a})" if np.dtype(v.dtype).kind in "iu" else a for a, v in zip(args, eqn.inputs)]
+    return f"{numba_dtype(eqn.outputs[0].dtype)}({compute(args)})"
 
 
 class LoweringContext:
@@ -247,13 +257,8 @@ class LoweringContext:
         key = (id(eqn), tuple(index))
         if key not in nest.elements:
             operands = [self.read(nest, v, index=index) for v in eqn.inputs]
-            args, narrow = [o[0] for o in operands], _narrow_integer(eqn.outputs[0].dtype)
-            if narrow:
-                args = [f"np.int64({a})" if np.dtype(v.dtype).kind in "iu" else a
-                        for a, v in zip(args, eqn.inputs)]
-            expr = rule_for(eqn.prim)(ScalarContext(), scalar_equation(eqn), args)
-            if narrow:
-                expr = f"{numba_dtype(eqn.outputs[0].dtype)}({expr})"
+            expr = integer_element(eqn, [o[0] for o in operands], lambda args: rule_for(eqn.prim)(
+                ScalarContext(), scalar_equation(eqn), args))
             nest.elements[key] = nest.value(expr, max((o[1] for o in operands), default=0))
         return nest.elements[key]
 
@@ -312,10 +317,10 @@ class LoweringContext:
         """A reduction of `x` (source `expr`) over `axes` by a loop nest: the kept axes
         outside, the reduced ones inside, one accumulator per result element (`start`;
         `combine(acc, value)` is the statement adding a value, converted to the result's
-        dtype if `convert`; `finish(acc)` the result element). `pairwise`: a float32 or
-        float64 sum over trailing axes, which numpy sums pairwise from 8 values on
-        (numba_sums.py): the values are written into a row the kernel sums; under 8 the
-        loop's order is numpy's. Its result's name."""
+        dtype if `convert`; `finish(acc)` the result element). `pairwise`: a float32,
+        float64 or complex128 sum over trailing axes, which numpy sums pairwise from 8
+        values on (complex: 4; numba_sums.py): the values are written into a row the
+        kernel sums; under that the loop's order is numpy's. Its result's name."""
         kept = [a for a in range(x.ndim) if a not in axes]
         order = kept + list(axes)
         nest, name, acc = self.nest(tuple(x.shape[a] for a in order)), self.fresh(), "s_" + self.fresh()
@@ -329,7 +334,8 @@ class LoweringContext:
         if convert and np.dtype(x.dtype) != np.dtype(out.dtype):
             value = f"{numba_dtype(out.dtype)}({value})"
         size = int(np.prod([x.shape[a] for a in axes]))
-        row = self.fresh() if pairwise and size >= _PAIRWISE_MIN else None
+        kind = np.dtype(out.dtype).kind
+        row = self.fresh() if pairwise and size >= _PAIRWISE_MIN[kind] else None
         if row is None:
             nest.levels[len(kept)].append(f"{acc} = {start}")
             nest.levels[len(order)].append(combine(acc, value))
@@ -337,7 +343,7 @@ class LoweringContext:
             zero = f"{numba_dtype(out.dtype)}(0)"
             nest.levels[len(kept)].append(f"{acc} = 0")
             nest.levels[len(order)] += [f"{row}[{acc}] = {value}", f"{acc} = {acc} + 1"]
-            acc = f"{zero} + K.pairwise_sum({row}, 0, {size}, {zero})"
+            acc = f"{zero} + K.{'complex_' if kind == 'c' else ''}pairwise_sum({row}, 0, {size}, {zero})"
         kept_index = iter(nest.index[:len(kept)])
         target = [next(kept_index) if a not in axes else "0" for a in range(x.ndim)] \
             if out.ndim == x.ndim else list(nest.index[:len(kept)])

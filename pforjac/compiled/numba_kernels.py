@@ -16,6 +16,7 @@ from .numba_lowering import NonFiniteMatrix
 from .numba_special import _like      # (r in x's float type: floor_divide, remainder)
 from .numba_special import *  # noqa: F401,F403  (scalar kernels: sigmoid, erf, digamma, ...)
 from .numba_special_inverse import *  # noqa: F401,F403  (ndtri, erfinv, erfcinv)
+from .numba_complex import *  # noqa: F401,F403  (numpy's complex division)
 from .numba_vecmath import *  # noqa: F401,F403  (float32 exp, tanh, sigmoid that vectorize)
 from .numba_views import merged_axes, reshaped  # noqa: F401  (views generated code makes)
 from .numba_alloc import zeros  # noqa: F401  (np.zeros for generated code, from calloc)
@@ -338,6 +339,17 @@ def sort_axis(x):
     return out
 
 
+def stable_sort_axis(x):
+    """np.sort(kind='stable') along axis 1 of a (pre, n, post) float array: the values by
+    the stable permutation (equal -0.0 and 0.0 keep their order, as in numpy's)."""
+    out = np.empty(x.shape, x.dtype)
+    for i in range(x.shape[0]):
+        for k in range(x.shape[2]):
+            v = x[i, :, k].copy()
+            out[i, :, k] = v[np.argsort(v, kind="mergesort")]
+    return out
+
+
 def argsort_axis(x):
     """np.argsort(kind='stable') along axis 1 of a (pre, n, post) array."""
     out = np.empty(x.shape, np.int64)
@@ -441,7 +453,7 @@ if numba is not None:
     else:
         _advise_huge = numba.njit(cache=True)(_advise_huge)
     large = numba.njit(cache=True)(large)
-    for _name in ("scan_axis", "argmax_axis", "sort_axis", "argsort_axis",
+    for _name in ("scan_axis", "argmax_axis", "sort_axis", "stable_sort_axis", "argsort_axis",
                   "take_along_axis3",
                   "put_along_axis_add3", "check_index",
                   "solve_stack", "det_stack", "slogdet_stack", "cholesky_stack", "eigh_stack",

@@ -213,14 +213,15 @@ def _affine(start: int, step: int, index: str | None) -> str:
 
 
 class _ScalarVar(SimpleNamespace):
-    """An equation's value seen as one element: shape (), its dtype."""
+    """An equation's value seen as one element: shape (), its dtype (`whole_ndim`: the rank
+    of the value it is an element of)."""
 
 
 def scalar_equation(eqn):
     """The equation on single elements (0-d operands and result of the same dtypes): its
     lowering rule then gives the code computing one element."""
     def one(v):
-        return _ScalarVar(shape=(), ndim=0, dtype=v.dtype, name=v.name)
+        return _ScalarVar(shape=(), ndim=0, dtype=v.dtype, name=v.name, whole_ndim=v.ndim)
     return SimpleNamespace(prim=eqn.prim, params=eqn.params, inputs=[one(v) for v in eqn.inputs],
                            outputs=[one(v) for v in eqn.outputs])
 

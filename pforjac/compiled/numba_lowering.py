@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 
 from .. import core
+from .numba_complex import COMPLEX_OTHER
 from .numba_vecmath import FLOAT32_KERNELS
 
 __all__ = ["numba_rules", "blas_work", "lowers", "rule_for", "NotLowered", "NonFiniteMatrix"]
@@ -143,9 +144,8 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     if unknown:
         raise NotLowered(f"parameters {sorted(unknown)}")
     ufunc = _numba_ufunc(eqn.prim)
-    if ufunc.__name__ in _COMPLEX_OVERFLOW and any(np.dtype(v.dtype).kind == "c" for v in eqn.inputs):
-        raise NotLowered(f"complex {ufunc.__name__} (numba's overflows to NaN where numpy's "
-                         f"gives inf or 1: exp(1e10+0j), tanh(400+1j))")
+    if ufunc.__name__ in COMPLEX_OTHER and any(np.dtype(v.dtype).kind == "c" for v in eqn.inputs):
+        raise NotLowered(f"complex {ufunc.__name__} ({COMPLEX_OTHER[ufunc.__name__]})")
     common = _loop_dtype(ufunc, eqn.inputs)
     operands = [as_dtype(a, v, common) for a, v in zip(args, eqn.inputs)] \
         if len(eqn.inputs) > 1 else list(args)
@@ -156,7 +156,6 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     return f"np.{ufunc.__name__}({', '.join(operands)})"
 
 
-_COMPLEX_OVERFLOW = frozenset({"exp", "exp2", "expm1", "sin", "cos", "sinh", "cosh", "tanh"})
 
 
 def _loop_dtype(ufunc, inputs):
@@ -395,7 +394,7 @@ def _loop_reduction(ctx, fn: str, x, expr: str, axes: tuple, out) -> str:
     dtype = numba_dtype(out.dtype)
     wide = {np.dtype(np.float32): "np.float64", np.dtype(np.complex64): "np.complex128"}.get(np.dtype(out.dtype))
     plain = np.dtype(x.dtype) == np.dtype(out.dtype)
-    if fn == "sum" and plain and np.dtype(out.dtype) in (np.float32, np.float64) and \
+    if fn == "sum" and plain and np.dtype(out.dtype) in (np.float32, np.float64, np.complex128) and \
             tuple(sorted(axes)) == tuple(range(x.ndim - len(axes), x.ndim)):
         # (numpy sums a contiguous run pairwise: error ~log(n) ulps, in order ~n)
         return ctx.reduce(x, expr, axes, out, f"{dtype}(0)", lambda acc, v: f"{acc} = {acc} + {v}",

@@ -56,14 +56,16 @@ lowers(_p("argmin"))(_arg_extremum(True))
 
 @lowers(_p("sort"), _p("argsort"))
 def _sort(ctx, eqn, args) -> str:
-    """np.sort's values (any kind: sorted values are one answer); np.argsort stable, numpy's
-    answer for kind='stable' (for a quicksort, whose order of ties numpy leaves open, one
-    of the answers: the same as numpy's where no values tie)."""
+    """np.sort's values (of a quicksort, whose order of ties numpy leaves open, one answer:
+    of floats, -0.0 and 0.0 in either order; of kind='stable', the values by the stable
+    permutation, numpy's -0.0 and 0.0); np.argsort stable, numpy's answer for kind='stable'
+    (for a quicksort, one of the answers: the same as numpy's where no values tie)."""
     x, out = eqn.inputs[0], eqn.outputs[0]
     if x.ndim == 0 or x.dtype.kind not in "fiu":
         raise NotLowered(f"dtype {x.dtype}, shape {tuple(x.shape)}")
     x3 = _three(ctx, x, args[0], eqn.params["axis"] % x.ndim)
-    return reshaped(f"K.{eqn.prim.name}_axis({x3})", out.shape)
+    stable = eqn.prim.name == "sort" and x.dtype.kind == "f" and eqn.params["kind"] in ("stable", "mergesort")
+    return reshaped(f"K.{'stable_' if stable else ''}{eqn.prim.name}_axis({x3})", out.shape)
 
 
 @lowers(_p("gather"))

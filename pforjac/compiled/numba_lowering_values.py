@@ -3,7 +3,9 @@ than numpy's (part of the one table, `numba_lowering.numba_rules`): floor_divide
 remainder (of floats: numpy's divmod-based kernels), and on integers also fmod and power,
 by the scalar kernels of numba_special.py (`K.int_power`, ...) on int64 (or uint64)
 elements; maximum and minimum of floats, whose ties (-0.0 and 0.0) numpy resolves to
-the second operand, numba to the first; relu and sign (-0.0, unsigned integers).
+the second operand, numba to the first; relu and sign (-0.0, unsigned integers); a float
+power by a 0-d 0.5 (numpy's loop takes np.sqrt); complex products, |z|, division and
+reciprocal, by numpy's own loops (numba_complex.py); integer reciprocals (declined).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .numba_lowering import _lower_ufunc, _p, _same_dtype, as_dtype, lowers, numba_dtype
+from .numba_lowering import NotLowered, _lower_ufunc, _p, _same_dtype, as_dtype, lowers, numba_dtype
 
 __all__: list = []
 
@@ -31,11 +33,57 @@ def _float_divmod(ctx, eqn, args) -> str:
 @lowers(_p("power"))
 def _power(ctx, eqn, args) -> str:
     """Integers: `K.int_power`, exact and wrapping as numpy's (numba's goes through
-    float64), raising numpy's ValueError for a negative exponent."""
+    float64), raising numpy's ValueError for a negative exponent. Floats by a 0-d exponent
+    (`whole_ndim`: also for its elements in a loop nest) of 0.5: np.sqrt, as numpy's loop
+    (-0.0 ** 0.5 is -0.0, -inf ** 0.5 NaN; C's pow, numba's, gives 0.0 and inf)."""
     kind = eqn.outputs[0].dtype.kind
     if kind in "iu" and all(np.dtype(v.dtype).kind in "iub" for v in eqn.inputs):
         return _integer_kernel(eqn, args, "int_power", np.int64 if kind == "i" else np.uint64)
+    exponent = eqn.inputs[1]
+    if kind == "f" and getattr(exponent, "whole_ndim", exponent.ndim) == 0 and _SQRT_FOR_HALF:
+        x, e = _same_dtype(eqn, args)
+        return f"(np.sqrt({x}) if {e} == 0.5 else {_lower_ufunc(ctx, eqn, args)})"
     return _lower_ufunc(ctx, eqn, args)
+
+
+def _numpy_takes_sqrt_for_half() -> bool:
+    """Whether numpy's power of floats by one exponent (the same all along its loop) of 0.5
+    is np.sqrt, as numpy 2's is: -0.0 ** 0.5 is -0.0 and -inf ** 0.5 NaN there (C's pow
+    gives 0.0 and inf, as numba's and numpy's of an array of exponents do)."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isnan(np.power(np.full(4, -np.inf), 0.5)[0]))
+
+
+_SQRT_FOR_HALF = _numpy_takes_sqrt_for_half()
+
+
+_COMPLEX_KERNELS = {"abs": "complex_abs", "multiply": "complex_multiply",
+                    "multiply_zero_safe": "complex_multiply", "square": "complex_square"}
+
+
+@lowers(*(_p(name) for name in _COMPLEX_KERNELS))
+def _complex_kernel(ctx, eqn, args) -> str:
+    """Complex: numpy's products and |z| (numba_complex.py: fused multiply-adds, where numba
+    rounds each product, and numpy's |z|, where numba's hypot is an ulp off)."""
+    if all(v.dtype.kind != "c" for v in eqn.inputs) or set(eqn.params) - {"order"}:
+        return _lower_ufunc(ctx, eqn, args)
+    operands = args if eqn.prim.name == "abs" else _same_dtype(eqn, args)
+    return f"K.{_COMPLEX_KERNELS[eqn.prim.name]}({', '.join(operands)})"
+
+
+@lowers(_p("divide"), _p("reciprocal"))
+def _complex_division(ctx, eqn, args) -> str:
+    """Complex: numpy's division and reciprocal (`K.complex_divide`, numba_complex.py), where
+    numba's divide by a zero by the signs of its parts (1j / -0j: nan-infj, numpy's nan+infj)
+    and give 1 / (1+0j) as 1+0j (numpy's 1-0j)."""
+    kind = eqn.outputs[0].dtype.kind
+    if kind in "iu" and len(args) == 1:
+        raise NotLowered("an integer reciprocal (numpy's of 0 is its loop's: -2**31 in int32, "
+                         "0 in int8; numba's 0)")
+    if kind != "c" or set(eqn.params) - {"order"}:
+        return _lower_ufunc(ctx, eqn, args)
+    name = "divide" if len(args) == 2 else "reciprocal"
+    return f"K.complex_{name}({', '.join(_same_dtype(eqn, args))})"
 
 
 @lowers(_p("fmod"))
@@ -57,7 +105,8 @@ def _integer_kernel(eqn, args, name: str, wide) -> str:
 @lowers(_p("maximum"), _p("minimum"))
 def _extremum(ctx, eqn, args) -> str:
     """Floats: the operands swapped (numpy's maximum(-0.0, 0.0) is 0.0, numba's -0.0; NaN
-    wins either way)."""
+    wins either way). (numpy's fmax and fmin give either zero of a tie, by the element's
+    place in their SIMD loop: numba's own loop is one of those answers.)"""
     if eqn.outputs[0].dtype.kind == "f" and len(args) == 2:
         args = args[::-1]
         eqn = SimpleNamespace(prim=eqn.prim, params=eqn.params, inputs=eqn.inputs[::-1],

@@ -16,6 +16,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import numpy as np
+
 from ..program import Program
 
 __all__ = ["Segment", "split_program", "segmented_runner"]
@@ -76,12 +78,16 @@ def _segment(program: Program, eqns: list, level: int, read_later: dict, const_p
 
 
 def segmented_runner(program: Program, segments: list[Segment], name: str) -> Callable:
-    """One function running the segments' code in order, passing values by identity."""
+    """One function running the segments' code in order, passing values by identity. An
+    output that is an input or a constant itself is copied, as generated code copies it
+    (the segments' code copies the views of their inputs they return): a result never is
+    an array the caller passed in, nor a Variable's."""
     input_ids = [id(v) for v in program.inputs]
     const_ids = [id(c) for c in program.consts]
     steps = [([id(v) for v in s.program.inputs], s.consts, [id(v) for v in s.program.outputs], s.code)
              for s in segments]
     output_ids = [id(v) for v in program.outputs]
+    borrowed = [k in set(input_ids) | set(const_ids) for k in output_ids]
 
     def run(*arrays_and_consts):
         consts = arrays_and_consts[-1]
@@ -90,7 +96,7 @@ def segmented_runner(program: Program, segments: list[Segment], name: str) -> Ca
         for ins, const_positions, outs, code in steps:
             results = code(*[env[k] for k in ins], [consts[k] for k in const_positions])
             env.update(zip(outs, results))
-        return tuple(env[k] for k in output_ids)
+        return tuple(np.copy(env[k]) if copy else env[k] for k, copy in zip(output_ids, borrowed))
 
     run.__name__ = run.__qualname__ = name
     run.segments = segments

@@ -168,9 +168,10 @@ def _lgamma_small(v):
 
 
 def _gammaln(v):
+    """scipy's: inf where 1 / v overflows (|v| < 5.6e-309: scipy's recurrence divides by v)."""
     if v == -_INF:
         return -_INF
-    if v <= 0.0 and _is_integer(v):
+    if v <= 0.0 and _is_integer(v) or v != 0.0 and 1.0 / v in (_INF, -_INF):
         return _INF
     if 0.0 < v < 13.0:
         return _lgamma_small(v)
@@ -205,6 +206,8 @@ def _rgamma(v):
         return 0.0 * math.copysign(1.0, v) if v == 0.0 else 0.0
     if v > 171.7:
         return 0.0
+    if 0.0 < v < 1e-300:                  # (1 / gamma(v) = v + 0.58 v^2: scipy's v, where
+        return v                          # gamma(v) overflows)
     if v < -170.0:
         r = v - np.floor(v)
         s = math.sin(math.pi * r) * (1.0 if np.floor(v) % 2.0 == 0.0 else -1.0)
