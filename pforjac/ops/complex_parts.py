@@ -15,7 +15,8 @@ from .. import core
 from ..core import defjvp, defvjp
 from ..tensor import as_tensor
 from ._family import declare_elementwise
-from .elementwise import arctan2, cast, multiply, square, stop_gradient, zeros_like
+from .elementwise import (abs as abs_, arctan2, cast, multiply, not_equal, ones_like, reciprocal,
+                          sign_p, square, stop_gradient, where, zeros_like)
 
 __all__ = ["real", "imag", "conj", "conjugate", "angle", "abs_squared"]
 
@@ -56,6 +57,27 @@ def conj(x):
 
 
 conjugate = conj
+
+
+# -- sign: a step for real values, numpy 2's x / |x| for complex ones ----------------------------
+def _sign_scale(s, v, ans, x):
+    """i s Im(conj(s) v) / |x|, 0 where x == 0: with s = sign(x) and s conj(s) = 1, the
+    derivative of numpy's complex sign x / |x| (numpy 2) in tangent v = t, and with s
+    conjugated, its vjp in cotangent v = g (JAX's convention, as abs's). At 0, a step's 0."""
+    r = abs_(x)
+    nonzero = not_equal(r, 0.0)
+    inv_r = where(nonzero, reciprocal(where(nonzero, r, ones_like(r))), zeros_like(r))
+    return s * cast(imag(conj(s) * v) * inv_r, ans.dtype) * 1j
+
+
+def _complex_sign(x) -> bool:
+    return x.dtype.kind == "c" and np.sign(1j) != 0   # (numpy 1's complex sign is a step)
+
+
+defvjp(sign_p, lambda g, ans, x: _sign_scale(conj(ans), g, ans, x) if _complex_sign(x)
+       else g * zeros_like(x))
+defjvp(sign_p, lambda t, ans, x: _sign_scale(ans, t, ans, x) if _complex_sign(x)
+       else t * zeros_like(x))
 
 
 def angle(z, deg=False):

@@ -12,8 +12,9 @@ by default) and take the matrix as the symmetric one that triangle defines, so t
 gradients are zero in the other triangle. `eigh`'s vector derivatives need distinct
 eigenvalues, `svd`'s distinct nonzero singular values (where they are used at a tie, the
 result is NaN with a warning: `ties.tie_divide`), `qr`'s a full-rank matrix with at
-least as many rows as columns. float16 is computed in float32 and rounded back (LAPACK
-has no float16), integers and bools in float64; complex matrices are refused.
+least as many rows as columns (past a rank drop, NaN with a warning: `_rank_drop`).
+float16 is computed in float32 and rounded back (LAPACK has no float16), integers and
+bools in float64; complex matrices are refused.
 """
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ from ..core import defjvp_all, defvjp_all
 from ..tensor import as_operands, as_tensor
 from ._matrix import (check_matrix, check_square, diag_embed, diag_part, eye_like,
                       from_triangle, invertible, lapack, mT, onto_triangle,
-                      result_dtype, solve_shape, spd_example, tril)
+                      result_dtype, solve_shape, spd_example, tril, triu)
 from .broadcasting import broadcast_to, reshape, sum, unbroadcast
-from .elementwise import abs
+from .elementwise import abs, cast, greater, ones_like
 from .reductions import max
 from .ties import tie_divide
 from .linalg import matmul
@@ -251,12 +252,25 @@ def _tall(a) -> None:
                                   f"transpose instead)")
 
 
+def _rank_drop(touched, r):
+    """0, or NaN (with a warning naming qr) where a zero on R's diagonal (a rank-deficient
+    matrix) is reached: from that column k on, Q's columns are LAPACK's arbitrary completion
+    and R[k, k] a |.| kink, and the rule divides by R[k, k]. `touched` (..., n) > 0 marks
+    the columns of Q and of R a cotangent reaches; those before k are functions of a's
+    first k columns alone, full rank, and the rule gives them right."""
+    reach = matmul(triu(ones_like(r)), expand_dims(cast(greater(touched, 0.0), r.dtype), -1))
+    scale = max(abs(r), axis=(-2, -1))[..., None]
+    undefined = 0.0 * tie_divide(reach[..., 0], diag_part(r), scale, op="qr")
+    return expand_dims(sum(undefined, axis=-1, keepdims=True), -1)
+
+
 def _qr_vjp(g, ans, a):
     _tall(a)
     (gq, gr), (q, r) = g, ans
     m = matmul(gr, mT(r)) - matmul(mT(q), gq)
     c = m - tril(m - mT(m), -1)                 # m's lower triangle copied onto its upper
-    return [mT(triangular_solve(r, mT(gq + matmul(q, c)), lower=False))]     # (gq + q c) R^-T
+    ga = mT(triangular_solve(r, mT(gq + matmul(q, c)), lower=False))     # (gq + q c) R^-T
+    return [ga + _rank_drop(sum(abs(gq), axis=-2) + sum(abs(gr), axis=-2), r)]
 
 
 def _qr_jvp(ts, ans, a):
@@ -266,7 +280,9 @@ def _qr_jvp(ts, ans, a):
     c = matmul(mT(q), b)
     low = tril(c, -1)
     upper = c - (low - mT(low))                  # dR R^-1: c less its antisymmetric part
-    return [b - matmul(q, upper), matmul(upper, r)]
+    moved = sum(abs(da), axis=(-2, -1))[..., None]      # any tangent moves Q's completion
+    drop = _rank_drop(broadcast_to(moved, tuple(r.shape[:-1])), r)
+    return [b - matmul(q, upper) + drop, matmul(upper, r) + drop]
 
 
 defvjp_all(qr_p, _qr_vjp)
@@ -277,7 +293,8 @@ def qr(a, mode: str = "reduced"):
     """QR decomposition of a matrix (stack), as `np.linalg.qr`: mode "reduced" gives (Q, R),
     "r" only R ("complete" equals "reduced" when a has no more rows than columns). Signs
     are LAPACK's (R's diagonal may be negative); derivatives need a full-rank a with at
-    least as many rows as columns."""
+    least as many rows as columns (at a rank-deficient a, those that reach Q's or R's
+    columns from the rank drop on are NaN, with a warning)."""
     a = as_tensor(a)
     check_matrix("qr", a)
     if mode == "complete" and a.shape[-2] <= a.shape[-1]:

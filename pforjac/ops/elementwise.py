@@ -121,9 +121,12 @@ neg_p = _unary("neg", np.negative, zero_preserving=True)
 defvjp(neg_p, lambda g, ans, x: -g)
 defjvp(neg_p, lambda t, ans, x: -t)
 exp_p = _unary("exp", np.exp, lambda ans, x: ans)
-log_p = _unary("log", np.log, lambda ans, x: reciprocal(x), domain="positive")
+# the ops whose derivative is infinite at a finite point (log at 0, arcsin at 1) keep a zero
+# cotangent zero there, as sqrt does: `where(x > 0, log(x), 0)` has gradient 0 at 0, not NaN
+log_p = _unary("log", np.log, lambda ans, x: reciprocal(x), zero_stays_zero=("vjp",),
+                domain="positive")
 log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0), domain="positive",
-                 zero_preserving=True)
+                 zero_stays_zero=("vjp",), zero_preserving=True)
 expm1_p = _unary("expm1", np.expm1, lambda ans, x: exp(x),   # (ans + 1 cancels for x < 0: TF's)
                  zero_preserving=True)
 sin_p = _unary("sin", np.sin, lambda ans, x: cos(x), zero_preserving=True)
@@ -146,14 +149,14 @@ abs_p = _unary("abs", np.abs, domain="nonzero",     # (its rules below: complex 
                zero_preserving=True)
 relu_p = _unary("relu", lambda x: np.maximum(x, np.zeros((), x.dtype)),
                 lambda ans, x: cast(greater(x, 0.0), x.dtype), domain="nonzero", zero_preserving=True)
-sign_p = _unary("sign", np.sign, lambda ans, x: zeros_like(x), domain="nonzero",
+sign_p = _unary("sign", np.sign, domain="nonzero",   # (its rules: ops/complex_parts.py)
                 zero_preserving=True)
 sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x), zero_preserving=True)
 cosh_p = _unary("cosh", np.cosh, lambda ans, x: sinh(x))
 arcsin_p = _unary("arcsin", np.arcsin, lambda ans, x: reciprocal(sqrt(1.0 - square(x))),
-                  domain="unit", zero_preserving=True)
+                  zero_stays_zero=("vjp",), domain="unit", zero_preserving=True)
 arccos_p = _unary("arccos", np.arccos, lambda ans, x: -reciprocal(sqrt(1.0 - square(x))),
-                  domain="unit")
+                  zero_stays_zero=("vjp",), domain="unit")
 arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0),
                   zero_preserving=True)
 # the inverse hyperbolic functions' derivatives from their results, as TensorFlow's: 1 + x**2
@@ -161,13 +164,13 @@ arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0
 arcsinh_p = _unary("arcsinh", np.arcsinh, lambda ans, x: reciprocal(cosh(ans)),
                    zero_preserving=True)
 arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)),
-                   domain="above_one")
+                   zero_stays_zero=("vjp",), domain="above_one")
 arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)),
-                   domain="unit", zero_preserving=True)
+                   zero_stays_zero=("vjp",), domain="unit", zero_preserving=True)
 log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))),
-                domain="positive")
+                zero_stays_zero=("vjp",), domain="positive")
 log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))),
-                 domain="positive")
+                 zero_stays_zero=("vjp",), domain="positive")
 # steps: a zero derivative (JAX's; TensorFlow has none), numpy's values (round: half to even)
 floor_p = _unary("floor", np.floor, lambda ans, x: zeros_like(x), zero_preserving=True)
 ceil_p = _unary("ceil", np.ceil, lambda ans, x: zeros_like(x), zero_preserving=True)
@@ -291,11 +294,18 @@ def _tracked(t) -> bool:
 
 
 def _pow_dy(g, ans, x, y):
-    # log x where it is defined: x > 0 for real x (as TensorFlow), x != 0 for complex x
-    # (numpy orders complex numbers by their real part first: x > 0 would drop most)
-    defined = not_equal(x, 0.0) if x.dtype.kind == "c" else greater(x, 0.0)
-    safe_log = where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
-    return g * ans * safe_log
+    """x**y log x. At x == 0 it is 0 where y > 0 (0**y is 0 nearby), NaN at y == 0 (0**y
+    jumps from 1 to 0). A negative real base has no derivative in y (x**y is real only at
+    integer y): NaN there, never TensorFlow's 0, yet a zero cotangent stays zero
+    (`where(x > 0, x ** y, 0)`). For complex x, log x is defined wherever x != 0 (numpy
+    orders complex numbers by their real part: x > 0 would drop most)."""
+    if x.dtype.kind == "c":
+        defined = not_equal(x, 0.0)
+        return g * ans * where(defined, log(where(defined, x, ones_like(x))), zeros_like(x))
+    defined = greater(x, 0.0)
+    undefined = where(logical_or(less(x, 0.0), less_equal(y, 0.0)), np.nan, 0.0)
+    safe_log = where(defined, log(where(defined, x, ones_like(x))), undefined)
+    return multiply_no_nan(ans * safe_log, g)
 
 
 def _conj_sign(ans, x):
@@ -319,11 +329,16 @@ defvjp(abs_p, _abs_vjp)
 defjvp(abs_p, _abs_jvp)
 
 
+
 add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
 subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g)
 multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
-divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
-                   lambda g, a, x, y: -g * a / y, domain=("real", "nonzero"))
+# x / y's zero cotangents (and tangents) stay zero where y == 0: `where(y != 0, x / y, 0)`
+# has a finite gradient, not NaN (0 * inf), as sqrt's and power's. (1 / y in the quotient's
+# dtype: numpy's reciprocal of an integer is an integer, 1 / 2 -> 0)
+divide_p = _binary("divide", np.true_divide,
+                   lambda g, a, x, y: multiply_no_nan(reciprocal(cast(y, a.dtype)), g),
+                   lambda g, a, x, y: multiply_no_nan(-a / y, g), domain=("real", "nonzero"))
 power_p = _binary("power", np.power, lambda g, a, x, y: multiply_no_nan(_pow_dx(x, y), g),
                   _pow_dy, domain=("positive", "real"))
 # x * y whose zero cotangents (and tangents) stay zero against an infinite factor: prod's

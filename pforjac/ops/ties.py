@@ -33,6 +33,11 @@ _ADVICE = {
             "singular values alone have one; so has the polar factor of a full-rank matrix: "
             "use pforjac.scipy.linalg.polar"),
 }
+_MESSAGES = {   # an op whose rule divides by values that may be zero, not by gaps
+    "qr": "qr: its derivative at a rank-deficient matrix is not defined past the rank drop "
+          "(Q's later columns are an arbitrary completion, R's diagonal there a kink); the "
+          "result holds NaN. Q's columns and R's rows before the drop have one.",
+}
 
 
 def _tie_divide_impl(m, d, scale, op: str = "linalg"):
@@ -44,7 +49,8 @@ def _tie_divide_impl(m, d, scale, op: str = "linalg"):
     undefined = tie & (m != 0)
     if np.any(undefined):
         what, advice = _ADVICE.get(op, ("values", ""))
-        warn_wrong_result(f"{op}: the derivative of its vectors at repeated {what} is not "
+        warn_wrong_result(_MESSAGES.get(op) or
+                          f"{op}: the derivative of its vectors at repeated {what} is not "
                           f"defined (the rule divides by a zero gap); the result holds NaN "
                           f"there. {advice}.")
         out = np.where(undefined, np.nan, out)

@@ -142,7 +142,7 @@ def _propagate(program, n: int, hessian: bool) -> list:
     fixed = constant_values(program)
     for eqn in program.equations:
         ins = [env.get(id(v)) for v in eqn.inputs]
-        if all(p is None for p in ins) or curvature_of(eqn.prim) == "constant":
+        if all(p is None for p in ins) or curvature_of(eqn.prim, eqn) == "constant":
             continue
         for var, pattern in zip(eqn.outputs, _equation(eqn, ins, n, hessian, fixed)):
             if pattern is not None:
@@ -187,7 +187,7 @@ def _second_order(eqn, ins: list, aligned: list, grad, n: int):
     """The output elements' pairs: those their inputs carry, and the ones the op adds."""
     size, op = grad.shape[0], eqn.prim.name
     terms = [h for _, _, h in aligned]
-    curvature = curvature_of(eqn.prim)
+    curvature = curvature_of(eqn.prim, eqn)
     if curvature == "nonlinear":
         terms.append(_sets.pairs(grad, grad, n, op))
     elif curvature == "bilinear" and eqn.prim in product_terms and len(aligned) == 2 \

@@ -12,6 +12,8 @@ function's input decides: the pattern holds for every x.
     curvatures[prim]       what the op does to second derivatives (CURVATURES); default
                            "constant" for a primitive that is not differentiable, else
                            "nonlinear" (the safe answer)
+    complex_curvatures[prim]  its curvature where an input is complex, if that differs
+                           (abs: |x + iy| is not piecewise linear)
     product_terms[prim]    for a contraction (matmul, einsum of two operands): its products'
                            factors, so that its second-order pairs are exact
 
@@ -46,13 +48,15 @@ CURVATURES = {
 
 sparsity_rules: dict[core.Primitive, Callable] = {}
 curvatures: dict[core.Primitive, str] = {}
+# a primitive whose curvature differs on complex inputs: |z| is not piecewise linear
+complex_curvatures: dict[core.Primitive, str] = {}
 
 
 @core.on_rules_changed
 def _drop_replaced(name: str, replaced: bool) -> None:
     """A primitive declared again is a new op: the old one's rules go."""
     if replaced:
-        for table in (sparsity_rules, curvatures, product_terms):
+        for table in (sparsity_rules, curvatures, complex_curvatures, product_terms):
             for prim in [p for p in table if p.name == name]:
                 del table[prim]
 
@@ -74,7 +78,11 @@ def defcurvature(curvature: str, *prims: core.Primitive) -> None:
     core.register_once(curvatures, prims, curvature, "curvature")
 
 
-def curvature_of(prim: core.Primitive) -> str:
+def curvature_of(prim: core.Primitive, eqn=None) -> str:
+    """`prim`'s curvature; given the equation, its complex inputs' where that differs."""
+    if prim in complex_curvatures and eqn is not None and \
+            any(np.dtype(v.dtype).kind == "c" for v in eqn.inputs):
+        return complex_curvatures[prim]
     if prim in curvatures:
         return curvatures[prim]
     return "nonlinear" if prim.differentiable else "constant"
@@ -393,9 +401,17 @@ def _batched(eqn, out_var, out_core: int, core_dims: tuple, ctx):
 _E = ops.elementwise
 defcurvature("linear", _E.neg_p, _E.add_p, _E.subtract_p, _E.cast_p)
 defcurvature("piecewise_linear", _E.abs_p, _E.relu_p, _E.maximum_p, _E.minimum_p, _E.where_p)
+complex_curvatures[_E.abs_p] = "nonlinear"
 defcurvature("bilinear", _E.multiply_p, _E.multiply_no_nan_p, _E.multiply_zero_safe_p)
 defcurvature("quotient", _E.divide_p)
-defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+defcurvature("constant", _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+
+
+@defsparsity(_E.sign_p)
+def _sign_rule(eqn, ctx):
+    """A real sign is a step (zero derivative); numpy's complex sign x / |x| is not."""
+    complex_input = np.dtype(eqn.inputs[0].dtype).kind == "c"
+    return elementwise_rule(eqn, ctx) if complex_input else _no_dependency(eqn, ctx)
 
 
 # -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
