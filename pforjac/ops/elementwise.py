@@ -121,12 +121,9 @@ neg_p = _unary("neg", np.negative, zero_preserving=True)
 defvjp(neg_p, lambda g, ans, x: -g)
 defjvp(neg_p, lambda t, ans, x: -t)
 exp_p = _unary("exp", np.exp, lambda ans, x: ans)
-# the ops whose derivative is infinite at a finite point (log at 0, arcsin at 1) keep a zero
-# cotangent zero there, as sqrt does: `where(x > 0, log(x), 0)` has gradient 0 at 0, not NaN
-log_p = _unary("log", np.log, lambda ans, x: reciprocal(x), zero_stays_zero=("vjp",),
-                domain="positive")
+log_p = _unary("log", np.log, lambda ans, x: reciprocal(x), domain="positive")
 log1p_p = _unary("log1p", np.log1p, lambda ans, x: reciprocal(x + 1.0), domain="positive",
-                 zero_stays_zero=("vjp",), zero_preserving=True)
+                 zero_preserving=True)
 expm1_p = _unary("expm1", np.expm1, lambda ans, x: exp(x),   # (ans + 1 cancels for x < 0: TF's)
                  zero_preserving=True)
 sin_p = _unary("sin", np.sin, lambda ans, x: cos(x), zero_preserving=True)
@@ -154,9 +151,9 @@ sign_p = _unary("sign", np.sign, domain="nonzero",   # (its rules: ops/complex_p
 sinh_p = _unary("sinh", np.sinh, lambda ans, x: cosh(x), zero_preserving=True)
 cosh_p = _unary("cosh", np.cosh, lambda ans, x: sinh(x))
 arcsin_p = _unary("arcsin", np.arcsin, lambda ans, x: reciprocal(sqrt(1.0 - square(x))),
-                  zero_stays_zero=("vjp",), domain="unit", zero_preserving=True)
+                  domain="unit", zero_preserving=True)
 arccos_p = _unary("arccos", np.arccos, lambda ans, x: -reciprocal(sqrt(1.0 - square(x))),
-                  zero_stays_zero=("vjp",), domain="unit")
+                  domain="unit")
 arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0),
                   zero_preserving=True)
 # the inverse hyperbolic functions' derivatives from their results, as TensorFlow's: 1 + x**2
@@ -164,13 +161,13 @@ arctan_p = _unary("arctan", np.arctan, lambda ans, x: reciprocal(square(x) + 1.0
 arcsinh_p = _unary("arcsinh", np.arcsinh, lambda ans, x: reciprocal(cosh(ans)),
                    zero_preserving=True)
 arccosh_p = _unary("arccosh", np.arccosh, lambda ans, x: reciprocal(sinh(ans)),
-                   zero_stays_zero=("vjp",), domain="above_one")
+                   domain="above_one")
 arctanh_p = _unary("arctanh", np.arctanh, lambda ans, x: reciprocal(1.0 - square(x)),
-                   zero_stays_zero=("vjp",), domain="unit", zero_preserving=True)
+                   domain="unit", zero_preserving=True)
 log2_p = _unary("log2", np.log2, lambda ans, x: reciprocal(x * float(np.log(2.0))),
-                zero_stays_zero=("vjp",), domain="positive")
+                domain="positive")
 log10_p = _unary("log10", np.log10, lambda ans, x: reciprocal(x * float(np.log(10.0))),
-                 zero_stays_zero=("vjp",), domain="positive")
+                 domain="positive")
 # steps: a zero derivative (JAX's; TensorFlow has none), numpy's values (round: half to even)
 floor_p = _unary("floor", np.floor, lambda ans, x: zeros_like(x), zero_preserving=True)
 ceil_p = _unary("ceil", np.ceil, lambda ans, x: zeros_like(x), zero_preserving=True)
@@ -329,16 +326,11 @@ defvjp(abs_p, _abs_vjp)
 defjvp(abs_p, _abs_jvp)
 
 
-
 add_p = _binary("add", np.add, lambda g, a, x, y: g, lambda g, a, x, y: g)
 subtract_p = _binary("subtract", np.subtract, lambda g, a, x, y: g, lambda g, a, x, y: -g)
 multiply_p = _binary("multiply", np.multiply, lambda g, a, x, y: g * y, lambda g, a, x, y: g * x)
-# x / y's zero cotangents (and tangents) stay zero where y == 0: `where(y != 0, x / y, 0)`
-# has a finite gradient, not NaN (0 * inf), as sqrt's and power's. (1 / y in the quotient's
-# dtype: numpy's reciprocal of an integer is an integer, 1 / 2 -> 0)
-divide_p = _binary("divide", np.true_divide,
-                   lambda g, a, x, y: multiply_no_nan(reciprocal(cast(y, a.dtype)), g),
-                   lambda g, a, x, y: multiply_no_nan(-a / y, g), domain=("real", "nonzero"))
+divide_p = _binary("divide", np.true_divide, lambda g, a, x, y: g / y,
+                   lambda g, a, x, y: -g * a / y, domain=("real", "nonzero"))
 power_p = _binary("power", np.power, lambda g, a, x, y: multiply_no_nan(_pow_dx(x, y), g),
                   _pow_dy, domain=("positive", "real"))
 # x * y whose zero cotangents (and tangents) stay zero against an infinite factor: prod's

@@ -22,8 +22,7 @@ from .. import core
 from ..core import defjvp, defvjp
 from ._family import declare_elementwise, int_arg
 from .broadcasting import unbroadcast
-from .elementwise import (_binary, _fit, coerce, cos, equal, exp, less, log, log1p,
-                          multiply_no_nan, reciprocal,
+from .elementwise import (_binary, _fit, coerce, cos, equal, exp, less, log, log1p, reciprocal,
                           sin, square, where, zeros_like)
 
 __all__: list = []     # public through pforjac.scipy.special, with scipy's names
@@ -78,13 +77,11 @@ def forward(name: str, order_param: str | None = None):
 def unary(name: str, deriv=None, domain: str = "real", order_param: str | None = None,
           zero_preserving: bool = False) -> core.Primitive:
     """A unary special function; `deriv(ans, x, **params)` is its derivative in pforjac ops
-    (`order_param`: the name of its static order parameter, scipy's first argument). A zero
-    cotangent stays zero at a pole or an edge (gammaln at 0, logit at 0): a where's untaken
-    branch gives no NaN, as sqrt's; forward mode keeps JAX's plain product."""
+    (`order_param`: the name of its static order parameter, scipy's first argument)."""
     prim = declare_elementwise(name, forward(name, order_param), domain=(domain,),
                                zero_preserving=zero_preserving)
     if deriv is not None:
-        defvjp(prim, lambda g, ans, x, **params: multiply_no_nan(deriv(ans, x, **params), g))
+        defvjp(prim, lambda g, ans, x, **params: g * deriv(ans, x, **params))
         defjvp(prim, lambda t, ans, x, **params: t * deriv(ans, x, **params))
     return prim
 
@@ -98,7 +95,7 @@ def _binary_special(name: str, dx, dy, domain=("positive", "positive")) -> core.
 def _times(name: str, d, k: int):
     if d is None:
         return lambda g, ans, *args: _no_derivative(name, k)
-    return lambda g, ans, x, y: multiply_no_nan(d(ans, x, y), g)
+    return lambda g, ans, x, y: g * d(ans, x, y)
 
 
 def _no_derivative(name: str, k: int):
