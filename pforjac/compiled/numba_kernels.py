@@ -342,12 +342,7 @@ def sort_axis(x):
 def stable_sort_axis(x):
     """np.sort(kind='stable') along axis 1 of a (pre, n, post) float array: the values by
     the stable permutation (equal -0.0 and 0.0 keep their order, as in numpy's)."""
-    out = np.empty(x.shape, x.dtype)
-    for i in range(x.shape[0]):
-        for k in range(x.shape[2]):
-            v = x[i, :, k].copy()
-            out[i, :, k] = v[np.argsort(v, kind="mergesort")]
-    return out
+    return take_along_axis3(x, argsort_axis(x))
 
 
 def argsort_axis(x):

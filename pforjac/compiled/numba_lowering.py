@@ -156,8 +156,6 @@ def _lower_ufunc(ctx, eqn, args) -> str:
     return f"np.{ufunc.__name__}({', '.join(operands)})"
 
 
-
-
 def _loop_dtype(ufunc, inputs):
     """The dtype numpy computes `ufunc` of `inputs` in: its loop's, where that takes one
     dtype (int8 / int8 runs numpy's float64 loop, where numba picks float32's), else the
