@@ -59,7 +59,11 @@ def test_minimize_converges_where_scipys_hand_written_derivatives_do(method):
                       x0, method=method)
     gradient = got.grad if method == "trust-constr" else got.jac     # (its jac: constraints')
     assert got.success and type(got.x) is np.ndarray and type(gradient) is np.ndarray
-    np.testing.assert_allclose(got.x, want.x, atol=1e-5)    # (some reach the local minimum)
+    # (some reach the local minimum.) Both stop once the gradient is under the method's
+    # tolerance, which leaves x up to about 1e-4 from the minimum in Rosenbrock's valley;
+    # where each stops in that range follows the gradients' last bits (CG: 1.6e-5 apart
+    # on one CPU, under 1e-5 on another)
+    np.testing.assert_allclose(got.x, want.x, atol=1e-4)
     assert np.abs(so.rosen_der(got.x)).max() < 1e-2
     # about as many values and gradients as with the hand-written gradient
     assert got.njev <= got.nfev <= 1.5 * want.nfev + 5

@@ -17,6 +17,7 @@ the others.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -113,10 +114,10 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
     np.minimum), bit for bit, but faster over a short last axis: numpy reduces each of its
     rows in a separate inner loop (a (64, 32, 4) array over its last axis, as a max-pool by
     4 makes: 0.065 ms), where the slices' elementwise maximum takes 0.007 (zoo maxpool
-    compiled 1.65x -> 1.25x JAX). Same result, NaN and zeros' signs included: equal values
-    keep the earlier one, as numpy's reduction does (checked on every float32 and float64
-    row of 2 to 7 elements drawn from +-0, +-1, +-inf and NaN, tests/test_reductions.py).
-    The result is C-ordered."""
+    compiled 1.65x -> 1.25x JAX). Same result, NaN and zeros' signs included: the fold is
+    used only for the row lengths and dtypes where it gives numpy's bits on this machine
+    (`_fold_is_numpys`; tests/test_reductions.py compares every float32 and float64 row of
+    2 to 7 elements drawn from +-0, +-1, +-inf and NaN). The result is C-ordered."""
     x = np.asarray(x)
     if not extremum_is_plain(x.shape, x.dtype, axis):
         return _fold_slices(pairwise, x, axis[0], keepdims, order="C")
@@ -125,8 +126,34 @@ def extremum(reduce, pairwise, x, axis=None, keepdims=False):
 
 def extremum_is_plain(shape: tuple, dtype, axis) -> bool:
     """Whether `extremum` reduces an array of this shape and dtype over `axis` by `reduce`."""
-    return not (np.dtype(dtype).kind == "f" and axis is not None and len(axis) == 1
-                and _short_last(shape, axis[0], _EXTREMUM_ROWS))
+    dtype = np.dtype(dtype)
+    return not (dtype.kind == "f" and axis is not None and len(axis) == 1
+                and _short_last(shape, axis[0], _EXTREMUM_ROWS)
+                and _fold_is_numpys(shape[axis[0]], dtype))
+
+
+@functools.lru_cache(maxsize=None)
+def _fold_is_numpys(n: int, dtype: np.dtype) -> bool:
+    """Whether np.maximum and np.minimum folded over the n slices of a last axis give numpy's
+    own max and min reductions, bit for bit, on this machine. Which of two equal values (+0
+    and -0) a loop keeps depends on the SIMD code numpy runs on the CPU: with AVX-512 the fold
+    and the reductions agree for n = 2-7; on an AVX2 CPU (where np.maximum(0.0, -0.0) is -0.0)
+    they differ for rows of 5 and 7, and numpy's reduction is used there. Checked once per n
+    and dtype (a few ms), on every row of n values drawn from +-0, +-1, +-inf and NaN (30,000
+    of them for n = 7), C-ordered and transposed."""
+    values = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], dtype)
+    count = len(values) ** n
+    rows = np.arange(count) if n < 7 else np.random.default_rng(1).choice(count, 30000, replace=False)
+    x = values[rows[:, None] // len(values) ** np.arange(n) % len(values)]
+    with np.errstate(invalid="ignore"):
+        for a in (x, np.asfortranarray(x)):
+            for reduce, pairwise in ((np.maximum.reduce, np.maximum), (np.minimum.reduce, np.minimum)):
+                got, want = _fold_slices(pairwise, a, 1, order="C"), reduce(a, axis=1)
+                numbers = ~np.isnan(want)
+                if not (np.array_equal(got, want, equal_nan=True)
+                        and np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))):
+                    return False
+    return True
 
 
 # -- copies of short rows ---------------------------------------------------------------------
