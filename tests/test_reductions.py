@@ -161,7 +161,8 @@ def test_sums_over_one_short_axis_equal_np_sum_bit_for_bit():
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 7])
 def test_max_and_min_over_a_short_last_axis_match_numpy_bit_for_bit(dtype, n):
     """max/min over a last axis of 2-7 elements go through the slices' elementwise maximum
-    (13x faster on a max-pool's (64, 32, 4)); every row of +-0, +-1, +-inf and NaN (a sample
+    where that gives numpy's bits on this machine (13x faster on a max-pool's (64, 32, 4));
+    every row of +-0, +-1, +-inf and NaN (a sample
     of them for 7 elements) must give numpy's own reduction, NaN and zeros' signs included,
     with and without keepdims, from C-ordered and transposed inputs. pforjac holds its
     inputs C-ordered, and numpy's choice between +0 and -0 can depend on the layout (on an
@@ -182,6 +183,27 @@ def test_max_and_min_over_a_short_last_axis_match_numpy_bit_for_bit(dtype, n):
                 assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
                 assert same_bits(got, want), (op.__name__, x.strides, keepdims)
                 np.testing.assert_array_equal(got, reduce(x, axis=-1, keepdims=keepdims))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_fold_is_used_only_where_it_gives_numpys_bits(dtype):
+    """`_fold_is_numpys` decides once per row length and dtype from a sample of rows. Where
+    it takes the fold, the fold must give numpy's bits on every row of 2-6 values from +-0,
+    +-1, +-inf and NaN (100,000 others of 7), C-ordered at eight offsets from a 64-byte
+    boundary and transposed. (On an AVX2 CPU numpy's choice of zero for float64 rows of 5-7
+    depends on where a row lies in memory, so a "no" is not checked against one array: it
+    only costs the fold's speed.)"""
+    from pforjac.ops._kernels import _fold_is_numpys, _fold_slices, shifted_copy
+    values = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], dtype)
+    for n in range(2, 8):
+        if not _fold_is_numpys(n, np.dtype(dtype)):
+            continue
+        rows = np.arange(7 ** n) if n < 7 else np.random.default_rng(2).choice(7 ** n, 100000, replace=False)
+        x = values[rows[:, None] // 7 ** np.arange(n)[::-1] % 7]
+        for a in [shifted_copy(x, s) for s in range(8)] + [np.asfortranarray(x)]:
+            for pairwise, reduce in ((np.maximum, np.maximum.reduce), (np.minimum, np.minimum.reduce)):
+                assert same_bits(_fold_slices(pairwise, a, 1, order="C"), reduce(a, axis=1)), \
+                    (n, pairwise.__name__, a.strides, a.ctypes.data % 64)
 
 
 @pytest.mark.parametrize("shape, axis", [((96, 8, 32, 3), 2), ((20, 50, 10), 1), ((100, 50, 2), 1),

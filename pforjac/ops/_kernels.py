@@ -138,15 +138,19 @@ def _fold_is_numpys(n: int, dtype: np.dtype) -> bool:
     own max and min reductions, bit for bit, on this machine. Which of two equal values (+0
     and -0) a loop keeps depends on the SIMD code numpy runs on the CPU: with AVX-512 the fold
     and the reductions agree for n = 2-7; on an AVX2 CPU (where np.maximum(0.0, -0.0) is -0.0)
-    they differ for float64 rows of 5 to 7, and numpy's reduction is used there. Checked
-    once per n and dtype (0.3-70 ms), on every row of n values drawn from +-0, +-1, +-inf
-    and NaN (30,000 of them for n = 7), C-ordered and transposed."""
+    numpy's reduction of a float64 row of 5 to 7 keeps a zero that depends on where the row
+    lies in memory, and the fold does not always match it: numpy's reduction is used there.
+    Checked once per n and dtype (1-50 ms), on rows of n values drawn from +-0, +-1, +-inf
+    and NaN (every one up to n = 5, 10,000 of them beyond), C-ordered at four offsets from a
+    64-byte boundary (with rows of up to 7 elements, every alignment a SIMD loop can see)
+    and transposed."""
     values = np.array([0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf], dtype)
     count = len(values) ** n
-    rows = np.arange(count) if n < 7 else np.random.default_rng(1).choice(count, 30000, replace=False)
+    rows = np.arange(count) if n < 6 else np.random.default_rng(1).choice(count, 10000, replace=False)
     x = values[rows[:, None] // len(values) ** np.arange(n) % len(values)]
+    layouts = [shifted_copy(x, s) for s in range(4)] + [np.asfortranarray(x)]
     with np.errstate(invalid="ignore"):
-        for a in (x, np.asfortranarray(x)):
+        for a in layouts:
             for reduce, pairwise in ((np.maximum.reduce, np.maximum), (np.minimum.reduce, np.minimum)):
                 got, want = _fold_slices(pairwise, a, 1, order="C"), reduce(a, axis=1)
                 numbers = ~np.isnan(want)
@@ -154,6 +158,16 @@ def _fold_is_numpys(n: int, dtype: np.dtype) -> bool:
                         and np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))):
                     return False
     return True
+
+
+def shifted_copy(x: np.ndarray, shift: int) -> np.ndarray:
+    """A C-ordered copy of `x` whose data starts `shift` elements past a 64-byte boundary."""
+    step = max(1, 64 // x.itemsize)
+    buffer = np.empty(x.size + 2 * step + shift, x.dtype)
+    start = (-buffer.ctypes.data // x.itemsize) % step + shift
+    out = buffer[start:start + x.size].reshape(x.shape)
+    out[...] = x
+    return out
 
 
 # -- copies of short rows ---------------------------------------------------------------------
