@@ -8,6 +8,8 @@ every mismatch with its program.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import warnings
 
@@ -91,6 +93,9 @@ def run_fuzz(seeds, report=print) -> list:
 
 
 def main() -> None:
+    # (run as `python -m tests.numba_agreement`, tests/ is not on the path pytest gives the
+    # tests, and the fuzzer is imported as `fuzz` from there)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", type=int, default=300)
     parser.add_argument("--first-seed", type=int, default=0)
