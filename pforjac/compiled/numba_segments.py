@@ -87,7 +87,8 @@ def segmented_runner(program: Program, segments: list[Segment], name: str) -> Ca
     steps = [([id(v) for v in s.program.inputs], s.consts, [id(v) for v in s.program.outputs], s.code)
              for s in segments]
     output_ids = [id(v) for v in program.outputs]
-    borrowed = [k in set(input_ids) | set(const_ids) for k in output_ids]
+    given = set(input_ids) | set(const_ids)
+    borrowed = [k in given for k in output_ids]
 
     def run(*arrays_and_consts):
         consts = arrays_and_consts[-1]

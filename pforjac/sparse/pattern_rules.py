@@ -401,17 +401,11 @@ def _batched(eqn, out_var, out_core: int, core_dims: tuple, ctx):
 _E = ops.elementwise
 defcurvature("linear", _E.neg_p, _E.add_p, _E.subtract_p, _E.cast_p)
 defcurvature("piecewise_linear", _E.abs_p, _E.relu_p, _E.maximum_p, _E.minimum_p, _E.where_p)
-complex_curvatures[_E.abs_p] = "nonlinear"
 defcurvature("bilinear", _E.multiply_p, _E.multiply_no_nan_p, _E.multiply_zero_safe_p)
 defcurvature("quotient", _E.divide_p)
-defcurvature("constant", _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
-
-
-@defsparsity(_E.sign_p)
-def _sign_rule(eqn, ctx):
-    """A real sign is a step (zero derivative); numpy's complex sign x / |x| is not."""
-    complex_input = np.dtype(eqn.inputs[0].dtype).kind == "c"
-    return elementwise_rule(eqn, ctx) if complex_input else _no_dependency(eqn, ctx)
+defcurvature("constant", _E.sign_p, _E.floor_p, _E.ceil_p, _E.round_p)   # zero derivative
+# |x + iy| is not piecewise linear; numpy 2's complex sign x / |x| is no step
+complex_curvatures[_E.abs_p] = complex_curvatures[_E.sign_p] = "nonlinear"
 
 
 # -- dense linear algebra: each output matrix depends on all of its input matrices, batches apart
