@@ -82,3 +82,29 @@ def test_past_max_segments_the_whole_program_runs_on_numpy(monkeypatch):
             got = native(x, x + 2)
         assert next(iter(native._cache.values())).backend == "numpy"
         np.testing.assert_array_equal(got, pj.function(f)(x, x + 2))
+
+
+def test_a_hessian_through_an_op_without_a_rule_runs_in_segments():
+    """The Hessian reads one broadcast operand in two ufuncs: the simplified program reads
+    it through one view (each variable keeps a name of its own), and its numba segment
+    takes it once."""
+    with isolated_registries():
+        cube = extend.defop("test_seg_cube3", lambda x: x ** 3, extend.same_shape,
+                            vjp=lambda g, ans, x: g * 3.0 * x * x,
+                            jvp=lambda t, ans, x: t * 3.0 * x * x)
+        f = lambda x: pj.numpy.sum(pj.numpy.sin(cube(x)) * pj.numpy.exp(x))
+        x = np.linspace(0.1, 1, 6)
+        native = pj.function(pj.hessian(f), backend="numba")
+        with pytest.warns(RuntimeWarning, match="test_seg_cube3"):
+            got = native(x)
+        assert next(iter(native._cache.values())).backend == "numba+numpy"
+        want = pj.function(pj.hessian(f), backend="numpy")(x)
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-13)
+        program = native.program(x)
+        names = [v.name for v in [*program.inputs, *program.consts,
+                                  *(v for e in program.equations for v in e.outputs)]]
+        assert len(names) == len(set(names))
+        h = 1e-5                           # (and it is the Hessian: central differences of the gradient)
+        grad = pj.function(pj.grad(f), backend="numpy")
+        fd = np.stack([(grad(x + h * e) - grad(x - h * e)) / (2 * h) for e in np.eye(6)])
+        np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-8)

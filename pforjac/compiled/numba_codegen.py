@@ -37,10 +37,18 @@ def _name(var) -> str:
 
 
 def variable_names(program: Program) -> dict[int, str]:
-    """The generated code's name of every variable of the program, by id."""
-    names = {id(v): _name(v) for v in list(program.inputs) + list(program.consts)}
-    for eqn in program.equations:
-        names.update((id(v), _name(v)) for v in eqn.outputs)
+    """The generated code's name of every variable of the program, by id: one name each
+    (two variables a pass named alike get names of their own)."""
+    names: dict[int, str] = {}
+    taken: set[str] = set()
+    for v in [*program.inputs, *program.consts, *(v for e in program.equations for v in e.outputs)]:
+        if id(v) in names:
+            continue
+        name, k = _name(v), 1
+        while name in taken:
+            name, k = f"{_name(v)}_{k}", k + 1
+        names[id(v)] = name
+        taken.add(name)
     return names
 
 

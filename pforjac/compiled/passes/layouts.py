@@ -91,7 +91,7 @@ def broadcasts_into_ufuncs(program: Program) -> Program:
         return program                  # (nothing to read through: no layout analysis)
     producer = producers(program)
     layouts = Layouts(program)
-    kept, changed = [], False
+    kept, changed, views = [], False, {}        # (views: one per array and shape, made once)
     for eqn in program.equations:
         if plain_ufunc(eqn) and _c_ordered_result(eqn, layouts):
             inputs, touched = list(eqn.inputs), False
@@ -103,10 +103,12 @@ def broadcasts_into_ufuncs(program: Program) -> Program:
                 rest = [tuple(v.shape) for j, v in enumerate(inputs) if j != k]
                 if np.broadcast_shapes(shape, *rest) != tuple(eqn.outputs[0].shape):
                     continue              # u's stretch gives the result an axis no one else does
-                if tuple(x.shape) != shape:
+                if tuple(x.shape) != shape and (id(x), shape) not in views:
                     view = SymbolicTensor(shape, x.dtype, x._trace, f"{u.name}_small")
                     kept.append(Equation(reshape_p, [x], {"shape": shape}, [view], eqn.origin))
-                    x = view
+                    views[id(x), shape] = view
+                if tuple(x.shape) != shape:
+                    x = views[id(x), shape]
                 inputs[k], touched = x, True
             if touched:
                 eqn, changed = replace(eqn, inputs=inputs), True
