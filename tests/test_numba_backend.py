@@ -156,6 +156,29 @@ def test_a_second_process_loads_the_compiled_code_from_the_disk_cache(tmp_path):
     assert len(list((tmp_path / "numba" / "index").iterdir())) == 1
 
 
+_BROKEN_RUN = textwrap.dedent("""
+    import warnings, numpy as np, pforjac as pj
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = pj.function(pj.grad(lambda x: pj.numpy.sum(pj.sin(x) ** 2)))
+        print(f(np.linspace(0.0, 1.0, 5))[1])
+    print(len(caught), caught[0].message if caught else "")
+""")
+
+
+def test_a_numba_that_fails_to_import_leaves_the_numpy_backend_with_a_warning(tmp_path):
+    """numba found but failing to import (a build for another numpy): a function on the
+    configured numba backend runs on numpy, with one warning naming the import's error."""
+    (tmp_path / "numba").mkdir()
+    (tmp_path / "numba" / "__init__.py").write_text('raise ImportError("Numba needs NumPy 1.x")\n')
+    env = dict(os.environ, PFORJAC_BACKEND="numba", PFORJAC_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _BROKEN_RUN], env=env, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert abs(float(out[0]) - np.sin(2 * 0.25)) <= 4e-16      # (the numpy backend: d sin^2 = sin 2x)
+    assert out[1].startswith("1 ") and "numba cannot be imported (ImportError: Numba needs NumPy 1.x)" in out[1]
+
+
 def test_variables_are_read_at_every_call_and_guards_refuse_nan_as_on_numpy():
     w = pj.Variable(np.linspace(0.5, 1.5, 4))
     f = pj.function(lambda x: pj.tanh(x * w) * 2.0, backend="numba")

@@ -15,6 +15,7 @@ directory is `$PFORJAC_CACHE_DIR/numba`, else `~/.cache/pforjac/numba`.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -46,7 +47,21 @@ class BackendFallback(RuntimeError):
 
 
 def available() -> bool:
-    return importlib.util.find_spec("numba") is not None
+    return missing() is None
+
+
+@functools.lru_cache(maxsize=1)
+def missing() -> str | None:
+    """Why numba cannot run here (not installed; installed but failing to import, as a
+    build for another numpy does), or None. Importing it is what choosing the backend
+    does anyway."""
+    if importlib.util.find_spec("numba") is None:
+        return "numba is not installed (pip install 'pforjac[numba]')"
+    try:
+        import numba  # noqa: F401
+    except Exception as e:          # (ImportError, or whatever its import raises)
+        return f"numba cannot be imported ({type(e).__name__}: {str(e)[:200]})"
+    return None
 
 
 def cache_dir() -> pathlib.Path:
@@ -60,7 +75,7 @@ def native_code(program: Program, name: str) -> Callable:
     program with equations numba cannot lower as numba segments joined by the numpy
     backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
-        raise BackendFallback("numba is not installed (pip install 'pforjac[numba]')")
+        raise BackendFallback(missing())
     indexed = _from_index(program, name)
     if indexed is not None:
         return indexed
