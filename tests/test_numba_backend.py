@@ -14,7 +14,7 @@ import pytest
 
 import pforjac as pj
 from pforjac import extend
-from pforjac.compiled import numba_lowering
+from pforjac.compiled import numba_backend, numba_lowering
 from pforjac.config import _Config
 from pforjac.testing import isolated_registries
 
@@ -194,3 +194,18 @@ def test_variables_are_read_at_every_call_and_guards_refuse_nan_as_on_numpy():
     np.testing.assert_array_equal(native(x), numpy(x))
     compiled, = native._cache.values()
     assert compiled.backend == "numba" and compiled.dense is not None
+
+
+def test_no_writable_numba_cache_leaves_the_numpy_backend_with_a_warning(monkeypatch, tmp_path):
+    """numba's cache needs a directory it can write (the generated module's, else one under
+    the home directory): where it finds none, importing the module fails, and the function
+    runs on numpy with a warning saying what to set."""
+    def refuse(digest, path):
+        raise RuntimeError(f"cannot cache function 'program': no locator available for file '{path}'")
+    monkeypatch.setattr(numba_backend, "_module", refuse)
+    monkeypatch.setenv("PFORJAC_CACHE_DIR", str(tmp_path))
+    f = pj.function(pj.grad(lambda x: pj.numpy.sum(x ** 3)), backend="numba")
+    with pytest.warns(RuntimeWarning, match="numba cannot cache its code under .*no locator.*PFORJAC_CACHE_DIR"):
+        got = f(np.arange(3.0))
+    np.testing.assert_array_equal(got, 3.0 * np.arange(3.0) ** 2)
+    assert next(iter(f._cache.values())).backend == "numpy"

@@ -276,7 +276,12 @@ def _load(source: str, signature):
             raise BackendFallback(f"its code cannot be written to the cache directory {directory} "
                                   f"({type(e).__name__}: {e}); set PFORJAC_CACHE_DIR to a writable "
                                   f"directory") from None
-        return _module(digest, path).program, path
+        try:
+            return _module(digest, path).program, path
+        except RuntimeError as e:     # (numba finds no cache directory it can write: this
+            # one is read-only, and so is its fallback under the home directory)
+            raise BackendFallback(f"numba cannot cache its code under {directory} ({e}); set "
+                                  f"PFORJAC_CACHE_DIR to a writable directory") from None
 
 
 def _module(digest: str, path: pathlib.Path):
