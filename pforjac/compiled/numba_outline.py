@@ -39,8 +39,10 @@ _HOLE = "\x00"
 MIN_REPEATS = 2
 MAX_RUN = 8         # statements in a repeated run made one helper
 MIN_SAVED = 20      # lines a helper of repeated runs must save (a helper is a compile)
-# (helpers are called from the generated code only: no wrappers for calls from Python)
-HELPER_OPTIONS = "cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model='numpy'"
+# (helpers are called from the generated code only: no wrappers for calls from Python; and
+# not cached on their own: the function calling them is, with their machine code linked in,
+# and no other program's module calls them)
+HELPER_OPTIONS = "cache=False, no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model='numpy'"
 
 
 def outline(lines: list[str], params: list[str], calls: list | None = None) -> tuple[list[str], list[str]]:
