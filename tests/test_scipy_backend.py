@@ -123,6 +123,7 @@ def test_bfgs_on_numba_takes_value_and_gradient_from_one_native_call():
     res = po.minimize(po.rosen, np.zeros(6), method="BFGS", backend="numba")
     want = so.minimize(so.rosen, np.zeros(6), method="BFGS", jac=so.rosen_der)
     assert res.success and type(res.x) is np.ndarray and res.njev == res.nfev
+    assert type(res.fun) is type(want.fun) is np.float64       # (numpy out: a numpy scalar)
     assert abs(res.nit - want.nit) <= 3
     np.testing.assert_allclose(res.x, want.x, rtol=1e-5)
 

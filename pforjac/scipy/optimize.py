@@ -131,8 +131,14 @@ def _one_pass(f, d: Derivatives):
 
     def fun_and_grad(x, *a):          # (args are in the compiled code: one solve's)
         value, g = value_grad(x)
-        return float(value), as_numpy(g)
+        return _scalar(value), as_numpy(g)
     return fun_and_grad
+
+
+def _scalar(value):
+    """A 0-d value as a numpy scalar of its dtype, as numpy's own functions return one
+    (scipy puts it in `res.fun`)."""
+    return np.asarray(as_numpy(value))[()]
 
 
 def _seconds(f, x) -> float:
@@ -152,7 +158,7 @@ def _closed(fun, args: tuple, kwargs=None):
 def _numpy_scalar(fun):
     def value(x, *a):
         v = fun(x, *a)
-        return float(v) if isinstance(v, Tensor) else v
+        return _scalar(v) if isinstance(v, Tensor) else v
     return value
 
 
