@@ -28,7 +28,7 @@ import numpy as np
 
 from ..config import checked_backend, config  # noqa: F401  (checked_backend: re-exported)
 from ..program import Program
-from . import numba_index
+from . import numba_blas, numba_index
 from .codegen import compile_program
 from .numba_codegen import (HEADER, bakeable, declined_equations, numba_source, numba_type,
                             parallel_helpers, variable_names)
@@ -76,6 +76,7 @@ def native_code(program: Program, name: str) -> Callable:
     backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
         raise BackendFallback(missing())
+    numba_blas.register()           # (before any code naming its functions is loaded)
     indexed = _from_index(program, name)
     if indexed is not None:
         return indexed
@@ -189,6 +190,7 @@ def warm_up() -> None:
     from numba import typeof
     with global_compiler_lock:
         rtsys.initialize(cpu_target.target_context)
+    numba_blas.register()
     typeof(np.zeros(1))           # (numba's first typeof of an array imports numpy.ma)
     import numba.np.npyimpl       # noqa: F401  (named by the environments of cached array code)
     importlib.import_module(__package__ + ".numba_kernels")    # (and the kernels' module)

@@ -39,11 +39,13 @@ _OTHERS = ("compiled/codegen.py", "ops/_einsum_plan.py", "ops/convolution.py")
 
 @functools.lru_cache(maxsize=1)
 def code_digest() -> str:
-    """`code_files()` and the versions (numba's, numpy's, pforjac's): a change of any
-    makes new keys, so an upgraded pforjac never loads code an older one generated."""
+    """`code_files()`, the versions (numba's, numpy's, pforjac's) and the BLAS the kernels'
+    products call (numba_blas.py): a change of any makes new keys, so an upgraded pforjac
+    never loads code an older one generated, nor a process code naming functions it lacks."""
     import numba
     from .. import __version__
-    h = hashlib.sha256(f"{numba.__version__} {np.__version__} {__version__}".encode())
+    from .numba_blas import identity
+    h = hashlib.sha256(f"{numba.__version__} {np.__version__} {__version__} {identity()}".encode())
     for path in code_files():
         h.update(path.read_bytes())
     return h.hexdigest()
