@@ -76,7 +76,7 @@ def native_code(program: Program, name: str) -> Callable:
     backend's code for those (`numba_segments.py`; the runner's `declined` names them)."""
     if not available():
         raise BackendFallback(missing())
-    numba_blas.register()           # (before any code naming its functions is loaded)
+    numba_blas.found()              # (its library loaded before any code naming it is)
     indexed = _from_index(program, name)
     if indexed is not None:
         return indexed
@@ -190,7 +190,7 @@ def warm_up() -> None:
     from numba import typeof
     with global_compiler_lock:
         rtsys.initialize(cpu_target.target_context)
-    numba_blas.register()
+    numba_blas.found()
     typeof(np.zeros(1))           # (numba's first typeof of an array imports numpy.ma)
     import numba.np.npyimpl       # noqa: F401  (named by the environments of cached array code)
     importlib.import_module(__package__ + ".numba_kernels")    # (and the kernels' module)

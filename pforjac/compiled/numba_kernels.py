@@ -158,68 +158,7 @@ def blas_dot(a, b, out=None):
     numba's np.dot calls through scipy.linalg, directly. (A kernel of its own, not a
     branch of `dot`: the machine code cached for each names different functions, and a
     process loads only the one it has.)"""
-    return _product(a, b, out)
-
-
-def _product(a, b, out):
-    """np.dot(a, b[, out]) in numba's code (`_product_rule` picks the implementation)."""
-    raise NotImplementedError("pforjac: a kernel of numba's generated code")
-
-
-def _product_rule(a, b, out):
-    """numba's np.dot, or for two float32 or float64 matrices (and no `out`, or a
-    C-contiguous one) the BLAS library numba_blas found, called directly."""
-    from numba import types
-    blas = _gemm is not None and all(isinstance(t, types.Array) and t.ndim == 2 for t in (a, b)) \
-        and a.dtype == b.dtype and a.dtype in (types.float32, types.float64) \
-        and (out is None or isinstance(out, (types.NoneType, types.Omitted))
-             or (isinstance(out, types.Array) and out.ndim == 2 and out.dtype == a.dtype
-                 and out.layout == "C" and out.mutable))
-    if not blas:
-        def numba_dot(a, b, out):
-            if out is None:
-                return np.dot(a, b)
-            return np.dot(a, b, out)
-        return numba_dot
-
-    def blas_dot(a, b, out):
-        m, k = a.shape
-        n = b.shape[1]
-        if b.shape[0] != k:
-            raise ValueError("pforjac (numba backend): a matrix product of shapes not aligned")
-        if out is None:
-            c = np.empty((m, n), a.dtype)
-        else:
-            if out.shape[0] != m or out.shape[1] != n:
-                raise ValueError("pforjac (numba backend): a matrix product's output has the wrong shape")
-            c = out
-        if m == 0 or n == 0:
-            return c
-        if k == 0:
-            c[:] = 0
-            return c
-        if max(m, n, k) > _INT_MAX:              # (the library's sizes are C ints)
-            if out is None:
-                return np.dot(a, b)
-            return np.dot(a, b, out)
-        if a.flags.c_contiguous:
-            _times(_NO_TRANS, max(k, 1), a, b, c, m, n, k)
-        elif a.flags.f_contiguous:
-            _times(_TRANS, max(m, 1), a, b, c, m, n, k)
-        else:
-            _times(_NO_TRANS, max(k, 1), np.ascontiguousarray(a), b, c, m, n, k)
-        return c
-    return blas_dot
-
-
-def _times(transa, lda, a, b, c, m, n, k):
-    """c = op(a) @ b by that library, b read in place where it is contiguous either way."""
-    if b.flags.c_contiguous:
-        _gemm(transa, _NO_TRANS, m, n, k, a, lda, b, max(n, 1), c, max(n, 1))
-    elif b.flags.f_contiguous:
-        _gemm(transa, _TRANS, m, n, k, a, lda, b, max(k, 1), c, max(n, 1))
-    else:
-        _gemm(transa, _NO_TRANS, m, n, k, a, lda, np.ascontiguousarray(b), max(n, 1), c, max(n, 1))
+    return numba_blas.product(a, b, out)
 
 
 def empty(shape, dtype=np.float64):
@@ -244,7 +183,7 @@ def batched_blas_dot(a, b):
     count = b.shape[0] if a.shape[0] == 1 else a.shape[0]
     out = np.empty((count, a.shape[1], b.shape[2]), a.dtype)
     for i in range(count):
-        _product(a[i if a.shape[0] > 1 else 0], b[i if b.shape[0] > 1 else 0], out[i])
+        numba_blas.product(a[i if a.shape[0] > 1 else 0], b[i if b.shape[0] > 1 else 0], out[i])
     return out
 
 
@@ -506,15 +445,8 @@ try:
     import numba
 except ImportError:          # numba is optional: only generated code uses these kernels
     numba = None
-_gemm = None
-_NO_TRANS, _TRANS = numba_blas.NO_TRANS, numba_blas.TRANS
-_INT_MAX = 2 ** 31 - 1
 if numba is not None:
-    import numba.extending
-    if numba_blas.register():
-        _gemm = numba_blas.gemm_intrinsic(numba)
-    numba.extending.overload(_product)(_product_rule)
-    _times = numba.njit(cache=True)(_times)
+    _blas = numba_blas.setup(numba)
     blas_dot = numba.njit(cache=True)(blas_dot)
     batched_blas_dot = numba.njit(cache=True)(batched_blas_dot)
     multiply_no_nan = numba.vectorize(cache=True)(multiply_no_nan)
@@ -530,7 +462,7 @@ if numba is not None:
     min_axis = numba.njit(cache=True)(min_axis)
     batched_dot = numba.njit(cache=True)(batched_dot)
     dot = numba.njit(cache=True)(dot)
-    if _gemm is not None:          # (generated code calls K.dot and K.batched_dot)
+    if _blas:                      # (generated code calls K.dot and K.batched_dot)
         dot, batched_dot = blas_dot, batched_blas_dot
     empty = numba.njit(cache=True)(empty)
     _finite = numba.njit(cache=True)(_finite)
