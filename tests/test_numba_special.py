@@ -70,9 +70,9 @@ def test_unary_kernels_agree_with_scipy(dtype):
     with np.errstate(all="ignore"):
         for (name, (reference, ulps)), got in zip(UNARY.items(), APPLY_UNARY(x)):
             want = np.asarray(reference(x))
-            if dtype == np.float32:      # scipy's float32 loops round the double result
-                want = np.asarray(reference(x.astype(np.float64))).astype(np.float32)
-                ulps = 1
+            if dtype == np.float32 and name != "sinc":   # scipy's float32 loops round the
+                want = np.asarray(reference(x.astype(np.float64))).astype(np.float32)   # double result
+                ulps = 1             # (numpy's sinc computes in float32: sinc(1) is -2.78e-8)
             elif ulps == "x^2":
                 ulps = 8 + np.where(np.isfinite(x), x * x, 0)
             if name == "gammaln":        # (within 1e-8 of its zeros scipy's has no digits)

@@ -52,9 +52,10 @@ def softplus(x):
 
 
 def sinc(x):
-    """numpy's: sin(pi y) / (pi y), with y = 1e-20 where x == 0."""
-    y = math.pi * (1.0e-20 if _f64(x) == 0.0 else _f64(x))
-    return _like(math.sin(y) / y, x)
+    """numpy's: sin(pi y) / (pi y), with y = 1e-20 where x == 0, in x's float type (numpy
+    computes a float32's in float32: sinc(1) is -2.78e-8 there, and 2e38 gives NaN)."""
+    y = _like(math.pi, x) * (_like(1.0e-20, x) if x == 0 else x)
+    return np.sin(y) / y
 
 
 def heaviside(x, h):
