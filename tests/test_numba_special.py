@@ -153,3 +153,13 @@ def test_polygamma_agrees_with_scipy(dtype):
         with np.errstate(all="ignore"):             # (float32 overflows to inf)
             want = np.asarray(special.polygamma(n, x.astype(np.float64))).astype(dtype)
             _close(apply(x, np.float64(n)), want, 4 if dtype == np.float64 else 1, dtype, f"polygamma {n}")
+
+
+def test_ndtri_and_erfcinv_of_subnormal_probabilities_agree_with_scipy():
+    """ndtr's values at those quantiles are subnormal too, with a few bits: the quantile is
+    found from log_ndtr there (ndtri), or taken from ndtri unrefined (erfcinv, as scipy)."""
+    p = np.array([5e-324, 1.5e-323, 1.7243e-320, 2.57383e-319, 1e-310, 2.2e-308, 1e-300])
+    for name in ("ndtri", "erfcinv"):
+        got, want = getattr(K, name)(p), getattr(special, name)(p)
+        assert ((got == want) | (np.abs(got - want) <= 4 * np.spacing(np.abs(want)))).all(), \
+            f"{name}: got {got}, want {want}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import math
 
-from .numba_special import (HAVE_NUMBA, _INF, _NAN, _SQRT_HALF, _f64, _like, _ndtr,
-                            compile_kernels)
+from .numba_special import (HAVE_NUMBA, _INF, _LOG_SQRT_TWO_PI, _NAN, _SQRT_HALF, _f64, _like,
+                            _log_ndtr, _ndtr, compile_kernels)
 
 __all__ = ["ndtri", "erfinv", "erfcinv"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_TINY = 2.2250738585072014e-308        # (the smallest normal float64)
 
 # Acklam's rational approximation of the normal quantile (relative error < 1.2e-9), refined
 # by a Halley step on ndtr: the central region's numerator and denominator, then the tail's
@@ -43,12 +44,24 @@ def _ndtri_lower(p):
     else:
         r = math.sqrt(-2.0 * math.log(p))
         x = _horner(_ACKLAM_C, r) / _horner(_ACKLAM_D, r)
+        if p < _TINY:
+            return _ndtri_log(math.log(p), x)
     for _ in range(2):
         e = 0.5 * math.erf(x * _SQRT_HALF) - q if central else _ndtr(x) - p
         u = e * _SQRT_TWO_PI * math.exp(0.5 * x * x)
         if not math.isfinite(u):
             break
         x -= u / (1.0 + 0.5 * x * u)
+    return x
+
+
+def _ndtri_log(log_p, x):
+    """The quantile of a subnormal p from its log, by Newton steps on log_ndtr from `x`:
+    ndtr's values there are subnormal too, with a few bits left, where log_ndtr's (and
+    log(p)) keep all of theirs (ndtri(1.5e-323) was 1e12 ulps off through ndtr)."""
+    for _ in range(3):
+        log_cdf = _log_ndtr(x)
+        x -= (log_cdf - log_p) / math.exp(-0.5 * x * x - _LOG_SQRT_TWO_PI - log_cdf)
     return x
 
 
@@ -65,8 +78,11 @@ def ndtri(x):
 
 
 def _erfcinv_small(y):
-    """x with erfc(x) = y for 0 < y <= 1/2: -ndtri(y / 2) / sqrt(2), Newton steps on erfc."""
+    """x with erfc(x) = y for 0 < y <= 1/2: -ndtri(y / 2) / sqrt(2), Newton steps on erfc
+    (none for a subnormal y: erfc has a few bits left there; scipy's ndtri(y / 2) alone)."""
     x = -_ndtri(0.5 * y) * _SQRT_HALF
+    if y < _TINY:
+        return x
     for _ in range(2):
         step = (math.erfc(x) - y) / (_TWO_OVER_SQRT_PI * math.exp(-x * x))
         if not math.isfinite(step):
@@ -115,7 +131,7 @@ def erfcinv(x):
     return _like(_erfcinv(_f64(x)), x)
 
 
-_SCALAR_HELPERS = ["_horner", "_ndtri_lower", "_ndtri", "_erfcinv_small", "_erfinv_small",
+_SCALAR_HELPERS = ["_horner", "_ndtri_log", "_ndtri_lower", "_ndtri", "_erfcinv_small", "_erfinv_small",
                    "_erfcinv", "_erfinv"]
 
 if HAVE_NUMBA:               # numba is optional: only generated code uses these kernels
